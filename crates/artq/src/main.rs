@@ -1,0 +1,2 @@
+//! The `artq` command-line program.
+fn main() {}

@@ -1,0 +1,1 @@
+//! artq netem (under construction).

@@ -1,0 +1,1 @@
+//! artq transport (under construction).
