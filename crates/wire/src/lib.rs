@@ -6,3 +6,6 @@
 #![warn(missing_docs)]
 
 pub mod time;
+pub mod side;
+
+pub use side::{Dir, Side, StreamId};
