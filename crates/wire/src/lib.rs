@@ -9,3 +9,6 @@ pub mod time;
 pub mod side;
 
 pub use side::{Dir, Side, StreamId};
+pub mod error;
+
+pub use error::TransportErrorCode;
