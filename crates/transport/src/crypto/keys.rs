@@ -80,7 +80,10 @@ impl fmt::Debug for KeyChange {
 /// packet keys are derived (RFC 9001 §6.1: HKDF-Expand-Label "quic ku").
 ///
 /// Header protection keys never change on a key update (RFC 9001 §6), so only
-/// packet keys come out of here.
+/// packet keys come out of here: swap them into the 1-RTT [`DirectionalKeys`]
+/// (`std::mem::replace(&mut keys.local.packet, set.local)`) or pass them to
+/// [`seal_parts`](super::protect::seal_parts) and [`open`](super::protect::open)
+/// beside the unchanged header key.
 pub struct NextSecrets {
     secrets: quic::Secrets,
 }

@@ -194,7 +194,10 @@ pub fn remove_header_protection(
 ///
 /// Any mismatch (tampering, wrong keys, wrong packet number) is
 /// [`CryptoError::DecryptFailed`]; the packet must then be dropped (RFC 9001
-/// §5.5), its bytes are unspecified.
+/// §5.5). After a failure the payload bytes are unspecified, so a second
+/// `open` of the same buffer with other keys cannot work: pick one key per
+/// packet (from the Key Phase bit and packet number, RFC 9001 §6.3), or copy
+/// the packet first.
 pub fn open(
     key: &dyn PacketKey,
     packet: &mut [u8],

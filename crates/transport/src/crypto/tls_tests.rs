@@ -7,7 +7,9 @@ use super::*;
 use crate::crypto::certs::{
     client_config, self_signed, server_config, ServerVerification, ALPN_HQ_INTEROP,
 };
-use crate::crypto::keys::{initial_keys, KeyChange, Keys, NextSecrets};
+use crate::crypto::keys::{
+    initial_keys, HeaderProtectionKey, KeyChange, Keys, NextSecrets, PacketKey,
+};
 use crate::crypto::protect::{open, remove_header_protection, seal, seal_parts, TAG_LEN};
 use proptest::prelude::*;
 use rustls::AlertDescription;
@@ -218,49 +220,61 @@ fn check_established(client: &mut Peer, server: &mut Peer) {
     );
     for phase in 1..=2u64 {
         let (c, s) = (c_next.next_packet_keys(), s_next.next_packet_keys());
-        for (from, to, old_to, what) in [
-            (
+        let to_server = |rx_key: &dyn PacketKey| {
+            transfer(
                 c_keys.local.header.as_ref(),
-                (s_keys, s.remote.as_ref()),
-                s_keys.remote.packet.as_ref(),
-                "client to server",
-            ),
-            (
+                c.local.as_ref(),
+                s_keys.remote.header.as_ref(),
+                rx_key,
+                phase,
+            )
+        };
+        assert_eq!(to_server(s.remote.as_ref()).expect("updated keys"), UPDATED);
+        assert!(
+            to_server(s_keys.remote.packet.as_ref()).is_err(),
+            "phase 0 key"
+        );
+        let to_client = |rx_key: &dyn PacketKey| {
+            transfer(
                 s_keys.local.header.as_ref(),
-                (c_keys, c.remote.as_ref()),
-                c_keys.remote.packet.as_ref(),
-                "server to client",
-            ),
-        ] {
-            let sealing_key = if what.starts_with("client") {
-                c.local.as_ref()
-            } else {
-                s.local.as_ref()
-            };
-            let mut packet = vec![0x45, 1, 2, 3, 4, 5, 6, 7, 8, 0, phase as u8];
-            packet.extend_from_slice(b"after a key update");
-            packet.extend_from_slice(&[0; TAG_LEN]);
-            seal_parts(from, sealing_key, &mut packet, 9, 2, phase).expect("seal");
-            let (receiver_keys, new_key) = to;
-            let (first, pn_len, pn) =
-                remove_header_protection(receiver_keys.remote.header.as_ref(), &mut packet, 9)
-                    .expect("unprotect");
-            assert_eq!(
-                (first, pn_len, u64::from(pn)),
-                (0x45, 2, phase),
-                "{what}: header key unchanged"
-            );
-            assert!(
-                open(old_to, &mut packet.clone(), 11, phase).is_err(),
-                "{what}: old key must fail"
-            );
-            let range = open(new_key, &mut packet, 11, phase).expect("open with updated key");
-            assert_eq!(
-                &packet[range], b"after a key update",
-                "{what}, phase {phase}"
-            );
-        }
+                s.local.as_ref(),
+                c_keys.remote.header.as_ref(),
+                rx_key,
+                phase,
+            )
+        };
+        assert_eq!(to_client(c.remote.as_ref()).expect("updated keys"), UPDATED);
+        assert!(
+            to_client(c_keys.remote.packet.as_ref()).is_err(),
+            "phase 0 key"
+        );
     }
+}
+
+const UPDATED: &[u8] = b"after a key update";
+
+/// Seal a short-header packet carrying [`UPDATED`] with one set of keys and
+/// open it with another; the payload if it opens.
+fn transfer(
+    tx_header: &dyn HeaderProtectionKey,
+    tx_key: &dyn PacketKey,
+    rx_header: &dyn HeaderProtectionKey,
+    rx_key: &dyn PacketKey,
+    pn: u64,
+) -> Result<Vec<u8>, CryptoError> {
+    // Key phase bit set (0x04): the receiver's cue to use the next keys.
+    let mut packet = vec![0x45, 1, 2, 3, 4, 5, 6, 7, 8, 0, pn as u8];
+    packet.extend_from_slice(UPDATED);
+    packet.extend_from_slice(&[0; TAG_LEN]);
+    seal_parts(tx_header, tx_key, &mut packet, 9, 2, pn)?;
+    let (first, pn_len, truncated) = remove_header_protection(rx_header, &mut packet, 9)?;
+    assert_eq!(
+        (first, pn_len, u64::from(truncated)),
+        (0x45, 2, pn),
+        "header keys never change"
+    );
+    let range = open(rx_key, &mut packet, 9 + pn_len, pn)?;
+    Ok(packet[range].to_vec())
 }
 
 #[test]
