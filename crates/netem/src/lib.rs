@@ -1,1 +1,38 @@
-//! artq netem (under construction).
+//! artq-netem: the network emulator.
+//!
+//! Link models shared verbatim by a deterministic discrete-event simulator
+//! and a real-time UDP relay. It knows nothing about QUIC: a node is anything
+//! that consumes and produces UDP datagrams.
+//!
+//! Layers, bottom up:
+//!
+//! - [`seed`]: one master seed per scenario, an independent sub-seed per
+//!   component (`derive_seed(master, "link/up")`, `"link/down"`, ...).
+//! - [`trace`]: Mahimahi delivery-opportunity traces (files or generated
+//!   constant rates), with errors naming file and line.
+//! - [`loss`]: random loss models (Bernoulli, Gilbert-Elliott, Gaussian
+//!   varying rate, recorded patterns) and the seeded process applying one.
+//! - [`link`]: one link direction: loss, drop-tail queue, capacity (trace,
+//!   constant or unlimited), propagation delay. Sans-IO: time is an argument.
+//! - [`sim`]: the discrete-event simulator: nodes, links, routes, an
+//!   event heap keyed by `(time, seq)`; single-threaded, no sleeping.
+//! - [`relay`]: the only code with sockets and a real clock: relays UDP
+//!   both ways through two links in real time (`artq link`).
+//!
+//! Everything below the relay is deterministic: the same configuration, seed
+//! and arrival times give the same result, bit for bit.
+#![warn(missing_docs)]
+
+pub mod link;
+pub mod loss;
+pub mod relay;
+pub mod seed;
+pub mod sim;
+pub mod trace;
+
+pub use link::{Capacity, Datagram, Ecn, Link, LinkConfig, LinkStats, QueueLimit};
+pub use loss::{LossModel, LossProcess};
+pub use relay::{RelayConfig, RelayHandle, RelayStats};
+pub use seed::derive_seed;
+pub use sim::{LinkId, Node, NodeId, RunOutcome, Simulator};
+pub use trace::{Trace, TraceError};

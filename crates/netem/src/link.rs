@@ -1,0 +1,425 @@
+//! One direction of an emulated link.
+//!
+//! A datagram offered to a [`Link`] goes through four stages, in this order:
+//!
+//! 1. **random loss** ([`LossModel`], decided at arrival);
+//! 2. **drop-tail queue** ([`QueueLimit`]): a full queue drops the arrival;
+//! 3. **capacity** ([`Capacity`]): a Mahimahi trace of delivery opportunities,
+//!    a constant rate, or none; a datagram leaves when its last byte has been
+//!    served (serialization);
+//! 4. **propagation delay**: a constant one-way delay added on departure.
+//!
+//! The order is that of the usual Mahimahi nesting
+//! `mm-delay D mm-loss downlink P mm-link UP DOWN --downlink-queue=droptail ...`
+//! as seen by downlink packets, which cross the shells from the outside in:
+//! delay, loss, then the link's queue and trace. The same nesting sends
+//! uplink packets through the link first and the loss shell second, so there a
+//! lost packet would still have used a delivery opportunity; artq applies loss
+//! first in both directions, so a lost packet never takes queue space or
+//! capacity, and both directions behave alike. Propagation delay is a pure
+//! time shift, so its position only matters for time-varying loss (evaluated
+//! here at the arrival instant).
+//!
+//! Every stage is a deterministic function of the arrival sequence (datagram
+//! and time) and the link's own seeded RNG, so the simulator and the real-time
+//! relay produce the same behaviour from the same arrivals. Calls may come at
+//! any times; a time earlier than one already seen is treated as the latest
+//! one seen (time never goes backwards). Storage is one `VecDeque` per stage,
+//! reused, so the hot path only moves datagrams.
+
+mod server;
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use wire::time::{Duration, Instant};
+
+use crate::loss::{LossModel, LossProcess};
+use crate::seed::{derive_seed, LOSS};
+use crate::trace::Trace;
+
+use server::Server;
+
+/// IPv4 (20) + UDP (8) header bytes.
+const IPV4_UDP_OVERHEAD: u64 = 28;
+/// IPv6 (40) + UDP (8) header bytes.
+const IPV6_UDP_OVERHEAD: u64 = 48;
+
+/// A UDP datagram in flight through the emulator.
+///
+/// Exists because the emulator knows nothing about QUIC: nodes exchange UDP
+/// payloads between socket addresses, exactly what the relay sees on the wire.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Datagram {
+    /// Sender's address.
+    pub src: SocketAddr,
+    /// Destination address.
+    pub dst: SocketAddr,
+    /// The UDP payload.
+    pub payload: Vec<u8>,
+    /// The ECN codepoint of the IP header, `None` for Not-ECT. Links carry it
+    /// unchanged (a drop-tail queue does not mark).
+    pub ecn: Option<Ecn>,
+}
+
+/// An ECN codepoint other than Not-ECT (RFC 3168 §5).
+///
+/// Exists so senders that use ECN (RFC 9000 §13.4) keep their marking through
+/// the emulator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Ecn {
+    /// ECT(0).
+    Ect0,
+    /// ECT(1).
+    Ect1,
+    /// Congestion Experienced.
+    Ce,
+}
+
+impl Datagram {
+    /// A datagram without ECN marking.
+    pub fn new(src: SocketAddr, dst: SocketAddr, payload: Vec<u8>) -> Datagram {
+        Datagram {
+            src,
+            dst,
+            payload,
+            ecn: None,
+        }
+    }
+
+    /// Size of the IP packet carrying this datagram: payload + UDP header +
+    /// IPv4 header (28 bytes of overhead), or IPv6 (48) when either address
+    /// is IPv6.
+    ///
+    /// This is what capacity and byte-limited queues count, like Mahimahi
+    /// which sees IP packets (plus a 4-byte TUN header that both its
+    /// opportunities and artq's leave out, see [`crate::trace`]). A
+    /// 1472-byte payload over IPv4 fills one 1500-byte opportunity exactly.
+    pub fn wire_len(&self) -> u64 {
+        let overhead = if self.src.is_ipv4() && self.dst.is_ipv4() {
+            IPV4_UDP_OVERHEAD
+        } else {
+            IPV6_UDP_OVERHEAD
+        };
+        (self.payload.len() as u64).saturating_add(overhead)
+    }
+}
+
+/// How fast a link drains its queue.
+///
+/// Exists to switch between recorded cellular capacity and the papers'
+/// fixed-bandwidth links without touching the rest of the pipeline.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Capacity {
+    /// An exact constant rate of IP bytes: a datagram of `L` wire bytes takes
+    /// `L * 8 / bits_per_sec` seconds, computed without rounding drift
+    /// (departures are rounded up to the nanosecond only when reported). An
+    /// idle link starts serializing an arrival at once. A rate of 0 never
+    /// delivers.
+    Constant {
+        /// Link rate in bits per second of IP packets.
+        bits_per_sec: u64,
+    },
+    /// Mahimahi delivery opportunities of 1500 bytes each, looping, starting
+    /// at the clock's epoch (time zero): Mahimahi's `mm-link` semantics.
+    ///
+    /// An opportunity at time `T` serves packets that arrived strictly
+    /// before `T` (Mahimahi serves the link up to `now` before enqueuing an
+    /// arrival). Its 1500 bytes go to the packet at the head; bytes a packet
+    /// does not need go on to the next queued packet, and a packet larger than
+    /// what is left carries the remainder over to later opportunities. Bytes
+    /// of an opportunity that find the queue empty are lost. A packet leaves
+    /// when the opportunity that completes it occurs.
+    Trace(Arc<Trace>),
+    /// No capacity limit: arrivals leave at once and the queue never fills.
+    Unlimited,
+}
+
+/// The drop-tail queue's size limit.
+///
+/// Counts datagrams waiting for capacity, not the one being served: like
+/// Mahimahi, whose `mm-link` takes the head packet out of its droptail queue
+/// when service starts (`--downlink-queue=droptail
+/// --downlink-queue-args=packets=N` or `bytes=N`). With a trace, service
+/// starts only at an opportunity, so a burst at one instant into a trace link
+/// keeps exactly `N` packets; an idle constant-rate link starts serializing
+/// the first arrival at once, so it keeps `N + 1`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QueueLimit {
+    /// Never drops (DESIGN.md's "large" default).
+    Unlimited,
+    /// At most this many datagrams waiting.
+    Packets(u64),
+    /// At most this many IP bytes ([`Datagram::wire_len`]) waiting. Mahimahi
+    /// counts its 4-byte TUN header too, so its `bytes=N` holds slightly
+    /// fewer packets.
+    Bytes(u64),
+}
+
+/// Configuration of one link direction.
+///
+/// Exists as plain data so scenarios, the CLI and the relay all build links
+/// the same way.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LinkConfig {
+    /// Bottleneck capacity.
+    pub capacity: Capacity,
+    /// One-way propagation delay, added after serialization.
+    pub delay: Duration,
+    /// Drop-tail queue limit in front of the capacity stage.
+    pub queue: QueueLimit,
+    /// Random loss applied to arrivals.
+    pub loss: LossModel,
+}
+
+impl LinkConfig {
+    /// A link with the given capacity and delay, no loss, unlimited queue.
+    pub fn new(capacity: Capacity, delay: Duration) -> LinkConfig {
+        LinkConfig {
+            capacity,
+            delay,
+            queue: QueueLimit::Unlimited,
+            loss: LossModel::None,
+        }
+    }
+
+    /// A perfect link: no capacity limit, no delay, no loss.
+    pub fn ideal() -> LinkConfig {
+        LinkConfig::new(Capacity::Unlimited, Duration::ZERO)
+    }
+
+    /// The same link with a different queue limit.
+    pub fn with_queue(mut self, queue: QueueLimit) -> LinkConfig {
+        self.queue = queue;
+        self
+    }
+
+    /// The same link with a different loss model.
+    pub fn with_loss(mut self, loss: LossModel) -> LinkConfig {
+        self.loss = loss;
+        self
+    }
+
+    /// Checks the configuration (the loss model's parameters); a [`Link`]
+    /// built from an invalid one still never panics.
+    pub fn validate(&self) -> Result<(), String> {
+        self.loss.validate()
+    }
+}
+
+/// Counters of one link direction.
+///
+/// Exists so experiments can report offered load, the two kinds of drops and
+/// what got through, and check the emulator against its configuration.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinkStats {
+    /// Datagrams offered with [`Link::send`].
+    pub offered: u64,
+    /// Datagrams handed out by [`Link::poll_deliver`].
+    pub delivered: u64,
+    /// Datagrams dropped because the queue was full.
+    pub dropped_queue: u64,
+    /// Datagrams dropped by the loss model.
+    pub dropped_loss: u64,
+    /// UDP payload bytes delivered.
+    pub bytes_delivered: u64,
+    /// IP bytes delivered ([`Datagram::wire_len`]), what capacity counts.
+    pub wire_bytes_delivered: u64,
+    /// Largest number of datagrams ever waiting in the queue.
+    pub max_queue_pkts: u64,
+    /// Largest number of IP bytes ever waiting in the queue.
+    pub max_queue_bytes: u64,
+}
+
+/// A datagram with its size on the wire, as stages hold it.
+#[derive(Debug)]
+struct Queued {
+    datagram: Datagram,
+    wire_len: u64,
+}
+
+/// The drop-tail queue: datagrams waiting for service.
+#[derive(Debug)]
+struct WaitQueue {
+    items: VecDeque<Queued>,
+    bytes: u64,
+    limit: QueueLimit,
+}
+
+impl WaitQueue {
+    /// Appends `q` unless that would exceed the limit; gives it back if not.
+    fn try_push(&mut self, q: Queued, stats: &mut LinkStats) -> Result<(), Queued> {
+        let pkts = self.items.len() as u64 + 1;
+        let bytes = self.bytes.saturating_add(q.wire_len);
+        let fits = match self.limit {
+            QueueLimit::Unlimited => true,
+            QueueLimit::Packets(n) => pkts <= n,
+            QueueLimit::Bytes(n) => bytes <= n,
+        };
+        if !fits {
+            return Err(q);
+        }
+        self.bytes = bytes;
+        self.items.push_back(q);
+        stats.max_queue_pkts = stats.max_queue_pkts.max(pkts);
+        stats.max_queue_bytes = stats.max_queue_bytes.max(bytes);
+        Ok(())
+    }
+
+    fn pop_front(&mut self) -> Option<Queued> {
+        let q = self.items.pop_front()?;
+        self.bytes = self.bytes.saturating_sub(q.wire_len);
+        Some(q)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+}
+
+/// The propagation stage: departed datagrams with their arrival times at the
+/// far end, in order (departures are in order and the delay is constant).
+#[derive(Debug)]
+struct DelayLine {
+    delay: Duration,
+    items: VecDeque<(Instant, Datagram)>,
+}
+
+impl DelayLine {
+    /// Records that `datagram` left the capacity stage at `departed`.
+    fn push(&mut self, departed: Instant, datagram: Datagram) {
+        let at = departed + self.delay;
+        debug_assert!(self.items.back().is_none_or(|(last, _)| *last <= at));
+        self.items.push_back((at, datagram));
+    }
+}
+
+/// One direction of an emulated link: loss, drop-tail queue, capacity,
+/// propagation delay (see the module doc).
+///
+/// Calling protocol: [`Link::send`] offers a datagram at `now`;
+/// [`Link::poll_deliver`] hands out, in order, datagrams that have fully
+/// crossed the link by `now` (call until `None`); [`Link::next_event`] says
+/// when to poll next. All three accept any `now`; a `now` earlier than the
+/// latest seen is treated as the latest seen.
+#[derive(Debug)]
+pub struct Link {
+    loss: LossProcess,
+    queue: WaitQueue,
+    server: Server,
+    line: DelayLine,
+    stats: LinkStats,
+    /// Latest time seen; time never goes backwards.
+    clock: Instant,
+}
+
+impl Link {
+    /// Builds a link; its loss process uses `derive_seed(seed, "loss")`.
+    pub fn new(config: LinkConfig, seed: u64) -> Link {
+        Link {
+            loss: LossProcess::new(&config.loss, derive_seed(seed, LOSS)),
+            queue: WaitQueue {
+                items: VecDeque::new(),
+                bytes: 0,
+                limit: config.queue,
+            },
+            server: Server::new(&config.capacity),
+            line: DelayLine {
+                delay: config.delay,
+                items: VecDeque::new(),
+            },
+            stats: LinkStats::default(),
+            clock: Instant::ZERO,
+        }
+    }
+
+    /// Offers `datagram` to the link at `now`; it is lost, dropped by the
+    /// queue, or will come out of [`Link::poll_deliver`] later.
+    pub fn send(&mut self, now: Instant, datagram: Datagram) {
+        let now = self.tick(now);
+        self.stats.offered = self.stats.offered.saturating_add(1);
+        if self.loss.should_drop(now) {
+            self.stats.dropped_loss = self.stats.dropped_loss.saturating_add(1);
+            return;
+        }
+        // Serve the link up to `now` first: capacity that passed before the
+        // arrival is not available to it.
+        self.server.advance(now, &mut self.queue, &mut self.line);
+        let wire_len = datagram.wire_len();
+        let q = Queued { datagram, wire_len };
+        let q = match self.server.start_if_idle(now, q, &mut self.line) {
+            Ok(()) => return,
+            Err(q) => q,
+        };
+        if self.queue.try_push(q, &mut self.stats).is_err() {
+            self.stats.dropped_queue = self.stats.dropped_queue.saturating_add(1);
+        }
+    }
+
+    /// The next datagram that has fully crossed the link by `now`, in order
+    /// of arrival at the far end.
+    pub fn poll_deliver(&mut self, now: Instant) -> Option<Datagram> {
+        let now = self.tick(now);
+        self.server.advance(now, &mut self.queue, &mut self.line);
+        let (at, _) = self.line.items.front()?;
+        if *at > now {
+            return None;
+        }
+        let (_, datagram) = self.line.items.pop_front()?;
+        self.stats.delivered = self.stats.delivered.saturating_add(1);
+        self.stats.bytes_delivered = self
+            .stats
+            .bytes_delivered
+            .saturating_add(datagram.payload.len() as u64);
+        self.stats.wire_bytes_delivered = self
+            .stats
+            .wire_bytes_delivered
+            .saturating_add(datagram.wire_len());
+        Some(datagram)
+    }
+
+    /// When to call [`Link::poll_deliver`] next: the earliest time a datagram
+    /// arrives at the far end or the link's state changes (a service
+    /// completion, or a trace opportunity while datagrams wait). `None` when
+    /// nothing is in the link. May be earlier than the latest `now` seen if
+    /// the link has not been polled since.
+    pub fn next_event(&self) -> Option<Instant> {
+        let arrival = self.line.items.front().map(|(at, _)| *at);
+        let service = self.server.next_change(&self.queue);
+        match (arrival, service) {
+            (Some(a), Some(s)) => Some(a.min(s)),
+            (a, s) => a.or(s),
+        }
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> LinkStats {
+        self.stats
+    }
+
+    /// Datagrams waiting in the queue now (not counting one in service).
+    pub fn queued_packets(&self) -> usize {
+        self.queue.items.len()
+    }
+
+    /// Datagrams somewhere in the link: queued, in service or propagating.
+    pub fn in_link(&self) -> usize {
+        self.queue
+            .items
+            .len()
+            .saturating_add(usize::from(self.server.is_busy()))
+            .saturating_add(self.line.items.len())
+    }
+
+    /// Clamps `now` to the latest time seen and records it.
+    fn tick(&mut self, now: Instant) -> Instant {
+        self.clock = self.clock.max(now);
+        self.clock
+    }
+}
+
+#[cfg(test)]
+mod tests;

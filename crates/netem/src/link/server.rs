@@ -1,0 +1,261 @@
+//! The capacity stage: who is being served and when it leaves.
+//!
+//! Exact constant-rate serialization and Mahimahi opportunity traces, behind
+//! one small enum so dispatch stays static (smoltcp's `AnyController` shape).
+
+use std::sync::Arc;
+
+use wire::time::Instant;
+
+use super::{DelayLine, Queued, WaitQueue};
+use crate::trace::{Trace, OPPORTUNITY_BYTES};
+
+/// Nanoseconds per millisecond (trace timestamps are ms).
+const NS_PER_MS: u64 = 1_000_000;
+/// Nanoseconds per second.
+const NS_PER_SEC: u128 = 1_000_000_000;
+
+/// The capacity stage of a link.
+#[derive(Debug)]
+pub(super) enum Server {
+    /// Everything departs on arrival.
+    Unlimited,
+    /// Exact constant rate.
+    Constant(ConstantServer),
+    /// Mahimahi opportunities.
+    Trace(TraceServer),
+}
+
+impl Server {
+    pub(super) fn new(capacity: &super::Capacity) -> Server {
+        match capacity {
+            super::Capacity::Unlimited => Server::Unlimited,
+            super::Capacity::Constant { bits_per_sec } => Server::Constant(ConstantServer {
+                bits_per_sec: *bits_per_sec,
+                in_service: None,
+            }),
+            super::Capacity::Trace(trace) => Server::Trace(TraceServer::new(Arc::clone(trace))),
+        }
+    }
+
+    /// Serves the link up to and including `now`, moving finished datagrams
+    /// from the queue through service into the delay line.
+    pub(super) fn advance(&mut self, now: Instant, queue: &mut WaitQueue, line: &mut DelayLine) {
+        match self {
+            Server::Unlimited => {}
+            Server::Constant(s) => s.advance(now, queue, line),
+            Server::Trace(s) => s.advance(now, queue, line),
+        }
+    }
+
+    /// Takes `q` straight into service at `now` if the stage can (no
+    /// capacity limit, or an idle constant-rate link whose queue is empty);
+    /// otherwise gives it back for the queue. Call after `advance(now)`.
+    pub(super) fn start_if_idle(
+        &mut self,
+        now: Instant,
+        q: Queued,
+        line: &mut DelayLine,
+    ) -> Result<(), Queued> {
+        match self {
+            Server::Unlimited => {
+                line.push(now, q.datagram);
+                Ok(())
+            }
+            Server::Constant(s) if s.in_service.is_none() => {
+                // After advance(now) an idle server has an empty queue: each
+                // completion starts the next queued datagram.
+                let start = u128::from(now.as_nanos()).saturating_mul(u128::from(s.bits_per_sec));
+                s.start(q, start);
+                Ok(())
+            }
+            Server::Constant(_) | Server::Trace(_) => Err(q),
+        }
+    }
+
+    /// When the stage's state next changes, if it has work.
+    pub(super) fn next_change(&self, queue: &WaitQueue) -> Option<Instant> {
+        match self {
+            Server::Unlimited => None,
+            Server::Constant(s) => s.in_service.as_ref().and_then(|(_, done)| s.done_at(*done)),
+            Server::Trace(s) => {
+                if s.in_transit.is_none() && queue.is_empty() {
+                    None
+                } else {
+                    s.opportunity_at().map(Instant::from_nanos)
+                }
+            }
+        }
+    }
+
+    /// Whether a datagram is in service.
+    pub(super) fn is_busy(&self) -> bool {
+        match self {
+            Server::Unlimited => false,
+            Server::Constant(s) => s.in_service.is_some(),
+            Server::Trace(s) => s.in_transit.is_some(),
+        }
+    }
+}
+
+/// Exact constant-rate serialization.
+///
+/// Times are kept in "scaled" units of `ns * bits_per_sec`, in which a
+/// datagram of `L` bytes takes exactly `L * 8 * 1e9` units, so back-to-back
+/// departures never accumulate rounding error.
+#[derive(Debug)]
+pub(super) struct ConstantServer {
+    bits_per_sec: u64,
+    /// The datagram being serialized and its scaled completion time.
+    in_service: Option<(Queued, u128)>,
+}
+
+impl ConstantServer {
+    /// Starts serializing `q` at scaled time `start`.
+    fn start(&mut self, q: Queued, start: u128) {
+        let bits = u128::from(q.wire_len).saturating_mul(8);
+        let done = start.saturating_add(bits.saturating_mul(NS_PER_SEC));
+        self.in_service = Some((q, done));
+    }
+
+    /// The instant (rounded up to the ns) of scaled time `scaled`; `None` for
+    /// a zero rate (never).
+    fn done_at(&self, scaled: u128) -> Option<Instant> {
+        if self.bits_per_sec == 0 {
+            return None;
+        }
+        let ns = scaled.div_ceil(u128::from(self.bits_per_sec));
+        Some(Instant::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX)))
+    }
+
+    fn advance(&mut self, now: Instant, queue: &mut WaitQueue, line: &mut DelayLine) {
+        while let Some((_, done_scaled)) = self.in_service {
+            let Some(done) = self.done_at(done_scaled).filter(|&d| d <= now) else {
+                return;
+            };
+            if let Some((q, _)) = self.in_service.take() {
+                line.push(done, q.datagram);
+            }
+            // The next datagram starts the instant the previous one ends,
+            // in exact scaled time.
+            if let Some(next) = queue.pop_front() {
+                self.start(next, done_scaled);
+            }
+        }
+    }
+}
+
+/// Mahimahi delivery opportunities (see [`super::Capacity::Trace`]).
+#[derive(Debug)]
+pub(super) struct TraceServer {
+    trace: Arc<Trace>,
+    /// Index in the period of the next unused opportunity.
+    next: usize,
+    /// Start of the current period, ns since the epoch.
+    base_ns: u64,
+    /// Period length in ns; 0 means the trace never delivers.
+    period_ns: u64,
+    /// The datagram partly served by earlier opportunities, with the bytes
+    /// it still needs.
+    in_transit: Option<(Queued, u64)>,
+}
+
+impl TraceServer {
+    fn new(trace: Arc<Trace>) -> TraceServer {
+        let period_ns = trace.period_ms().saturating_mul(NS_PER_MS);
+        TraceServer {
+            trace,
+            next: 0,
+            base_ns: 0,
+            period_ns,
+            in_transit: None,
+        }
+    }
+
+    /// Time of the next unused opportunity, ns; `None` if there is none ever.
+    fn opportunity_at(&self) -> Option<u64> {
+        if self.period_ns == 0 {
+            return None;
+        }
+        let ms = *self.trace.opportunities_ms().get(self.next)?;
+        Some(self.base_ns.saturating_add(ms.saturating_mul(NS_PER_MS)))
+    }
+
+    /// Marks the next opportunity used, wrapping to the next period as
+    /// Mahimahi does (the base moves on by the last timestamp).
+    fn burn(&mut self) {
+        self.next = self.next.saturating_add(1);
+        if self.next >= self.trace.opportunities_ms().len() {
+            self.next = 0;
+            self.base_ns = self.base_ns.saturating_add(self.period_ns);
+        }
+    }
+
+    /// Burns every opportunity at or before `now` in O(log n), for an idle
+    /// link (nothing to serve, so nothing else happens).
+    fn skip_idle(&mut self, now: u64) {
+        let ops = self.trace.opportunities_ms();
+        if self.period_ns == 0 || now < self.base_ns {
+            return;
+        }
+        // First opportunity of this period after `now`: its ms value is
+        // above floor((now - base) / 1 ms).
+        let rel_ms = (now - self.base_ns) / NS_PER_MS;
+        let rest = ops.get(self.next..).unwrap_or(&[]);
+        let found = rest.partition_point(|&ms| ms <= rel_ms);
+        if found < rest.len() {
+            self.next = self.next.saturating_add(found);
+            return;
+        }
+        // The whole period is spent: jump over whole periods, then search
+        // the one containing `now`.
+        let next_base = self.base_ns.saturating_add(self.period_ns);
+        let whole = now.saturating_sub(next_base) / self.period_ns;
+        self.base_ns = next_base.saturating_add(whole.saturating_mul(self.period_ns));
+        let rel_ms = now.saturating_sub(self.base_ns) / NS_PER_MS;
+        // < len: the last timestamp is the period, which is > rel_ms
+        // (unless the base saturated, when min() keeps the index valid).
+        self.next = ops
+            .partition_point(|&ms| ms <= rel_ms)
+            .min(ops.len().saturating_sub(1));
+    }
+
+    fn advance(&mut self, now: Instant, queue: &mut WaitQueue, line: &mut DelayLine) {
+        let now = now.as_nanos();
+        loop {
+            if self.in_transit.is_none() && queue.is_empty() {
+                self.skip_idle(now);
+                return;
+            }
+            let Some(at) = self.opportunity_at().filter(|&at| at <= now) else {
+                return;
+            };
+            self.burn();
+            self.use_opportunity(Instant::from_nanos(at), queue, line);
+        }
+    }
+
+    /// Spends one opportunity's bytes on the datagram in transit and then on
+    /// queued ones; unused bytes are lost.
+    fn use_opportunity(&mut self, at: Instant, queue: &mut WaitQueue, line: &mut DelayLine) {
+        let mut budget = OPPORTUNITY_BYTES;
+        while budget > 0 {
+            let (q, need) = match self.in_transit.take() {
+                Some(t) => t,
+                None => match queue.pop_front() {
+                    Some(q) => {
+                        let need = q.wire_len;
+                        (q, need)
+                    }
+                    None => return,
+                },
+            };
+            if need > budget {
+                self.in_transit = Some((q, need - budget));
+                return;
+            }
+            budget -= need;
+            line.push(at, q.datagram);
+        }
+    }
+}

@@ -1,0 +1,379 @@
+//! The real-time UDP relay: the same [`Link`] models, on real sockets.
+//!
+//! This is the only module of the crate with sockets and a real clock. A
+//! relay listens on `listen`; whoever sends to it is the client (a new source
+//! address replaces the previous client, as a NAT rebinding would). Client
+//! datagrams cross the `up` link and leave from the relay's own ephemeral
+//! socket towards `to`; datagrams from `to` cross the `down` link back to
+//! the current client. Datagrams reaching the upstream socket from anyone but
+//! `to` are ignored (counted).
+//!
+//! Time: `std::time::Instant` is mapped onto [`wire::time::Instant`] as
+//! nanoseconds since the relay started, so traces start in phase with the
+//! relay. Each socket has a reader thread that blocks in `recv_from` and
+//! timestamps a datagram the moment it arrives; the link thread owns both
+//! links, waits on a channel until the earlier of the next datagram and the
+//! links' next event (futex precision, tens of microseconds), and sends what
+//! the links deliver. Departure times are computed by the models, so a late
+//! wake-up delays one datagram a little but never shifts the rate.
+//!
+//! Seeds: the uplink uses `derive_seed(seed, "link/up")`, the downlink
+//! `derive_seed(seed, "link/down")` (see [`crate::seed`]).
+
+use std::io;
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::Arc;
+use std::thread::{self, JoinHandle};
+
+use serde::{Deserialize, Serialize};
+use wire::time::{Duration, Instant};
+
+use crate::link::{Datagram, Link, LinkConfig, LinkStats};
+use crate::seed::{derive_seed, LINK_DOWN, LINK_UP};
+
+/// How long a reader blocks before checking whether to stop.
+const READ_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(20);
+/// Longest the link thread waits before checking whether to stop.
+const IDLE_WAIT: Duration = Duration::from_millis(20);
+/// Largest UDP payload.
+const MAX_DATAGRAM: usize = 65_536;
+
+/// What the relay does: where it listens, where it forwards, and the two
+/// link directions in between.
+///
+/// Exists for `artq link` and tests: put any UDP program behind an emulated
+/// link in real time.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RelayConfig {
+    /// Address clients send to.
+    pub listen: SocketAddr,
+    /// The server every client datagram is forwarded to.
+    pub to: SocketAddr,
+    /// Client-to-server direction.
+    pub up: LinkConfig,
+    /// Server-to-client direction.
+    pub down: LinkConfig,
+    /// Master seed of both directions' random stages.
+    pub seed: u64,
+}
+
+/// Counters of a relay run.
+///
+/// Exists so `artq link` can report what the emulated link did, and tests can
+/// check it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RelayStats {
+    /// Client-to-server link.
+    pub up: LinkStats,
+    /// Server-to-client link.
+    pub down: LinkStats,
+    /// Times a new client address replaced the previous one.
+    pub client_changes: u64,
+    /// Datagrams on the upstream socket from someone other than `to`.
+    pub ignored: u64,
+    /// Downlink datagrams dropped because no client was known yet.
+    pub no_client: u64,
+    /// Datagrams the OS refused to send.
+    pub send_errors: u64,
+}
+
+/// Runs a relay on the calling thread until `stop` is set (checked at least
+/// every 20 ms), then returns its counters.
+///
+/// Errors: binding a socket, or a socket failing in a way that is not
+/// transient (timeouts, interrupts and ICMP-induced refusals are transient).
+pub fn run(config: RelayConfig, stop: Arc<AtomicBool>) -> io::Result<RelayStats> {
+    Relay::bind(config)?.run(&stop)
+}
+
+/// Binds a relay and runs it on its own thread.
+///
+/// Exists for tests and `artq link`: the sockets are bound before this
+/// returns, so [`RelayHandle::local_addr`] is usable at once.
+pub fn spawn(config: RelayConfig) -> io::Result<RelayHandle> {
+    let relay = Relay::bind(config)?;
+    let local_addr = relay.client_sock.local_addr()?;
+    let upstream_addr = relay.server_sock.local_addr()?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let thread_stop = Arc::clone(&stop);
+    let thread = thread::Builder::new()
+        .name("netem-relay".to_string())
+        .spawn(move || relay.run(&thread_stop))?;
+    Ok(RelayHandle {
+        local_addr,
+        upstream_addr,
+        stop,
+        thread: Some(thread),
+    })
+}
+
+/// A relay running on its own thread; stopping (or dropping) it joins the
+/// thread.
+#[derive(Debug)]
+pub struct RelayHandle {
+    local_addr: SocketAddr,
+    upstream_addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<io::Result<RelayStats>>>,
+}
+
+impl RelayHandle {
+    /// The address clients send to (`listen`, with the actual port if it
+    /// was 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// The relay's own address towards the server.
+    pub fn upstream_addr(&self) -> SocketAddr {
+        self.upstream_addr
+    }
+
+    /// Stops the relay, waits for its thread and returns its counters.
+    pub fn stop(mut self) -> io::Result<RelayStats> {
+        self.stop_and_join()
+    }
+
+    fn stop_and_join(&mut self) -> io::Result<RelayStats> {
+        self.stop.store(true, Ordering::Relaxed);
+        match self.thread.take() {
+            None => Err(io::Error::other("relay already stopped")),
+            Some(thread) => thread
+                .join()
+                .unwrap_or_else(|_| Err(io::Error::other("relay thread panicked"))),
+        }
+    }
+}
+
+impl Drop for RelayHandle {
+    fn drop(&mut self) {
+        if self.thread.is_some() {
+            let _ = self.stop_and_join();
+        }
+    }
+}
+
+/// Which socket a datagram came in on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Side {
+    Client,
+    Server,
+}
+
+/// What reader threads tell the link thread.
+enum Msg {
+    Datagram {
+        side: Side,
+        from: SocketAddr,
+        payload: Vec<u8>,
+        at: Instant,
+    },
+    Failed(io::Error),
+}
+
+/// Bound sockets, ready to run.
+struct Relay {
+    config: RelayConfig,
+    client_sock: UdpSocket,
+    server_sock: UdpSocket,
+}
+
+impl Relay {
+    fn bind(config: RelayConfig) -> io::Result<Relay> {
+        let client_sock = UdpSocket::bind(config.listen)?;
+        // Same family as the server; loopback if the server is local (tests
+        // never bind beyond 127.0.0.1), otherwise any interface.
+        let ip = match (config.to, config.to.ip().is_loopback()) {
+            (SocketAddr::V4(_), true) => Ipv4Addr::LOCALHOST.into(),
+            (SocketAddr::V4(_), false) => Ipv4Addr::UNSPECIFIED.into(),
+            (SocketAddr::V6(_), true) => Ipv6Addr::LOCALHOST.into(),
+            (SocketAddr::V6(_), false) => Ipv6Addr::UNSPECIFIED.into(),
+        };
+        let server_sock = UdpSocket::bind(SocketAddr::new(ip, 0))?;
+        Ok(Relay {
+            config,
+            client_sock,
+            server_sock,
+        })
+    }
+
+    fn run(self, stop: &Arc<AtomicBool>) -> io::Result<RelayStats> {
+        let start = std::time::Instant::now();
+        let quit = Arc::new(AtomicBool::new(false));
+        let (tx, rx) = mpsc::channel();
+        let mut readers = Vec::with_capacity(2);
+        for (sock, side) in [
+            (&self.client_sock, Side::Client),
+            (&self.server_sock, Side::Server),
+        ] {
+            let sock = sock.try_clone()?;
+            sock.set_read_timeout(Some(READ_TIMEOUT))?;
+            let (tx, reader_stop, reader_quit) = (tx.clone(), Arc::clone(stop), Arc::clone(&quit));
+            let spawned = thread::Builder::new()
+                .name(format!("netem-relay-{side:?}").to_lowercase())
+                .spawn(move || read_loop(&sock, side, start, &tx, &reader_stop, &reader_quit));
+            match spawned {
+                Ok(handle) => readers.push(handle),
+                Err(e) => {
+                    quit.store(true, Ordering::Relaxed);
+                    join_all(readers);
+                    return Err(e);
+                }
+            }
+        }
+        drop(tx);
+        let result = self.forward_loop(start, stop, &rx);
+        quit.store(true, Ordering::Relaxed);
+        join_all(readers);
+        result
+    }
+
+    /// The link thread: feeds arrivals into the links and sends what they
+    /// deliver, on time.
+    fn forward_loop(
+        &self,
+        start: std::time::Instant,
+        stop: &AtomicBool,
+        rx: &Receiver<Msg>,
+    ) -> io::Result<RelayStats> {
+        let to = self.config.to;
+        let mut up = Link::new(
+            self.config.up.clone(),
+            derive_seed(self.config.seed, LINK_UP),
+        );
+        let mut down = Link::new(
+            self.config.down.clone(),
+            derive_seed(self.config.seed, LINK_DOWN),
+        );
+        let mut client: Option<SocketAddr> = None;
+        let mut stats = RelayStats::default();
+        while !stop.load(Ordering::Relaxed) {
+            let now = elapsed(start);
+            while let Some(d) = up.poll_deliver(now) {
+                if self.server_sock.send_to(&d.payload, to).is_err() {
+                    stats.send_errors = stats.send_errors.saturating_add(1);
+                }
+            }
+            while let Some(d) = down.poll_deliver(now) {
+                match client {
+                    Some(c) => {
+                        if self.client_sock.send_to(&d.payload, c).is_err() {
+                            stats.send_errors = stats.send_errors.saturating_add(1);
+                        }
+                    }
+                    None => stats.no_client = stats.no_client.saturating_add(1),
+                }
+            }
+            let next = [up.next_event(), down.next_event()]
+                .into_iter()
+                .flatten()
+                .min();
+            let wait = next.map_or(IDLE_WAIT, |t| {
+                t.saturating_duration_since(now).min(IDLE_WAIT)
+            });
+            let mut msg = match rx.recv_timeout(wait) {
+                Ok(msg) => Some(msg),
+                Err(RecvTimeoutError::Timeout) => None,
+                Err(RecvTimeoutError::Disconnected) => break,
+            };
+            while let Some(m) = msg {
+                match m {
+                    Msg::Failed(e) => return Err(e),
+                    Msg::Datagram {
+                        side: Side::Client,
+                        from,
+                        payload,
+                        at,
+                    } => {
+                        if client.is_some_and(|c| c != from) {
+                            stats.client_changes = stats.client_changes.saturating_add(1);
+                        }
+                        client = Some(from);
+                        up.send(at, Datagram::new(from, to, payload));
+                    }
+                    Msg::Datagram {
+                        side: Side::Server,
+                        from,
+                        payload,
+                        at,
+                    } => {
+                        if from == to {
+                            let dst = client.unwrap_or(self.config.listen);
+                            down.send(at, Datagram::new(to, dst, payload));
+                        } else {
+                            stats.ignored = stats.ignored.saturating_add(1);
+                        }
+                    }
+                }
+                msg = rx.try_recv().ok();
+            }
+        }
+        stats.up = up.stats();
+        stats.down = down.stats();
+        Ok(stats)
+    }
+}
+
+/// A reader thread: timestamps and forwards every datagram of `sock`.
+fn read_loop(
+    sock: &UdpSocket,
+    side: Side,
+    start: std::time::Instant,
+    tx: &Sender<Msg>,
+    stop: &AtomicBool,
+    quit: &AtomicBool,
+) {
+    let mut buf = vec![0u8; MAX_DATAGRAM];
+    while !stop.load(Ordering::Relaxed) && !quit.load(Ordering::Relaxed) {
+        match sock.recv_from(&mut buf) {
+            Ok((n, from)) => {
+                let at = elapsed(start);
+                let payload = buf.get(..n).unwrap_or(&buf[..]).to_vec();
+                let msg = Msg::Datagram {
+                    side,
+                    from,
+                    payload,
+                    at,
+                };
+                if tx.send(msg).is_err() {
+                    return;
+                }
+            }
+            Err(e) if is_transient(&e) => {}
+            Err(e) => {
+                let _ = tx.send(Msg::Failed(e));
+                return;
+            }
+        }
+    }
+}
+
+/// Errors a relay shrugs off: timeouts (our stop check), signals, and the
+/// refusals some OSes report on UDP after an ICMP port unreachable.
+fn is_transient(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock
+            | io::ErrorKind::TimedOut
+            | io::ErrorKind::Interrupted
+            | io::ErrorKind::ConnectionRefused
+            | io::ErrorKind::ConnectionReset
+    )
+}
+
+/// The relay's clock: ns since `start`.
+fn elapsed(start: std::time::Instant) -> Instant {
+    Instant::from_nanos(u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX))
+}
+
+fn join_all(readers: Vec<JoinHandle<()>>) {
+    for r in readers {
+        // A reader that panicked has nothing more to say.
+        let _ = r.join();
+    }
+}
+
+#[cfg(test)]
+mod tests;
