@@ -345,7 +345,7 @@ impl Frame<'_> {
 
     /// Appends the frame's wire encoding to `out`. Values are assumed valid
     /// (they were produced locally or decoded by [`FrameIter`]); an ACK with
-    /// no ranges writes nothing.
+    /// no ranges is a caller bug (debug assert; nothing is written).
     pub fn encode(&self, out: &mut Vec<u8>) {
         use frame_type as t;
         match self {
