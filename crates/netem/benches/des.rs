@@ -64,7 +64,16 @@ fn run(name: &str, capacity: Capacity, packets: u64) {
     let b = SocketAddr::from((Ipv4Addr::LOCALHOST, 2));
     let mut sim = Simulator::new();
     // 1 packet per 10 us: 980 Mbit/s offered.
-    sim.add_node(a, Source { me: a, to: b, gap: Duration::from_micros(10), next: Instant::ZERO, left: packets });
+    sim.add_node(
+        a,
+        Source {
+            me: a,
+            to: b,
+            gap: Duration::from_micros(10),
+            next: Instant::ZERO,
+            left: packets,
+        },
+    );
     let sink = sim.add_node(b, Sink(0));
     let link = sim.add_link(
         LinkConfig::new(capacity, Duration::from_millis(20))
@@ -88,7 +97,21 @@ fn run(name: &str, capacity: Capacity, packets: u64) {
 fn main() {
     let n = 2_000_000;
     run("unlimited", Capacity::Unlimited, n);
-    run("constant 1 Gbit/s", Capacity::Constant { bits_per_sec: 1_000_000_000 }, n);
-    run("trace 1 Gbit/s", Capacity::Trace(Arc::new(Trace::constant(1_000_000_000))), n);
-    run("trace 100 Mbit/s (drops)", Capacity::Trace(Arc::new(Trace::constant(100_000_000))), n);
+    run(
+        "constant 1 Gbit/s",
+        Capacity::Constant {
+            bits_per_sec: 1_000_000_000,
+        },
+        n,
+    );
+    run(
+        "trace 1 Gbit/s",
+        Capacity::Trace(Arc::new(Trace::constant(1_000_000_000))),
+        n,
+    );
+    run(
+        "trace 100 Mbit/s (drops)",
+        Capacity::Trace(Arc::new(Trace::constant(100_000_000))),
+        n,
+    );
 }

@@ -21,6 +21,18 @@
 //!
 //! Everything below the relay is deterministic: the same configuration, seed
 //! and arrival times give the same result, bit for bit.
+//!
+//! # Seeds
+//!
+//! A scenario has one master seed. Each random component gets its own stream,
+//! `derive_seed(master, label)`: the client-to-server link uses
+//! `derive_seed(master, "link/up")`, the server-to-client link
+//! `derive_seed(master, "link/down")`, other links and endpoints labels of
+//! their own (`"link/bottleneck"`, `"endpoint/client"`, ...). Inside a link,
+//! the loss process draws from `derive_seed(link_seed, "loss")`. Adding a
+//! component never shifts another's stream. The relay follows the same rule,
+//! so a relay and a simulation with the same seed and the same arrival times
+//! lose the same packets.
 #![warn(missing_docs)]
 
 pub mod link;
@@ -34,5 +46,5 @@ pub use link::{Capacity, Datagram, Ecn, Link, LinkConfig, LinkStats, QueueLimit}
 pub use loss::{LossModel, LossProcess};
 pub use relay::{RelayConfig, RelayHandle, RelayStats};
 pub use seed::derive_seed;
-pub use sim::{LinkId, Node, NodeId, RunOutcome, Simulator};
+pub use sim::{LinkId, Node, NodeId, RouteError, RunOutcome, SimStats, Simulator};
 pub use trace::{Trace, TraceError};

@@ -215,6 +215,7 @@ impl LinkConfig {
 /// Exists so experiments can report offered load, the two kinds of drops and
 /// what got through, and check the emulator against its configuration.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct LinkStats {
     /// Datagrams offered with [`Link::send`].
     pub offered: u64,

@@ -47,7 +47,9 @@ pub enum LossModel {
     /// with this mean and standard deviation, clamped to [0, 1] (ART journal
     /// Fig. 15, "the loss pattern follows Gaussian distribution"). Clamping
     /// biases the long-run mean when `mean` is within about 2 `std_dev` of 0
-    /// or 1.
+    /// or 1. A rate is drawn lazily, for the first packet of each interval
+    /// that has packets; intervals without packets draw nothing, which
+    /// changes no packet's odds and keeps long idle gaps O(1).
     Varying {
         /// Mean loss rate, in [0, 1].
         mean: f64,

@@ -64,6 +64,7 @@ pub struct RelayConfig {
 /// Exists so `artq link` can report what the emulated link did, and tests can
 /// check it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct RelayStats {
     /// Client-to-server link.
     pub up: LinkStats,

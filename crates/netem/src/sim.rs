@@ -137,6 +137,7 @@ pub enum RunOutcome {
 /// Exists to make silent drops visible: a datagram nobody routed or nobody
 /// receives is counted, never just forgotten.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SimStats {
     /// Events processed (node timeouts and link services).
     pub events: u64,
@@ -427,11 +428,12 @@ impl Simulator {
         if !std::mem::take(&mut self.any_dirty) {
             return;
         }
-        for n in 0..self.nodes.len() {
-            let dirty = self.nodes[n].as_ref().is_some_and(|s| s.dirty);
-            if dirty {
-                self.poll_node(n);
-            }
+        let dirty: Vec<usize> = (self.nodes.iter().enumerate())
+            .filter(|(_, slot)| slot.as_ref().is_some_and(|s| s.dirty))
+            .map(|(n, _)| n)
+            .collect();
+        for n in dirty {
+            self.poll_node(n);
         }
     }
 

@@ -568,6 +568,63 @@ proptest! {
     }
 
     #[test]
+    fn outcome_does_not_depend_on_poll_times(
+        mut arrivals in proptest::collection::vec((0u64..100_000_000, 1usize..2000), 1..150),
+        polls in proptest::collection::vec(0u64..150_000_000, 0..50),
+        trace in any::<bool>(), limit in 1u64..15, seed: u64,
+    ) {
+        arrivals.sort_unstable();
+        let make = || {
+            let capacity = if trace {
+                Capacity::Trace(Arc::new(Trace::constant(3_000_000)))
+            } else {
+                Capacity::Constant { bits_per_sec: 3_000_000 }
+            };
+            Link::new(
+                LinkConfig::new(capacity, Duration::from_millis(7))
+                    .with_queue(QueueLimit::Packets(limit))
+                    .with_loss(LossModel::gilbert_from_mean(0.1, 2.0)),
+                seed,
+            )
+        };
+        // A: polled exactly at every event (the simulator's way).
+        let mut a = make();
+        let mut got_a = Vec::new();
+        for (i, &(t, len)) in arrivals.iter().enumerate() {
+            while let Some(ev) = a.next_event().filter(|e| e.as_nanos() <= t) {
+                while let Some(d) = a.poll_deliver(ev) {
+                    got_a.push((ev, seq_of(&d)));
+                }
+            }
+            a.send(Instant::from_nanos(t), dgram(i as u32, len));
+        }
+        got_a.extend(drain_until(&mut a, Instant::MAX));
+        // B: polled only at arbitrary times (a relay waking up late), then
+        // drained at the end.
+        let mut b = make();
+        let mut order_b = Vec::new();
+        let mut events: Vec<(u64, Option<usize>)> = arrivals.iter().enumerate().map(|(i, a)| (a.0, Some(i))).collect();
+        events.extend(polls.iter().map(|&p| (p, None)));
+        events.sort_by_key(|&(t, i)| (t, i.is_none()));
+        for (t, what) in events {
+            match what {
+                Some(i) => b.send(Instant::from_nanos(t), dgram(i as u32, arrivals[i].1)),
+                None => {
+                    while let Some(d) = b.poll_deliver(Instant::from_nanos(t)) {
+                        order_b.push(seq_of(&d));
+                    }
+                }
+            }
+        }
+        while let Some(d) = b.poll_deliver(Instant::MAX) {
+            order_b.push(seq_of(&d));
+        }
+        let order_a: Vec<u32> = got_a.iter().map(|&(_, s)| s).collect();
+        prop_assert_eq!(order_a, order_b);
+        prop_assert_eq!(a.stats(), b.stats());
+    }
+
+    #[test]
     fn conservation_and_no_panics(
         ops in proptest::collection::vec((0u64..50_000_000, 0usize..3000, any::<bool>()), 1..200),
         cap in 0u8..4, limit in 0u64..20, p in 0.0f64..1.0, seed: u64,

@@ -196,6 +196,8 @@ fn ping_pong_through_lossy_links_is_deterministic_per_seed() {
     let again = ping_pong(7);
     assert_eq!((&pongs, &pings), (&again.0, &again.1));
     assert_eq!(stats, again.2);
+    let json = |s: &SimStats| serde_json::to_string(s).expect("serialises");
+    assert_eq!(json(&stats), json(&again.2));
     // Another seed: another loss pattern.
     let other = ping_pong(8);
     assert_ne!(pings, other.1);
