@@ -1,0 +1,184 @@
+//! Connection IDs (RFC 9000 §5.1): the ones we issue to the peer and the
+//! ones the peer issued to us.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use rand::RngCore;
+use wire::cid::ConnectionId;
+use wire::TransportErrorCode;
+
+use super::{Connection, EndpointEvent};
+use crate::error::TransportError;
+
+/// A connection ID we issued, waiting to be announced or announced.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct IssuedCid {
+    pub cid: ConnectionId,
+    pub reset_token: [u8; 16],
+}
+
+/// Both directions of connection ID bookkeeping.
+#[derive(Debug)]
+pub(crate) struct CidState {
+    /// Ours, by sequence number (0 = the handshake CID).
+    local: BTreeMap<u64, IssuedCid>,
+    next_local_seq: u64,
+    /// NEW_CONNECTION_ID frames to send (sequence numbers).
+    pub pending_new: VecDeque<u64>,
+    /// Peer's `active_connection_id_limit`.
+    peer_limit: u64,
+    /// Peer-issued, by sequence number; the active one is the lowest.
+    remote: BTreeMap<u64, ConnectionId>,
+    remote_retire_prior_to: u64,
+    /// RETIRE_CONNECTION_ID frames to send.
+    pub pending_retire: VecDeque<u64>,
+    /// New local CIDs the endpoint must learn about.
+    new_local: VecDeque<ConnectionId>,
+    /// How many peer CIDs we accept at once (our active_connection_id_limit).
+    local_limit: u64,
+}
+
+impl CidState {
+    pub fn new(local_cid: ConnectionId, remote_cid: ConnectionId) -> Self {
+        let mut local = BTreeMap::new();
+        local.insert(0, IssuedCid { cid: local_cid, reset_token: [0; 16] });
+        let mut remote = BTreeMap::new();
+        remote.insert(0, remote_cid);
+        CidState {
+            local,
+            next_local_seq: 1,
+            pending_new: VecDeque::new(),
+            peer_limit: 2,
+            remote,
+            remote_retire_prior_to: 0,
+            pending_retire: VecDeque::new(),
+            new_local: VecDeque::new(),
+            local_limit: 4,
+        }
+    }
+
+    pub fn set_local_limit(&mut self, limit: u64) {
+        self.local_limit = limit.max(2);
+    }
+
+    pub fn local_cid_len(&self) -> usize {
+        self.local.values().next().map_or(0, |c| c.cid.len())
+    }
+
+    /// The CID we put in our packets' destination field.
+    pub fn remote_cid(&self) -> ConnectionId {
+        self.remote.values().next().copied().unwrap_or_default()
+    }
+
+    /// Client: adopt the server's chosen CID (RFC 9000 §7.2).
+    pub fn set_remote_cid(&mut self, cid: ConnectionId) {
+        self.remote.clear();
+        self.remote.insert(0, cid);
+    }
+
+    pub fn set_peer_limit(&mut self, limit: u64) {
+        self.peer_limit = limit;
+    }
+
+    pub fn issued(&self, seq: u64) -> Option<IssuedCid> {
+        self.local.get(&seq).copied()
+    }
+
+    /// Issue CIDs until the peer holds min(its limit, 4) (RFC 9000 §5.1.1).
+    pub fn issue(&mut self, rng: &mut dyn RngCore, len: usize) {
+        let target = self.peer_limit.min(4);
+        while (self.local.len() as u64) < target {
+            let mut bytes = [0u8; ConnectionId::MAX_LEN];
+            rng.fill_bytes(&mut bytes[..len]);
+            let Ok(cid) = ConnectionId::new(&bytes[..len]) else { return };
+            let mut reset_token = [0u8; 16];
+            rng.fill_bytes(&mut reset_token);
+            let seq = self.next_local_seq;
+            self.next_local_seq += 1;
+            self.local.insert(seq, IssuedCid { cid, reset_token });
+            self.pending_new.push_back(seq);
+            self.new_local.push_back(cid);
+        }
+    }
+
+    pub fn on_new_connection_id(
+        &mut self,
+        seq: u64,
+        retire_prior_to: u64,
+        cid: ConnectionId,
+        _reset_token: [u8; 16],
+    ) -> Result<(), TransportError> {
+        if let Some(existing) = self.remote.get(&seq) {
+            if *existing != cid {
+                return Err(TransportError::protocol_violation("NEW_CONNECTION_ID reuses a sequence number"));
+            }
+            return Ok(());
+        }
+        if seq >= self.remote_retire_prior_to {
+            self.remote.insert(seq, cid);
+        } else {
+            // Already retired by an earlier retire_prior_to: retire it at once.
+            self.pending_retire.push_back(seq);
+        }
+        if retire_prior_to > self.remote_retire_prior_to {
+            self.remote_retire_prior_to = retire_prior_to;
+            let retired: Vec<u64> = self.remote.range(..retire_prior_to).map(|(s, _)| *s).collect();
+            for s in retired {
+                self.remote.remove(&s);
+                self.pending_retire.push_back(s);
+            }
+        }
+        if self.remote.len() as u64 > self.local_limit {
+            return Err(TransportError::new(
+                TransportErrorCode::CONNECTION_ID_LIMIT_ERROR,
+                "too many connection IDs",
+            ));
+        }
+        if self.pending_retire.len() > 64 {
+            return Err(TransportError::new(
+                TransportErrorCode::CONNECTION_ID_LIMIT_ERROR,
+                "too many connection IDs retired at once",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The peer retired one of ours; returns the CID to stop routing.
+    pub fn on_retire_connection_id(
+        &mut self,
+        seq: u64,
+        rng: &mut dyn RngCore,
+    ) -> Result<Option<ConnectionId>, TransportError> {
+        if seq >= self.next_local_seq {
+            return Err(TransportError::protocol_violation("RETIRE_CONNECTION_ID for a CID never issued"));
+        }
+        let len = self.local_cid_len();
+        let retired = self.local.remove(&seq).map(|c| c.cid);
+        if retired.is_some() {
+            self.issue(rng, len);
+        }
+        Ok(retired)
+    }
+
+    pub fn take_new_local(&mut self) -> Option<ConnectionId> {
+        self.new_local.pop_front()
+    }
+}
+
+impl Connection {
+    /// Hand the peer spare connection IDs once the handshake is confirmed.
+    pub(super) fn issue_cids(&mut self) {
+        let len = self.cids.local_cid_len();
+        if len == 0 {
+            return;
+        }
+        self.cids.issue(&mut self.rng, len);
+        self.drain_cid_events();
+    }
+
+    pub(super) fn drain_cid_events(&mut self) {
+        while let Some(cid) = self.cids.take_new_local() {
+            self.endpoint_events.push_back(EndpointEvent::NewLocalCid(cid));
+        }
+    }
+}

@@ -1,0 +1,772 @@
+//! One QUIC connection as a sans-IO state machine.
+//!
+//! # Calling protocol
+//!
+//! The driver (a UDP socket loop, or the simulator) owns time and I/O:
+//! - input: [`Connection::handle_datagram`] for each datagram from the peer,
+//!   [`Connection::handle_timeout`] once `now` reaches [`Connection::poll_timeout`];
+//! - output: call [`Connection::poll_transmit`] until it returns `None`
+//!   after every input, then [`Connection::poll_timeout`] for the next wake-up;
+//! - application: [`Connection::poll_event`] for events, and the stream and
+//!   datagram methods ([`Connection::streams`], [`Connection::send_datagram`]).
+//!
+//! The connection never reads a clock or the OS RNG: `now` is an argument and
+//! randomness comes from a ChaCha RNG seeded by the endpoint.
+//!
+//! # Layout
+//! - `spaces`: packet number spaces, sent-packet records, CRYPTO streams;
+//! - `recv`: datagram and frame processing;
+//! - `send`: packet assembly, coalescing, padding, protection;
+//! - `recovery`: ACK processing, RFC 9002 loss detection and PTO, and the
+//!   retransmission rounds driven by the [`RecoveryPolicy`](crate::policy::RecoveryPolicy);
+//! - `cids`: connection IDs issued and received;
+//! - `timer`: the timer table.
+
+mod cids;
+mod recovery;
+mod recv;
+mod send;
+pub(crate) mod spaces;
+mod timer;
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use rand::{RngCore, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use wire::cid::ConnectionId;
+use wire::time::{Duration, Instant};
+use wire::transport_params::TransportParameters;
+use wire::{Side, TransportErrorCode};
+
+use crate::config::{ClientConfig, ServerConfig, TransportConfig};
+use crate::congestion::{Controller, DeliveryRateEstimator};
+use crate::crypto::{self, KeyChange, Keys, TlsSession};
+use crate::error::TransportError;
+use crate::pacing::Pacer;
+use crate::policy::RecoveryPolicy;
+use crate::qlog::QlogSink;
+use crate::rtt::RttEstimator;
+use crate::stats::ConnectionStats;
+use crate::streams::{StreamEvent, Streams};
+
+use self::cids::CidState;
+use self::recovery::RecoveryState;
+pub use self::spaces::SpaceId;
+use self::spaces::PacketSpace;
+use self::timer::{Timer, TimerTable};
+
+/// Why a connection ended, as the application sees it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ConnectionError {
+    /// We detected a protocol error and closed the connection.
+    #[error("transport error: {0}")]
+    Transport(TransportError),
+    /// The peer closed the connection.
+    #[error("closed by peer: {code} {reason}")]
+    PeerClosed {
+        /// The peer's error code.
+        code: u64,
+        /// True for an application close (0x1d), false for a transport close.
+        application: bool,
+        /// The peer's reason phrase (lossily decoded).
+        reason: String,
+    },
+    /// The local application closed the connection.
+    #[error("closed locally")]
+    LocallyClosed,
+    /// No packet arrived for the idle timeout.
+    #[error("idle timeout")]
+    TimedOut,
+}
+
+/// Something the application should know about.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// The TLS handshake completed: streams can be opened.
+    Connected,
+    /// A stream changed state.
+    Stream(StreamEvent),
+    /// A DATAGRAM frame arrived ([`Connection::recv_datagram`]).
+    DatagramReceived,
+    /// The connection is over; no more events follow.
+    ConnectionLost(ConnectionError),
+}
+
+/// What the endpoint must do for the connection (routing table changes).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EndpointEvent {
+    /// Route datagrams addressed to this connection ID to the connection.
+    NewLocalCid(ConnectionId),
+    /// Stop routing this connection ID.
+    RetireLocalCid(ConnectionId),
+    /// The connection is gone; forget it.
+    Drained,
+}
+
+/// One datagram produced by [`Connection::poll_transmit`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Transmit {
+    /// Where to send it.
+    pub destination: SocketAddr,
+    /// Its length (the bytes are in the caller's buffer).
+    pub size: usize,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Handshake,
+    Established,
+    /// We sent CONNECTION_CLOSE and answer further packets with it.
+    Closing,
+    /// The peer sent CONNECTION_CLOSE: silence until the timer ends.
+    Draining,
+    Drained,
+}
+
+/// 1-RTT keys with key update support (RFC 9001 §6).
+struct OneRttKeys {
+    keys: Keys,
+    next: crypto::NextSecrets,
+    /// Current key phase bit.
+    phase: bool,
+    /// The previous read key, kept a while for reordered packets.
+    prev_remote: Option<Box<dyn rustls::quic::PacketKey>>,
+}
+
+/// The pending CONNECTION_CLOSE.
+#[derive(Clone, Debug)]
+struct CloseFrame {
+    code: u64,
+    frame_type: Option<u64>,
+    application: bool,
+    reason: Vec<u8>,
+}
+
+/// A QUIC connection. See the module documentation for the calling protocol.
+pub struct Connection {
+    side: Side,
+    config: Arc<TransportConfig>,
+    state: State,
+    tls: TlsSession,
+    initial_keys: Option<Keys>,
+    handshake_keys: Option<Keys>,
+    one_rtt: Option<OneRttKeys>,
+    /// Level the TLS writer currently produces data for.
+    tls_write_space: SpaceId,
+    spaces: [PacketSpace; 3],
+    remote: SocketAddr,
+    /// The DCID of the client's first Initial (keys, transport parameters).
+    original_dcid: ConnectionId,
+    cids: CidState,
+    /// Client: switched to the server's SCID after its first Initial.
+    got_server_initial: bool,
+    /// Client: the server's SCID from its first Initial, applied once that
+    /// packet decrypts.
+    pending_server_scid: Option<ConnectionId>,
+    handshake_complete: bool,
+    handshake_confirmed: bool,
+    handshake_done_pending: bool,
+    /// Server: the client's address is validated (RFC 9000 §8.1).
+    address_validated: bool,
+    anti_amp_received: u64,
+    anti_amp_sent: u64,
+    peer_params: Option<TransportParameters>,
+    peer_max_ack_delay: Duration,
+    peer_ack_delay_exponent: u8,
+    idle_timeout: Option<Duration>,
+    max_datagram_size: u16,
+    rtt: RttEstimator,
+    cc: Box<dyn Controller>,
+    pacer: Pacer,
+    rate: DeliveryRateEstimator,
+    bytes_in_flight: u64,
+    pto_count: u32,
+    recovery: RecoveryState,
+    policy: Box<dyn RecoveryPolicy>,
+    streams: Streams,
+    datagrams_out: VecDeque<Vec<u8>>,
+    datagrams_in: VecDeque<Vec<u8>>,
+    peer_max_datagram_frame: Option<u64>,
+    path_responses: VecDeque<[u8; 8]>,
+    events: VecDeque<Event>,
+    endpoint_events: VecDeque<EndpointEvent>,
+    timers: TimerTable,
+    close: Option<CloseFrame>,
+    /// Closing state: send the close again on the next poll.
+    close_resend: bool,
+    error: Option<ConnectionError>,
+    stats: ConnectionStats,
+    qlog: Option<Box<dyn QlogSink>>,
+    rng: ChaCha8Rng,
+    /// Test hook: raw frame bytes for the next 1-RTT packet.
+    raw_frames: Vec<Vec<u8>>,
+}
+
+impl core::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Connection")
+            .field("side", &self.side)
+            .field("state", &self.state)
+            .field("remote", &self.remote)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Failure to create a connection.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    /// TLS could not be set up (bad server name, bad config).
+    #[error("TLS setup failed: {0}")]
+    Tls(#[from] crypto::CryptoError),
+}
+
+impl Connection {
+    fn new(
+        now: Instant,
+        side: Side,
+        config: Arc<TransportConfig>,
+        tls: TlsSession,
+        local_cid: ConnectionId,
+        remote_cid: ConnectionId,
+        original_dcid: ConnectionId,
+        remote: SocketAddr,
+        rng_seed: u64,
+    ) -> Self {
+        let mds = u64::from(config.max_datagram_size);
+        let mut rng = ChaCha8Rng::seed_from_u64(rng_seed);
+        let cc_seed = rng.next_u64();
+        let mut conn = Connection {
+            side,
+            state: State::Handshake,
+            tls,
+            initial_keys: Some(crypto::initial_keys(&original_dcid, side)),
+            handshake_keys: None,
+            one_rtt: None,
+            tls_write_space: SpaceId::Initial,
+            spaces: Default::default(),
+            remote,
+            original_dcid,
+            cids: CidState::new(local_cid, remote_cid),
+            got_server_initial: false,
+            pending_server_scid: None,
+            handshake_complete: false,
+            handshake_confirmed: false,
+            handshake_done_pending: false,
+            address_validated: side.is_client(),
+            anti_amp_received: 0,
+            anti_amp_sent: 0,
+            peer_params: None,
+            peer_max_ack_delay: Duration::from_millis(25),
+            peer_ack_delay_exponent: 3,
+            idle_timeout: nonzero(config.max_idle_timeout),
+            max_datagram_size: config.max_datagram_size.max(1200),
+            rtt: RttEstimator::new(config.initial_rtt),
+            cc: config.congestion.build_seeded(now, mds, cc_seed),
+            pacer: Pacer::new(now, mds),
+            rate: DeliveryRateEstimator::default(),
+            bytes_in_flight: 0,
+            pto_count: 0,
+            recovery: RecoveryState::default(),
+            policy: config.policy.build(),
+            streams: Streams::new(side, config.streams.clone()),
+            datagrams_out: VecDeque::new(),
+            datagrams_in: VecDeque::new(),
+            peer_max_datagram_frame: None,
+            path_responses: VecDeque::new(),
+            events: VecDeque::new(),
+            endpoint_events: VecDeque::new(),
+            timers: TimerTable::default(),
+            close: None,
+            close_resend: false,
+            error: None,
+            stats: ConnectionStats::default(),
+            qlog: None,
+            rng,
+            raw_frames: Vec::new(),
+            config,
+        };
+        conn.cids.set_local_limit(conn.config.active_connection_id_limit);
+        conn.reset_idle_timer(now);
+        conn
+    }
+
+    /// Start a client connection to `remote`. `rng_seed` determines every
+    /// random choice of the connection (connection IDs included).
+    pub fn connect(
+        now: Instant,
+        config: &ClientConfig,
+        remote: SocketAddr,
+        local_cid: ConnectionId,
+        rng_seed: u64,
+    ) -> Result<Self, ConnectError> {
+        let mut rng = ChaCha8Rng::seed_from_u64(rng_seed ^ 0x5eed_c11e);
+        let mut dcid_bytes = [0u8; 8];
+        rng.fill_bytes(&mut dcid_bytes);
+        let dcid = ConnectionId::new(&dcid_bytes).expect("8 bytes fit a connection ID");
+        let params = local_params(&config.transport, local_cid, None);
+        let mut encoded = Vec::new();
+        params.encode(&mut encoded);
+        let tls = TlsSession::client(config.tls.clone(), &config.server_name, encoded)?;
+        let mut conn = Connection::new(
+            now,
+            Side::Client,
+            config.transport.clone(),
+            tls,
+            local_cid,
+            dcid,
+            dcid,
+            remote,
+            rng.next_u64(),
+        );
+        conn.process_tls_output();
+        Ok(conn)
+    }
+
+    /// Accept a connection whose first Initial packet carried `client_dcid`
+    /// (the original destination CID) and `client_scid`. The caller then
+    /// hands that first datagram to [`Connection::handle_datagram`].
+    pub fn accept(
+        now: Instant,
+        config: &ServerConfig,
+        remote: SocketAddr,
+        local_cid: ConnectionId,
+        client_dcid: ConnectionId,
+        client_scid: ConnectionId,
+        rng_seed: u64,
+    ) -> Result<Self, ConnectError> {
+        let params = local_params(&config.transport, local_cid, Some(client_dcid));
+        let mut encoded = Vec::new();
+        params.encode(&mut encoded);
+        let tls = TlsSession::server(config.tls.clone(), encoded)?;
+        Ok(Connection::new(
+            now,
+            Side::Server,
+            config.transport.clone(),
+            tls,
+            local_cid,
+            client_scid,
+            client_dcid,
+            remote,
+            rng_seed,
+        ))
+    }
+
+    /// Our role.
+    pub fn side(&self) -> Side {
+        self.side
+    }
+
+    /// The peer's address.
+    pub fn remote_address(&self) -> SocketAddr {
+        self.remote
+    }
+
+    /// True until the TLS handshake completes.
+    pub fn is_handshaking(&self) -> bool {
+        !self.handshake_complete
+    }
+
+    /// True once the connection is closing, draining or gone.
+    pub fn is_closed(&self) -> bool {
+        matches!(self.state, State::Closing | State::Draining | State::Drained)
+    }
+
+    /// True once the connection is gone entirely and may be dropped.
+    pub fn is_drained(&self) -> bool {
+        self.state == State::Drained
+    }
+
+    /// Why the connection ended, once it has.
+    pub fn close_reason(&self) -> Option<&ConnectionError> {
+        self.error.as_ref()
+    }
+
+    /// The negotiated ALPN protocol.
+    pub fn alpn_protocol(&self) -> Option<&[u8]> {
+        self.tls.alpn_protocol()
+    }
+
+    /// The name of the loss recovery policy in use.
+    pub fn recovery_scheme(&self) -> String {
+        self.policy.name()
+    }
+
+    /// The congestion controller's name.
+    pub fn congestion_algorithm(&self) -> &'static str {
+        self.cc.name()
+    }
+
+    /// Counters, with the current RTT and window filled in.
+    pub fn stats(&self) -> ConnectionStats {
+        let mut s = self.stats.clone();
+        s.cwnd = self.cc.window();
+        s.srtt = self.rtt.smoothed();
+        s.min_rtt = self.rtt.min();
+        s.latest_rtt = self.rtt.latest();
+        s.bytes_in_flight = self.bytes_in_flight;
+        s
+    }
+
+    /// Stream operations (open, accept, read, write, finish, reset, stop).
+    pub fn streams(&mut self) -> &mut Streams {
+        &mut self.streams
+    }
+
+    /// Attach a qlog event sink.
+    pub fn set_qlog(&mut self, sink: Box<dyn QlogSink>) {
+        self.qlog = Some(sink);
+    }
+
+    /// Largest DATAGRAM payload the peer accepts, once known (None: no support).
+    pub fn max_datagram_payload(&self) -> Option<usize> {
+        let peer = self.peer_max_datagram_frame?;
+        // Room in one packet: MTU minus short header (1+20+4), tag and frame header.
+        let room = usize::from(self.max_datagram_size).saturating_sub(1 + 20 + 4 + 16 + 1 + 8);
+        Some(room.min(usize::try_from(peer).unwrap_or(usize::MAX)))
+    }
+
+    /// Queue an unreliable DATAGRAM (RFC 9221). Fails when the peer does not
+    /// accept datagrams or the payload does not fit in one packet.
+    pub fn send_datagram(&mut self, data: Vec<u8>) -> Result<(), DatagramError> {
+        let max = self.max_datagram_payload().ok_or(DatagramError::UnsupportedByPeer)?;
+        if data.len() > max {
+            return Err(DatagramError::TooLarge { max });
+        }
+        self.datagrams_out.push_back(data);
+        Ok(())
+    }
+
+    /// Take a received DATAGRAM payload.
+    pub fn recv_datagram(&mut self) -> Option<Vec<u8>> {
+        self.datagrams_in.pop_front()
+    }
+
+    /// The next event for the application.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        if let Some(e) = self.events.pop_front() {
+            return Some(e);
+        }
+        self.streams.poll_event().map(Event::Stream)
+    }
+
+    /// Test hook: send these raw bytes as frames in the next 1-RTT packet,
+    /// to check how a peer handles malformed or hostile frames.
+    #[cfg(feature = "test-hooks")]
+    #[doc(hidden)]
+    pub fn inject_raw_frames(&mut self, bytes: Vec<u8>) {
+        self.raw_frames.push(bytes);
+    }
+
+    /// Whether events are waiting for [`Connection::poll_event`].
+    pub fn has_events(&self) -> bool {
+        !self.events.is_empty()
+    }
+
+    /// The next routing change for the endpoint.
+    pub fn poll_endpoint_event(&mut self) -> Option<EndpointEvent> {
+        self.endpoint_events.pop_front()
+    }
+
+    /// When [`Connection::handle_timeout`] must be called next.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.timers.next()
+    }
+
+    /// Close the connection with an application error code.
+    pub fn close(&mut self, now: Instant, code: u64, reason: &[u8]) {
+        if self.is_closed() {
+            return;
+        }
+        self.enter_closing(
+            now,
+            CloseFrame { code, frame_type: None, application: true, reason: reason.to_vec() },
+            ConnectionError::LocallyClosed,
+        );
+    }
+
+    /// Fire expired timers.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        if self.timers.is_expired(Timer::Close, now) {
+            self.timers.stop_all();
+            self.set_drained();
+            return;
+        }
+        if self.state == State::Drained {
+            return;
+        }
+        if self.timers.is_expired(Timer::Idle, now) {
+            self.timers.stop_all();
+            self.error.get_or_insert(ConnectionError::TimedOut);
+            self.events.push_back(Event::ConnectionLost(ConnectionError::TimedOut));
+            self.set_drained();
+            return;
+        }
+        if self.timers.is_expired(Timer::KeyDiscard, now) {
+            self.timers.stop(Timer::KeyDiscard);
+            if let Some(k) = self.one_rtt.as_mut() {
+                k.prev_remote = None;
+            }
+        }
+        if self.timers.is_expired(Timer::Ack, now) {
+            self.timers.stop(Timer::Ack);
+            self.spaces[SpaceId::Data as usize].ack_deadline = None;
+        }
+        if self.timers.is_expired(Timer::Pacing, now) {
+            self.timers.stop(Timer::Pacing);
+        }
+        if self.timers.is_expired(Timer::Replica, now) {
+            self.timers.stop(Timer::Replica);
+        }
+        if self.timers.is_expired(Timer::LossDetection, now) && !self.is_closed() {
+            self.on_loss_detection_timeout(now);
+        }
+    }
+
+    // ---- internals shared by the submodules ----
+
+    fn space(&self, id: SpaceId) -> &PacketSpace {
+        &self.spaces[id as usize]
+    }
+
+    fn space_mut(&mut self, id: SpaceId) -> &mut PacketSpace {
+        &mut self.spaces[id as usize]
+    }
+
+    fn has_keys(&self, id: SpaceId) -> bool {
+        match id {
+            SpaceId::Initial => self.initial_keys.is_some(),
+            SpaceId::Handshake => self.handshake_keys.is_some(),
+            SpaceId::Data => self.one_rtt.is_some(),
+        }
+    }
+
+    fn reset_idle_timer(&mut self, now: Instant) {
+        if let Some(t) = self.idle_timeout {
+            // RFC 9000 §10.1: at least 3 PTOs.
+            let t = t.max(self.pto_duration(SpaceId::Data) * 3);
+            self.timers.set(Timer::Idle, now + t);
+        }
+    }
+
+    fn pto_duration(&self, space: SpaceId) -> Duration {
+        let mut d = self.rtt.pto_base();
+        if space == SpaceId::Data && self.handshake_confirmed {
+            d += self.peer_max_ack_delay;
+        }
+        d
+    }
+
+    /// Drain TLS output into the CRYPTO streams and install new keys.
+    fn process_tls_output(&mut self) {
+        loop {
+            let mut buf = Vec::new();
+            let change = self.tls.write_handshake(&mut buf);
+            if !buf.is_empty() {
+                let space = self.tls_write_space;
+                self.space_mut(space).crypto_send.push(&buf);
+            }
+            match change {
+                Some(KeyChange::Handshake { keys }) => {
+                    self.handshake_keys = Some(keys);
+                    self.tls_write_space = SpaceId::Handshake;
+                }
+                Some(KeyChange::OneRtt { keys, next }) => {
+                    self.one_rtt = Some(OneRttKeys { keys, next, phase: false, prev_remote: None });
+                    self.tls_write_space = SpaceId::Data;
+                }
+                None => break,
+            }
+        }
+    }
+
+    /// Begin closing because of a local protocol error.
+    fn close_with_error(&mut self, now: Instant, err: TransportError) {
+        if self.is_closed() {
+            return;
+        }
+        tracing::debug!(side = ?self.side, error = %err, "closing connection");
+        let frame = CloseFrame {
+            code: err.code.0,
+            frame_type: Some(err.frame_type.unwrap_or(0)),
+            application: false,
+            reason: err.reason.as_bytes().to_vec(),
+        };
+        self.enter_closing(now, frame, ConnectionError::Transport(err));
+    }
+
+    fn enter_closing(&mut self, now: Instant, frame: CloseFrame, reason: ConnectionError) {
+        self.close = Some(frame);
+        self.close_resend = true;
+        self.state = State::Closing;
+        self.error = Some(reason.clone());
+        self.events.push_back(Event::ConnectionLost(reason));
+        self.timers.stop_all();
+        self.timers.set(Timer::Close, now + self.pto_duration(SpaceId::Data) * 3);
+    }
+
+    fn enter_draining(&mut self, now: Instant, reason: ConnectionError) {
+        if self.state == State::Draining || self.state == State::Drained {
+            return;
+        }
+        if self.state != State::Closing {
+            self.error = Some(reason.clone());
+            self.events.push_back(Event::ConnectionLost(reason));
+        }
+        self.state = State::Draining;
+        self.timers.stop_all();
+        self.timers.set(Timer::Close, now + self.pto_duration(SpaceId::Data) * 3);
+    }
+
+    fn set_drained(&mut self) {
+        if self.state != State::Drained {
+            self.state = State::Drained;
+            self.endpoint_events.push_back(EndpointEvent::Drained);
+        }
+    }
+
+    /// Peer transport parameters arrived: validate and apply them.
+    fn apply_peer_params(&mut self) -> Result<(), TransportError> {
+        if self.peer_params.is_some() {
+            return Ok(());
+        }
+        let Some(raw) = self.tls.peer_transport_parameters() else {
+            return Ok(());
+        };
+        let params = TransportParameters::decode(raw, self.side.opposite()).map_err(|e| {
+            TransportError::new(TransportErrorCode::TRANSPORT_PARAMETER_ERROR, "malformed transport parameters")
+                .with_frame(0x06)
+                .tap(|_| tracing::debug!(error = %e, "bad transport parameters"))
+        })?;
+        // RFC 9000 §7.3: authenticate the connection IDs used in the handshake.
+        let tp_err = |r| TransportError::new(TransportErrorCode::TRANSPORT_PARAMETER_ERROR, r);
+        if params.initial_source_connection_id != Some(self.cids.remote_cid()) {
+            return Err(tp_err("initial_source_connection_id mismatch"));
+        }
+        if self.side.is_client() {
+            if params.original_destination_connection_id != Some(self.original_dcid) {
+                return Err(tp_err("original_destination_connection_id mismatch"));
+            }
+            if params.retry_source_connection_id.is_some() {
+                return Err(tp_err("retry_source_connection_id without Retry"));
+            }
+        }
+        self.streams.set_peer_params(&params);
+        self.peer_max_ack_delay = Duration::from_millis(params.max_ack_delay_ms);
+        self.peer_ack_delay_exponent = params.ack_delay_exponent as u8;
+        let peer_idle = nonzero(Duration::from_millis(params.max_idle_timeout_ms));
+        self.idle_timeout = match (self.idle_timeout, peer_idle) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let peer_mtu = u16::try_from(params.max_udp_payload_size.min(65527)).unwrap_or(u16::MAX);
+        self.max_datagram_size = self.max_datagram_size.min(peer_mtu).max(1200);
+        self.cc.on_mtu_update(u64::from(self.max_datagram_size));
+        self.peer_max_datagram_frame = params.max_datagram_frame_size;
+        self.cids.set_peer_limit(params.active_connection_id_limit);
+        self.peer_params = Some(params);
+        Ok(())
+    }
+
+    /// TLS finished: the handshake is complete (RFC 9001 §4.1.1).
+    fn on_handshake_complete(&mut self, now: Instant) {
+        if self.handshake_complete {
+            return;
+        }
+        self.handshake_complete = true;
+        self.state = State::Established;
+        self.events.push_back(Event::Connected);
+        if self.side.is_server() {
+            // RFC 9001 §4.1.2: the server confirms the handshake at completion.
+            self.handshake_done_pending = true;
+            self.confirm_handshake(now);
+        }
+    }
+
+    fn confirm_handshake(&mut self, now: Instant) {
+        if self.handshake_confirmed {
+            return;
+        }
+        self.handshake_confirmed = true;
+        self.discard_space(now, SpaceId::Handshake);
+        self.issue_cids();
+    }
+
+    /// Drop a space's keys and in-flight packets (RFC 9001 §4.9).
+    fn discard_space(&mut self, now: Instant, id: SpaceId) {
+        match id {
+            SpaceId::Initial => {
+                if self.initial_keys.take().is_none() {
+                    return;
+                }
+            }
+            SpaceId::Handshake => {
+                if self.handshake_keys.take().is_none() {
+                    return;
+                }
+            }
+            SpaceId::Data => return,
+        }
+        let space = &mut self.spaces[id as usize];
+        let in_flight: u64 =
+            space.sent.values().filter(|p| p.in_flight).map(|p| u64::from(p.size)).sum();
+        *space = PacketSpace { next_pn: space.next_pn, ..Default::default() };
+        self.bytes_in_flight = self.bytes_in_flight.saturating_sub(in_flight);
+        self.pto_count = 0;
+        self.set_loss_detection_timer(now);
+    }
+}
+
+/// Why a DATAGRAM could not be queued.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DatagramError {
+    /// The peer did not advertise max_datagram_frame_size (or not yet).
+    #[error("the peer does not accept DATAGRAM frames")]
+    UnsupportedByPeer,
+    /// The payload does not fit in one packet.
+    #[error("datagram too large (max {max} bytes)")]
+    TooLarge {
+        /// Largest payload that fits.
+        max: usize,
+    },
+}
+
+/// Our transport parameters from the config.
+fn local_params(
+    config: &TransportConfig,
+    local_cid: ConnectionId,
+    original_dcid: Option<ConnectionId>,
+) -> TransportParameters {
+    let mut p = TransportParameters::default();
+    config.streams.apply_to(&mut p);
+    p.max_idle_timeout_ms = config.max_idle_timeout.as_millis() as u64;
+    p.max_ack_delay_ms = config.max_ack_delay.as_millis() as u64;
+    p.ack_delay_exponent = 3;
+    p.max_udp_payload_size = 65527;
+    p.active_connection_id_limit = config.active_connection_id_limit.max(2);
+    p.initial_source_connection_id = Some(local_cid);
+    p.original_destination_connection_id = original_dcid;
+    p.max_datagram_frame_size = config.max_datagram_frame_size;
+    p
+}
+
+fn nonzero(d: Duration) -> Option<Duration> {
+    if d.is_zero() {
+        None
+    } else {
+        Some(d)
+    }
+}
+
+/// `tap` for side effects in expression position.
+trait Tap: Sized {
+    fn tap(self, f: impl FnOnce(&Self)) -> Self {
+        f(&self);
+        self
+    }
+}
+impl<T> Tap for T {}
+
+/// Ack delay exponent we advertise (RFC 9000 §18.2 default).
+const LOCAL_ACK_DELAY_EXPONENT: u8 = 3;

@@ -1,0 +1,578 @@
+//! Loss recovery: ACK processing, RFC 9002 loss detection and PTO, and the
+//! retransmission rounds of lost stream data driven by the recovery policy.
+//!
+//! Lost 1-RTT stream data becomes an *item*. The policy decides how many
+//! replicas of an item to send in each round and when; the queue below holds
+//! them until due. A round ends when every replica sent in it is declared
+//! lost; the item then enters the next round and the policy is asked again.
+//! When any packet carrying the item's data is acknowledged, the item is
+//! delivered: its round is recorded (`n`) with the number of replicas sent
+//! (`k`), and queued replicas are cancelled.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
+
+use wire::frame::AckFrame;
+use wire::time::{Duration, Instant};
+
+use super::spaces::{Retransmit, SentPacket};
+use super::{Connection, SpaceId, Timer};
+use crate::error::TransportError;
+use crate::policy::{Decision, ItemId, LostData, PacketFate, PathView, ReplicaRef, MAX_REPLICAS};
+use crate::streams::StreamChunk;
+
+/// RFC 9002 §6.1.1 packet threshold.
+const PACKET_THRESHOLD: u64 = 3;
+/// RFC 9002 §7.6 persistent congestion threshold.
+const PERSISTENT_CONGESTION_THRESHOLD: u32 = 3;
+
+/// Lost stream data being recovered.
+#[derive(Debug)]
+pub(crate) struct Item {
+    pub chunks: Vec<StreamChunk>,
+    pub first_sent: Instant,
+    pub first_lost: Instant,
+    /// Current round (1 = first retransmission round).
+    pub round: u32,
+    /// Replicas sent so far, all rounds (`k`).
+    pub sent: u32,
+    /// Replicas of the current round sent and not yet declared lost.
+    pub outstanding: u32,
+    /// Replicas of the current round still queued.
+    pub queued: u32,
+    pub opportunistic: bool,
+}
+
+/// A replica waiting for its send time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct QueuedReplica {
+    pub send_at: Instant,
+    pub seq: u64,
+    pub item: ItemId,
+    pub round: u32,
+    pub index: u16,
+}
+
+/// The items and the replica queue.
+#[derive(Debug, Default)]
+pub(crate) struct RecoveryState {
+    pub items: BTreeMap<ItemId, Item>,
+    pub queue: BinaryHeap<Reverse<QueuedReplica>>,
+    next_item: u64,
+    next_seq: u64,
+    /// 1-RTT packets declared lost, kept a while to spot spurious losses.
+    pub lost_history: BTreeMap<u64, (Option<ItemId>, Instant)>,
+}
+
+impl RecoveryState {
+    /// The earliest queued replica's send time.
+    pub fn next_send_at(&self) -> Option<Instant> {
+        self.queue.peek().map(|Reverse(q)| q.send_at)
+    }
+
+    /// Pop the next due replica of a live item.
+    pub fn pop_due(&mut self, now: Instant, allow_non_opportunistic: bool) -> Option<QueuedReplica> {
+        loop {
+            let Reverse(q) = *self.queue.peek()?;
+            if q.send_at > now {
+                return None;
+            }
+            let Some(item) = self.items.get(&q.item) else {
+                self.queue.pop();
+                continue;
+            };
+            if item.round != q.round {
+                self.queue.pop();
+                continue;
+            }
+            if !item.opportunistic && !allow_non_opportunistic {
+                return None;
+            }
+            self.queue.pop();
+            return Some(q);
+        }
+    }
+
+    /// Whether a due replica can go now.
+    pub fn has_due(&self, now: Instant, allow_non_opportunistic: bool) -> bool {
+        self.queue.iter().any(|Reverse(q)| {
+            q.send_at <= now
+                && self
+                    .items
+                    .get(&q.item)
+                    .is_some_and(|i| i.round == q.round && (allow_non_opportunistic || i.opportunistic))
+        })
+    }
+
+    fn new_item(&mut self) -> ItemId {
+        let id = ItemId(self.next_item);
+        self.next_item += 1;
+        id
+    }
+
+    fn enqueue(&mut self, send_at: Instant, item: ItemId, round: u32, index: u16) {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.queue.push(Reverse(QueuedReplica { send_at, seq, item, round, index }));
+    }
+}
+
+impl Connection {
+    pub(super) fn path_view(&self) -> PathView {
+        let cwnd = self.cc.window();
+        PathView {
+            srtt: self.rtt.smoothed(),
+            min_rtt: self.rtt.min(),
+            rttvar: self.rtt.rttvar(),
+            latest_rtt: self.rtt.latest(),
+            cwnd,
+            bytes_in_flight: self.bytes_in_flight,
+            pacing_rate: self.pacing_rate(),
+            mtu: u64::from(self.max_datagram_size),
+        }
+    }
+
+    pub(super) fn pacing_rate(&self) -> u64 {
+        self.cc
+            .pacing_rate()
+            .unwrap_or_else(|| crate::pacing::default_pacing_rate(self.cc.window(), self.rtt.smoothed()))
+    }
+
+    /// RFC 9002 §A.7: process an ACK frame.
+    pub(super) fn on_ack_received(&mut self, now: Instant, space: SpaceId, ack: &AckFrame) -> Result<(), TransportError> {
+        let s = self.space_mut(space);
+        if ack.largest >= s.next_pn {
+            return Err(TransportError::protocol_violation("ACK for a packet never sent").with_frame(0x02));
+        }
+        s.largest_acked = Some(s.largest_acked.map_or(ack.largest, |l| l.max(ack.largest)));
+        let mut newly: Vec<(u64, SentPacket)> = Vec::new();
+        for r in &ack.ranges {
+            let pns: Vec<u64> = s.sent.range(r.clone()).map(|(pn, _)| *pn).collect();
+            for pn in pns {
+                if let Some(p) = s.sent.remove(&pn) {
+                    newly.push((pn, p));
+                }
+            }
+        }
+        if space == SpaceId::Data {
+            self.detect_spurious(now, ack);
+        }
+        if newly.is_empty() {
+            return Ok(());
+        }
+        // RFC 9002 §5.1: an RTT sample when the largest acknowledged is newly
+        // acked and at least one newly acked packet was ack-eliciting.
+        if let Some((_, largest)) = newly.iter().find(|(pn, _)| *pn == ack.largest) {
+            if newly.iter().any(|(_, p)| p.ack_eliciting) {
+                let sample = now.saturating_duration_since(largest.time_sent);
+                let ack_delay = if space == SpaceId::Data {
+                    let micros = ack.delay.checked_shl(u32::from(self.peer_ack_delay_exponent)).unwrap_or(u64::MAX);
+                    Duration::from_micros(micros.min(1 << 40))
+                } else {
+                    Duration::ZERO
+                };
+                self.rtt.update(ack_delay, sample, self.peer_max_ack_delay, self.handshake_confirmed);
+            }
+        }
+        let app_limited = !self.has_data_to_send();
+        for (pn, p) in newly {
+            self.on_packet_acked(now, space, pn, p, app_limited);
+        }
+        self.detect_and_handle_lost(now, space);
+        let sample = self.rate.take_sample(now, self.rtt.min());
+        self.cc.on_end_acks(now, self.bytes_in_flight, app_limited, sample.as_ref(), &self.rtt);
+        // RFC 9002 §A.7: reset the PTO backoff, except for a client that is
+        // not yet sure the server validated its address.
+        if self.side.is_server() || self.handshake_confirmed || space != SpaceId::Initial {
+            self.pto_count = 0;
+        }
+        self.set_loss_detection_timer(now);
+        if self.qlog.is_some() {
+            let v = self.path_view();
+            if let Some(q) = self.qlog.as_mut() {
+                q.metrics_updated(now, &v);
+            }
+        }
+        Ok(())
+    }
+
+    fn on_packet_acked(&mut self, now: Instant, space: SpaceId, pn: u64, p: SentPacket, app_limited: bool) {
+        if p.in_flight {
+            self.bytes_in_flight = self.bytes_in_flight.saturating_sub(u64::from(p.size));
+            self.cc.on_ack(now, p.time_sent, u64::from(p.size), app_limited, &self.rtt);
+            self.rate.on_packet_acked(now, &p.rate, p.time_sent, u64::from(p.size));
+        }
+        if p.ack_eliciting {
+            let s = self.space_mut(space);
+            s.ack_eliciting_in_flight = s.ack_eliciting_in_flight.saturating_sub(1);
+        }
+        if let Some(largest) = p.largest_acked {
+            // RFC 9000 §13.2.4: the peer has our ACK up to `largest`; stop
+            // reporting older ranges.
+            self.space_mut(space).forget_received_up_to(largest);
+        }
+        for r in &p.retransmits {
+            match r {
+                Retransmit::Crypto(range) => self.space_mut(space).crypto_send.on_acked(range.clone()),
+                Retransmit::Control(c) => self.streams.on_control_acked(*c),
+                _ => {}
+            }
+        }
+        for c in &p.stream_chunks {
+            self.streams.on_chunk_acked(c);
+        }
+        if space != SpaceId::Data {
+            return;
+        }
+        let fate = fate_of(pn, &p);
+        let path = self.path_view();
+        self.policy.on_packet_acked(now, &fate, &path);
+        if let Some(r) = p.replica {
+            self.deliver_item(now, r.item, r.round);
+        }
+    }
+
+    /// A replica of `item` was acknowledged.
+    fn deliver_item(&mut self, now: Instant, item: ItemId, round: u32) {
+        let Some(it) = self.recovery.items.get(&item) else { return };
+        // A replica that could not carry every unacknowledged part (rare: the
+        // data was split by other acknowledgements) does not finish the item:
+        // start another round for what is left.
+        let mut parts = Vec::new();
+        let mut left = false;
+        for c in &it.chunks {
+            self.streams.unacked_parts(c, &mut parts);
+            left |= !parts.is_empty();
+        }
+        if left {
+            if it.queued == 0 && it.outstanding <= 1 {
+                self.start_round(now, item);
+            }
+            return;
+        }
+        if let Some(it) = self.recovery.items.remove(&item) {
+            self.stats.record_delivery(round, it.sent);
+        }
+    }
+
+    /// Acknowledged packets that we had declared lost: spurious losses.
+    fn detect_spurious(&mut self, now: Instant, ack: &AckFrame) {
+        if self.recovery.lost_history.is_empty() {
+            return;
+        }
+        for r in &ack.ranges {
+            let found: Vec<u64> = self.recovery.lost_history.range(r.clone()).map(|(pn, _)| *pn).collect();
+            for pn in found {
+                if let Some((item, _)) = self.recovery.lost_history.remove(&pn) {
+                    self.stats.spurious_retransmissions += 1;
+                    if let Some(item) = item {
+                        // The original got through after all: round 0.
+                        if let Some(it) = self.recovery.items.remove(&item) {
+                            self.stats.record_delivery(0, it.sent);
+                        }
+                    }
+                }
+            }
+        }
+        // Forget losses older than a few PTOs.
+        let horizon = now - self.pto_duration(SpaceId::Data) * 4;
+        while let Some((&pn, &(_, t))) = self.recovery.lost_history.iter().next() {
+            if t >= horizon {
+                break;
+            }
+            self.recovery.lost_history.remove(&pn);
+        }
+    }
+
+    /// RFC 9002 §6.1: packet and time thresholds.
+    pub(super) fn detect_and_handle_lost(&mut self, now: Instant, space: SpaceId) {
+        let loss_delay = self.rtt.loss_delay();
+        let s = self.space_mut(space);
+        s.loss_time = None;
+        let Some(largest_acked) = s.largest_acked else { return };
+        let lost_send_time = now - loss_delay;
+        let mut lost = Vec::new();
+        let mut loss_time: Option<Instant> = None;
+        for (&pn, p) in s.sent.range(..largest_acked) {
+            if p.time_sent <= lost_send_time || largest_acked >= pn + PACKET_THRESHOLD {
+                lost.push(pn);
+            } else {
+                let t = p.time_sent + loss_delay;
+                loss_time = Some(loss_time.map_or(t, |l| l.min(t)));
+            }
+        }
+        s.loss_time = loss_time;
+        if lost.is_empty() {
+            return;
+        }
+        let packets: Vec<(u64, SentPacket)> = lost.into_iter().filter_map(|pn| s.sent.remove(&pn).map(|p| (pn, p))).collect();
+        self.on_packets_lost(now, space, packets);
+    }
+
+    fn on_packets_lost(&mut self, now: Instant, space: SpaceId, packets: Vec<(u64, SentPacket)>) {
+        let mut congestion: Option<(Instant, u64)> = None; // (newest lost send time, bytes)
+        let mut earliest_eliciting: Option<Instant> = None;
+        let mut latest_eliciting: Option<Instant> = None;
+        for (pn, p) in packets {
+            self.stats.lost_packets += 1;
+            if let Some(q) = self.qlog.as_mut() {
+                q.packet_lost(now, space, pn);
+            }
+            if p.in_flight {
+                self.bytes_in_flight = self.bytes_in_flight.saturating_sub(u64::from(p.size));
+            }
+            if p.ack_eliciting {
+                let s = self.space_mut(space);
+                s.ack_eliciting_in_flight = s.ack_eliciting_in_flight.saturating_sub(1);
+                earliest_eliciting = Some(earliest_eliciting.map_or(p.time_sent, |t| t.min(p.time_sent)));
+                latest_eliciting = Some(latest_eliciting.map_or(p.time_sent, |t| t.max(p.time_sent)));
+            }
+            for r in &p.retransmits {
+                match r {
+                    Retransmit::Crypto(range) => self.space_mut(space).crypto_send.on_lost(range.clone()),
+                    Retransmit::Control(c) => self.streams.on_control_lost(*c),
+                    Retransmit::HandshakeDone => self.handshake_done_pending = true,
+                    Retransmit::NewConnectionId(seq) => self.cids.pending_new.push_back(*seq),
+                    Retransmit::RetireConnectionId(seq) => self.cids.pending_retire.push_back(*seq),
+                }
+            }
+            let signals = if space == SpaceId::Data {
+                self.on_data_packet_lost(now, pn, &p)
+            } else {
+                p.in_flight
+            };
+            if signals && p.in_flight {
+                let (t, b) = congestion.unwrap_or((p.time_sent, 0));
+                congestion = Some((t.max(p.time_sent), b + u64::from(p.size)));
+            }
+        }
+        if let Some((sent_time, bytes)) = congestion {
+            // RFC 9002 §7.6 (simplified): the lost ack-eliciting packets span
+            // more than the persistent congestion duration.
+            let persistent = self.rtt.has_sample()
+                && match (earliest_eliciting, latest_eliciting) {
+                    (Some(a), Some(b)) => {
+                        let duration = (self.rtt.smoothed() + (self.rtt.rttvar() * 4).max(Duration::from_millis(1)) + self.peer_max_ack_delay)
+                            * PERSISTENT_CONGESTION_THRESHOLD;
+                        b.saturating_duration_since(a) > duration
+                    }
+                    _ => false,
+                };
+            self.stats.congestion_events += 1;
+            self.cc.on_congestion_event(now, sent_time, bytes, persistent, &self.rtt);
+        }
+    }
+
+    /// A 1-RTT packet was declared lost: policy bookkeeping and rounds.
+    /// Returns whether this loss should reach congestion control.
+    fn on_data_packet_lost(&mut self, now: Instant, pn: u64, p: &SentPacket) -> bool {
+        let fate = fate_of(pn, p);
+        let path = self.path_view();
+        self.policy.on_packet_lost(now, &fate, &path);
+        if let Some(r) = p.replica {
+            self.recovery.lost_history.insert(pn, (Some(r.item), now));
+            let Some(item) = self.recovery.items.get_mut(&r.item) else { return false };
+            if item.round != r.round {
+                return false; // an older round's straggler
+            }
+            item.outstanding = item.outstanding.saturating_sub(1);
+            if item.outstanding > 0 || item.queued > 0 {
+                return false;
+            }
+            // Every replica of the round is lost: next round (and, per ART
+            // journal §6.4, only now a congestion signal).
+            self.start_round(now, r.item);
+            return true;
+        }
+        if p.stream_chunks.is_empty() {
+            self.recovery.lost_history.insert(pn, (None, now));
+            return p.ack_eliciting;
+        }
+        let id = self.recovery.new_item();
+        self.recovery.lost_history.insert(pn, (Some(id), now));
+        self.recovery.items.insert(
+            id,
+            Item {
+                chunks: p.stream_chunks.clone(),
+                first_sent: p.time_sent,
+                first_lost: now,
+                round: 0,
+                sent: 0,
+                outstanding: 0,
+                queued: 0,
+                opportunistic: false,
+            },
+        );
+        self.start_round(now, id);
+        true
+    }
+
+    /// Begin the next round of `id`: ask the policy for replicas.
+    fn start_round(&mut self, now: Instant, id: ItemId) {
+        let mut parts = Vec::new();
+        let mut bytes = 0u64;
+        if let Some(item) = self.recovery.items.get(&id) {
+            for c in &item.chunks {
+                self.streams.unacked_parts(c, &mut parts);
+                bytes += parts.iter().map(|p| u64::from(p.len)).sum::<u64>();
+                bytes += parts.iter().filter(|p| p.fin && p.len == 0).count() as u64;
+            }
+        }
+        if bytes == 0 {
+            // Everything already acknowledged (or the stream was reset).
+            self.recovery.items.remove(&id);
+            return;
+        }
+        let path = self.path_view();
+        let Some(item) = self.recovery.items.get_mut(&id) else { return };
+        item.round += 1;
+        let lost = LostData {
+            item: id,
+            first_sent: item.first_sent,
+            first_lost: item.first_lost,
+            round: item.round,
+            retransmissions: item.sent,
+            bytes,
+        };
+        let decision = self.policy.on_data_lost(now, &lost, &path, &mut self.rng);
+        let (mut times, opportunistic) = match decision {
+            Decision::Retransmit { send_at, opportunistic } => (send_at, opportunistic),
+            // Stream data is reliable: refuse to drop it.
+            Decision::Drop => (vec![now], false),
+        };
+        if times.is_empty() {
+            times.push(now);
+        }
+        times.truncate(MAX_REPLICAS);
+        let Some(item) = self.recovery.items.get_mut(&id) else { return };
+        item.queued = times.len() as u32;
+        item.outstanding = 0;
+        item.opportunistic = opportunistic;
+        let round = item.round;
+        for (i, t) in times.into_iter().enumerate() {
+            self.recovery.enqueue(t.max(now), id, round, i as u16);
+            if let Some(q) = self.qlog.as_mut() {
+                q.replica_scheduled(now, id, round, i as u16, t.max(now));
+            }
+        }
+    }
+
+    /// Called by the send path when a replica leaves.
+    pub(super) fn on_replica_sent(&mut self, r: &ReplicaRef) {
+        if let Some(item) = self.recovery.items.get_mut(&r.item) {
+            item.queued = item.queued.saturating_sub(1);
+            item.outstanding += 1;
+            item.sent += 1;
+        }
+        self.stats.replicas += 1;
+        if r.index > 0 {
+            self.stats.extra_replicas += 1;
+        }
+    }
+
+    /// A queued replica found nothing left to carry.
+    pub(super) fn on_replica_empty(&mut self, r: &ReplicaRef) {
+        self.recovery.items.remove(&r.item);
+    }
+
+    // ---- timers (RFC 9002 §6.2, Appendix A.8) ----
+
+    fn loss_time_and_space(&self) -> Option<(Instant, SpaceId)> {
+        SpaceId::ALL
+            .iter()
+            .filter_map(|&id| self.space(id).loss_time.map(|t| (t, id)))
+            .min_by_key(|(t, _)| *t)
+    }
+
+    fn pto_time_and_space(&self, now: Instant) -> Option<(Instant, SpaceId)> {
+        let backoff = 1u32 << self.pto_count.min(16);
+        let no_eliciting = SpaceId::ALL.iter().all(|&id| !self.space(id).has_ack_eliciting_in_flight());
+        if no_eliciting {
+            // Anti-deadlock: a client without handshake keys confirmed keeps probing.
+            if self.side.is_client() && !self.handshake_confirmed {
+                let space = if self.handshake_keys.is_some() { SpaceId::Handshake } else { SpaceId::Initial };
+                if !self.has_keys(space) {
+                    return None;
+                }
+                let base = self.space(space).time_of_last_ack_eliciting.unwrap_or(now);
+                return Some((base + self.pto_duration(space) * backoff, space));
+            }
+            return None;
+        }
+        let mut best: Option<(Instant, SpaceId)> = None;
+        for &id in &SpaceId::ALL {
+            let s = self.space(id);
+            if !s.has_ack_eliciting_in_flight() || !self.has_keys(id) {
+                continue;
+            }
+            if id == SpaceId::Data && !self.handshake_complete {
+                continue;
+            }
+            let Some(t) = s.time_of_last_ack_eliciting else { continue };
+            let at = t + self.pto_duration(id) * backoff;
+            if best.is_none_or(|(b, _)| at < b) {
+                best = Some((at, id));
+            }
+        }
+        best
+    }
+
+    pub(super) fn set_loss_detection_timer(&mut self, now: Instant) {
+        if let Some((t, _)) = self.loss_time_and_space() {
+            self.timers.set(Timer::LossDetection, t);
+            return;
+        }
+        // RFC 9002 §A.6: a server blocked by the amplification limit arms no PTO.
+        if self.side.is_server() && !self.address_validated && self.amplification_budget() == 0 {
+            self.timers.stop(Timer::LossDetection);
+            return;
+        }
+        let at = self.pto_time_and_space(now).map(|(t, _)| t);
+        self.timers.set_opt(Timer::LossDetection, at);
+    }
+
+    pub(super) fn on_loss_detection_timeout(&mut self, now: Instant) {
+        if let Some((t, space)) = self.loss_time_and_space() {
+            if t <= now {
+                self.detect_and_handle_lost(now, space);
+                self.set_loss_detection_timer(now);
+                return;
+            }
+        }
+        let Some((_, space)) = self.pto_time_and_space(now) else {
+            self.timers.stop(Timer::LossDetection);
+            return;
+        };
+        self.stats.pto_count += 1;
+        self.pto_count = self.pto_count.saturating_add(1);
+        let s = self.space_mut(space);
+        s.probes = 2;
+        if space != SpaceId::Data {
+            // Resend unacknowledged handshake data in the probes.
+            s.crypto_send.requeue_unacked();
+            if !s.crypto_send.has_pending() {
+                s.ping_pending = true;
+            }
+        }
+        self.set_loss_detection_timer(now);
+    }
+
+    /// Server before address validation: bytes it may still send.
+    pub(super) fn amplification_budget(&self) -> u64 {
+        if self.address_validated {
+            return u64::MAX;
+        }
+        self.anti_amp_received.saturating_mul(3).saturating_sub(self.anti_amp_sent)
+    }
+}
+
+fn fate_of(pn: u64, p: &SentPacket) -> PacketFate {
+    PacketFate {
+        pn,
+        time_sent: p.time_sent,
+        size: p.size,
+        tag: p.tag,
+        replica: p.replica,
+        carries_new_data: p.new_data,
+    }
+}

@@ -1,0 +1,369 @@
+//! The receive path: datagrams to packets, packets to frames (RFC 9000 §12,
+//! §17; RFC 9001 §5).
+
+use std::net::SocketAddr;
+
+use wire::frame::{Frame, FrameIter};
+use wire::packet::{self, LongType, ProtectedHeader};
+use wire::time::Instant;
+use wire::TransportErrorCode;
+
+use super::{ConnectionError, Connection, Event, SpaceId, State, Timer};
+use crate::crypto;
+use crate::error::TransportError;
+
+/// Reserved header bits that must be zero once protection is removed.
+const LONG_RESERVED_BITS: u8 = 0x0c;
+const SHORT_RESERVED_BITS: u8 = 0x18;
+
+impl Connection {
+    /// Process one UDP datagram from `remote`. The buffer is decrypted in
+    /// place. Undecryptable or malformed packets are dropped; protocol
+    /// violations close the connection with the right error code.
+    pub fn handle_datagram(&mut self, now: Instant, remote: SocketAddr, data: &mut [u8]) {
+        self.stats.datagrams_received += 1;
+        self.stats.bytes_received += data.len() as u64;
+        self.anti_amp_received = self.anti_amp_received.saturating_add(data.len() as u64);
+        match self.state {
+            State::Drained | State::Draining => return,
+            State::Closing => {
+                // RFC 9000 §10.2.1: answer with CONNECTION_CLOSE again.
+                self.close_resend = true;
+                return;
+            }
+            _ => {}
+        }
+        if remote != self.remote && self.side.is_client() {
+            // We never migrate; a client ignores datagrams from elsewhere.
+            return;
+        }
+        let mut offset = 0;
+        while offset < data.len() {
+            let rest = &mut data[offset..];
+            let local_len = self.cids.local_cid_len();
+            let header = match packet::decode_protected(rest, local_len) {
+                Ok(h) => h,
+                Err(_) => {
+                    self.stats.packets_dropped += 1;
+                    return;
+                }
+            };
+            let (space, pn_offset, len) = match header {
+                ProtectedHeader::Long { ty, dst_cid: _, src_cid, pn_offset, len, version, .. } => {
+                    if version != packet::QUIC_V1 {
+                        return;
+                    }
+                    let space = match ty {
+                        LongType::Initial => SpaceId::Initial,
+                        LongType::Handshake => SpaceId::Handshake,
+                        // We never send 0-RTT tickets, so 0-RTT cannot be decrypted.
+                        LongType::ZeroRtt | LongType::Retry => {
+                            offset += len;
+                            continue;
+                        }
+                    };
+                    if space == SpaceId::Initial && self.side.is_client() && !self.got_server_initial {
+                        // RFC 9000 §7.2: switch to the server's chosen CID.
+                        self.pending_server_scid = Some(src_cid);
+                    }
+                    (space, pn_offset, len)
+                }
+                ProtectedHeader::Short { pn_offset, len, .. } => (SpaceId::Data, pn_offset, len),
+                ProtectedHeader::VersionNegotiation { versions, .. } => {
+                    if self.side.is_client()
+                        && !self.got_server_initial
+                        && !versions.contains(&packet::QUIC_V1)
+                    {
+                        // RFC 9000 §6.2: no common version; abandon.
+                        let err = TransportError::new(
+                            TransportErrorCode::CONNECTION_REFUSED,
+                            "server does not support QUIC v1",
+                        );
+                        self.error = Some(ConnectionError::Transport(err.clone()));
+                        self.events.push_back(Event::ConnectionLost(ConnectionError::Transport(err)));
+                        self.set_drained();
+                    }
+                    return;
+                }
+                ProtectedHeader::Retry { .. } | ProtectedHeader::UnsupportedVersion { .. } => return,
+            };
+            let end = offset.saturating_add(len).min(data.len());
+            let packet = &mut data[offset..end];
+            offset = end;
+            if let Err(e) = self.process_packet(now, space, packet, pn_offset) {
+                self.close_with_error(now, e);
+                return;
+            }
+            if self.is_closed() {
+                return;
+            }
+        }
+    }
+
+    fn process_packet(
+        &mut self,
+        now: Instant,
+        space: SpaceId,
+        packet: &mut [u8],
+        pn_offset: usize,
+    ) -> Result<(), TransportError> {
+        let largest = self.space(space).largest_received.map(|(pn, _)| pn);
+        let (first, pn, header_len, payload) = {
+            let Some(header_key) = self.remote_header_key(space) else {
+                self.stats.packets_dropped += 1;
+                return Ok(());
+            };
+            let Ok((first, pn_len, truncated)) =
+                crypto::remove_header_protection(header_key, packet, pn_offset)
+            else {
+                self.stats.packets_dropped += 1;
+                return Ok(());
+            };
+            let pn = packet::decode_pn(largest, u64::from(truncated), pn_len);
+            let header_len = pn_offset + pn_len;
+            match self.decrypt(space, first, packet, header_len, pn, now) {
+                Some(range) => (first, pn, header_len, range),
+                None => {
+                    self.stats.packets_dropped += 1;
+                    return Ok(());
+                }
+            }
+        };
+        let _ = header_len;
+        // RFC 9000 §17.2/§17.3.1: reserved bits checked after decryption.
+        let reserved = if space == SpaceId::Data { SHORT_RESERVED_BITS } else { LONG_RESERVED_BITS };
+        if first & reserved != 0 {
+            return Err(TransportError::protocol_violation("reserved header bits set"));
+        }
+        if !self.space_mut(space).on_packet_received(pn, now) {
+            self.stats.packets_dropped += 1;
+            return Ok(());
+        }
+        self.stats.packets_received += 1;
+        if let Some(scid) = self.pending_server_scid.take() {
+            self.got_server_initial = true;
+            self.cids.set_remote_cid(scid);
+        }
+        if self.side.is_server() && space == SpaceId::Handshake {
+            // RFC 9000 §8.1: a Handshake packet proves the client's address;
+            // RFC 9001 §4.9.1: the server then drops Initial keys.
+            self.address_validated = true;
+            self.discard_space(now, SpaceId::Initial);
+        }
+        if let Some(q) = self.qlog.as_mut() {
+            q.packet_received(now, space, pn, packet.len());
+        }
+        self.reset_idle_timer(now);
+        let payload = &packet[payload];
+        if payload.is_empty() {
+            return Err(TransportError::protocol_violation("packet without frames"));
+        }
+        let mut ack_eliciting = false;
+        for frame in FrameIter::new(payload) {
+            let frame = frame.map_err(|e| {
+                TransportError::new(e.error_code(), "malformed frame")
+            })?;
+            if space != SpaceId::Data && !frame.allowed_in_long_header() {
+                return Err(TransportError::protocol_violation("frame not allowed in this packet type")
+                    .with_frame(frame.ty()));
+            }
+            ack_eliciting |= frame.is_ack_eliciting();
+            self.process_frame(now, space, frame)?;
+            if self.is_closed() {
+                return Ok(());
+            }
+        }
+        if ack_eliciting {
+            self.on_ack_eliciting_received(now, space, pn);
+        }
+        Ok(())
+    }
+
+    fn remote_header_key(&self, space: SpaceId) -> Option<&dyn rustls::quic::HeaderProtectionKey> {
+        match space {
+            SpaceId::Initial => self.initial_keys.as_ref().map(|k| &*k.remote.header),
+            SpaceId::Handshake => self.handshake_keys.as_ref().map(|k| &*k.remote.header),
+            SpaceId::Data => self.one_rtt.as_ref().map(|k| &*k.keys.remote.header),
+        }
+    }
+
+    /// Decrypt a packet whose header protection is removed; handles 1-RTT
+    /// key updates (RFC 9001 §6). Returns the payload range.
+    fn decrypt(
+        &mut self,
+        space: SpaceId,
+        first: u8,
+        packet: &mut [u8],
+        header_len: usize,
+        pn: u64,
+        now: Instant,
+    ) -> Option<core::ops::Range<usize>> {
+        match space {
+            SpaceId::Initial => {
+                let k = self.initial_keys.as_ref()?;
+                crypto::open(&*k.remote.packet, packet, header_len, pn).ok()
+            }
+            SpaceId::Handshake => {
+                let k = self.handshake_keys.as_ref()?;
+                crypto::open(&*k.remote.packet, packet, header_len, pn).ok()
+            }
+            SpaceId::Data => {
+                let largest = self.space(SpaceId::Data).largest_received.map(|(p, _)| p);
+                let pto = self.pto_duration(SpaceId::Data);
+                let k = self.one_rtt.as_mut()?;
+                let phase = first & packet::KEY_PHASE_BIT != 0;
+                if phase == k.phase {
+                    return crypto::open(&*k.keys.remote.packet, packet, header_len, pn).ok();
+                }
+                // A different phase: an old packet under the previous key, or
+                // the peer started a key update.
+                if largest.is_some_and(|l| pn < l) {
+                    if let Some(prev) = k.prev_remote.as_ref() {
+                        return crypto::open(&**prev, packet, header_len, pn).ok();
+                    }
+                    return None;
+                }
+                let next = k.next.next_packet_keys();
+                let range = crypto::open(&*next.remote, packet, header_len, pn).ok()?;
+                let old_remote = core::mem::replace(&mut k.keys.remote.packet, next.remote);
+                k.keys.local.packet = next.local;
+                k.prev_remote = Some(old_remote);
+                k.phase = phase;
+                self.timers.set(Timer::KeyDiscard, now + pto * 3);
+                Some(range)
+            }
+        }
+    }
+
+    fn on_ack_eliciting_received(&mut self, now: Instant, space: SpaceId, pn: u64) {
+        let threshold = self.config.ack_eliciting_threshold.max(1);
+        let max_delay = self.config.max_ack_delay;
+        let s = self.space_mut(space);
+        s.ack_pending = true;
+        s.unacked_eliciting += 1;
+        // RFC 9000 §13.2.1: ack Initial/Handshake at once; 1-RTT after
+        // `threshold` packets, at once when out of order, else by max_ack_delay.
+        let out_of_order = s.largest_received.is_some_and(|(l, _)| pn < l)
+            || s.received.len() > 1 && s.received.max() == Some(pn) && !s.received.contains(pn.saturating_sub(1));
+        if space != SpaceId::Data || s.unacked_eliciting >= threshold || out_of_order {
+            s.ack_deadline = Some(now);
+        } else if s.ack_deadline.is_none() {
+            s.ack_deadline = Some(now + max_delay);
+        }
+        let deadline = s.ack_deadline;
+        if space == SpaceId::Data {
+            self.timers.set_opt(Timer::Ack, deadline);
+        }
+    }
+
+    fn process_frame(&mut self, now: Instant, space: SpaceId, frame: Frame<'_>) -> Result<(), TransportError> {
+        let ty = frame.ty();
+        let server_only = |me: wire::Side| {
+            if me.is_server() {
+                Err(TransportError::protocol_violation("frame only a server may send").with_frame(ty))
+            } else {
+                Ok(())
+            }
+        };
+        match frame {
+            Frame::Padding { .. } | Frame::Ping => {}
+            Frame::Ack(ack) => self.on_ack_received(now, space, &ack)?,
+            Frame::Crypto { offset, data } => self.on_crypto(now, space, offset, data)?,
+            Frame::Stream { id, offset, fin, data } => {
+                self.streams.on_stream_frame(id, offset, data, fin).map_err(|e| e.with_frame(ty))?
+            }
+            Frame::ResetStream { id, error_code, final_size } => {
+                self.streams.on_reset_stream(id, error_code, final_size).map_err(|e| e.with_frame(ty))?
+            }
+            Frame::StopSending { id, error_code } => {
+                self.streams.on_stop_sending(id, error_code).map_err(|e| e.with_frame(ty))?
+            }
+            Frame::MaxData(max) => self.streams.on_max_data(max),
+            Frame::MaxStreamData { id, max } => {
+                self.streams.on_max_stream_data(id, max).map_err(|e| e.with_frame(ty))?
+            }
+            Frame::MaxStreams { dir, count } => {
+                self.streams.on_max_streams(dir, count).map_err(|e| e.with_frame(ty))?
+            }
+            Frame::DataBlocked { .. } | Frame::StreamsBlocked { .. } => {}
+            Frame::StreamDataBlocked { id, limit } => {
+                self.streams.on_stream_data_blocked(id, limit).map_err(|e| e.with_frame(ty))?
+            }
+            Frame::NewToken { token } => {
+                server_only(self.side)?;
+                if token.is_empty() {
+                    return Err(TransportError::frame_encoding("empty NEW_TOKEN").with_frame(ty));
+                }
+            }
+            Frame::NewConnectionId { sequence, retire_prior_to, cid, reset_token } => {
+                self.cids.on_new_connection_id(sequence, retire_prior_to, cid, reset_token).map_err(|e| e.with_frame(ty))?
+            }
+            Frame::RetireConnectionId { sequence } => {
+                let retired = self.cids.on_retire_connection_id(sequence, &mut self.rng).map_err(|e| e.with_frame(ty))?;
+                if let Some(cid) = retired {
+                    self.endpoint_events.push_back(super::EndpointEvent::RetireLocalCid(cid));
+                }
+                self.drain_cid_events();
+            }
+            Frame::PathChallenge(data) => {
+                if self.path_responses.len() < 8 {
+                    self.path_responses.push_back(data);
+                }
+            }
+            Frame::PathResponse(_) => {}
+            Frame::ConnectionClose { error_code, frame_type, reason } => {
+                let err = ConnectionError::PeerClosed {
+                    code: error_code,
+                    application: frame_type.is_none(),
+                    reason: String::from_utf8_lossy(reason).into_owned(),
+                };
+                self.enter_draining(now, err);
+            }
+            Frame::HandshakeDone => {
+                server_only(self.side)?;
+                // RFC 9001 §4.1.2: the client confirms the handshake.
+                self.confirm_handshake(now);
+            }
+            Frame::Datagram { data } => {
+                let max = self.config.max_datagram_frame_size.ok_or_else(|| {
+                    TransportError::protocol_violation("DATAGRAM frames not negotiated").with_frame(ty)
+                })?;
+                if data.len() as u64 > max {
+                    return Err(TransportError::protocol_violation("DATAGRAM frame too large").with_frame(ty));
+                }
+                if self.datagrams_in.len() < 1024 {
+                    self.datagrams_in.push_back(data.to_vec());
+                    self.events.push_back(Event::DatagramReceived);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn on_crypto(&mut self, now: Instant, space: SpaceId, offset: u64, data: &[u8]) -> Result<(), TransportError> {
+        if !self.space_mut(space).crypto_recv.insert(offset, data) {
+            return Err(TransportError::new(
+                TransportErrorCode::CRYPTO_BUFFER_EXCEEDED,
+                "too much out-of-order CRYPTO data",
+            ));
+        }
+        while let Some(bytes) = self.space_mut(space).crypto_recv.pop() {
+            if let Err(fail) = self.tls.read_handshake(&bytes) {
+                tracing::debug!(reason = %fail.reason, "TLS failure");
+                return Err(TransportError::new(TransportErrorCode(fail.code), "TLS handshake failed"));
+            }
+        }
+        self.apply_peer_params()?;
+        self.process_tls_output();
+        if !self.tls.is_handshaking() {
+            if self.peer_params.is_none() {
+                return Err(TransportError::new(
+                    TransportErrorCode::TRANSPORT_PARAMETER_ERROR,
+                    "missing transport parameters",
+                ));
+            }
+            self.on_handshake_complete(now);
+        }
+        Ok(())
+    }
+}

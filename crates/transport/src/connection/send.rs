@@ -1,0 +1,508 @@
+//! The send path: packet assembly, coalescing, padding and protection
+//! (RFC 9000 §12.2, §13, §14.1; RFC 9001 §5).
+
+use wire::cid::ConnectionId;
+use wire::coding::BufMutExt;
+use wire::frame::{self, Frame};
+use wire::packet::{self, LongHeaderLayout, LongType};
+use wire::time::Instant;
+use wire::TransportErrorCode;
+
+use super::spaces::{Retransmit, SentPacket};
+use super::{Connection, SpaceId, State, Timer, Transmit, LOCAL_ACK_DELAY_EXPONENT};
+use crate::crypto;
+use crate::policy::{ReplicaRef, SentView};
+use crate::streams::StreamChunk;
+
+/// AEAD tag length of every QUIC v1 cipher suite.
+const TAG_LEN: usize = 16;
+/// Datagrams carrying Initial packets are padded to this (RFC 9000 §14.1).
+const MIN_INITIAL_DATAGRAM: usize = 1200;
+/// Packet number length assumed when sizing stream data, so that a replica
+/// of the same data always fits even if the packet number grows.
+const MAX_PN_LEN: usize = 4;
+
+/// A packet written into the datagram buffer, not yet protected.
+struct Built {
+    space: SpaceId,
+    start: usize,
+    layout: Option<LongHeaderLayout>,
+    pn_offset: usize,
+    pn_len: usize,
+    pn: u64,
+    record: SentPacket,
+    /// The record goes into the sent map (ack-eliciting or padded).
+    track: bool,
+    /// End of the packet (tag included) in the buffer.
+    end: usize,
+}
+
+impl Connection {
+    /// Write the next datagram to send into `buf` (cleared first). Call until
+    /// it returns `None`, then wait for input or [`Connection::poll_timeout`].
+    pub fn poll_transmit(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
+        buf.clear();
+        match self.state {
+            State::Drained | State::Draining => return None,
+            State::Closing => return self.poll_close(now, buf),
+            _ => {}
+        }
+        self.timers.stop(Timer::Pacing);
+        let limit = usize::from(self.max_datagram_size)
+            .min(usize::try_from(self.amplification_budget()).unwrap_or(usize::MAX));
+        if limit < 64 {
+            return None;
+        }
+        let mut built: Vec<Built> = Vec::with_capacity(3);
+        for space in SpaceId::ALL {
+            if !self.has_keys(space) {
+                continue;
+            }
+            if limit.saturating_sub(buf.len()) < 64 {
+                break;
+            }
+            if let Some(b) = self.build_packet(now, space, buf, limit) {
+                built.push(b);
+            }
+        }
+        if built.is_empty() {
+            self.update_send_timers(now);
+            return None;
+        }
+        // RFC 9000 §14.1: pad datagrams with a client Initial, or a server's
+        // ack-eliciting Initial, to 1200 bytes (within the budget).
+        let needs_padding = built.iter().any(|b| {
+            b.space == SpaceId::Initial && (self.side.is_client() || b.record.ack_eliciting)
+        });
+        if needs_padding && buf.len() < MIN_INITIAL_DATAGRAM && limit >= MIN_INITIAL_DATAGRAM {
+            let pad = MIN_INITIAL_DATAGRAM - buf.len();
+            let body_end = buf.len() - TAG_LEN;
+            buf.truncate(body_end);
+            buf.resize(body_end + pad, 0); // PADDING frames
+            buf.resize(body_end + pad + TAG_LEN, 0);
+            if let Some(last) = built.last_mut() {
+                last.record.in_flight = true;
+                last.track = true;
+            }
+        }
+        // The last packet absorbed any padding.
+        if let Some(last) = built.last_mut() {
+            last.end = buf.len();
+        }
+        for b in built {
+            self.finish_packet(now, buf, b);
+        }
+        self.stats.datagrams_sent += 1;
+        self.stats.bytes_sent += buf.len() as u64;
+        if !self.address_validated {
+            self.anti_amp_sent = self.anti_amp_sent.saturating_add(buf.len() as u64);
+        }
+        self.set_loss_detection_timer(now);
+        self.update_send_timers(now);
+        Some(Transmit { destination: self.remote, size: buf.len() })
+    }
+
+    /// Timers that depend on what is waiting to be sent.
+    fn update_send_timers(&mut self, now: Instant) {
+        let replica = self.recovery.next_send_at().filter(|t| *t > now);
+        self.timers.set_opt(Timer::Replica, replica);
+        let ack = self.space(SpaceId::Data).ack_deadline.filter(|_| self.space(SpaceId::Data).ack_pending);
+        self.timers.set_opt(Timer::Ack, ack);
+    }
+
+    /// Whether the application has stream data or replicas waiting.
+    pub(super) fn has_data_to_send(&self) -> bool {
+        self.streams.has_pending() || !self.recovery.queue.is_empty()
+    }
+
+    fn congestion_allows(&self) -> bool {
+        self.bytes_in_flight + u64::from(self.max_datagram_size) <= self.cc.window()
+    }
+
+    /// Build one packet of `space` at the end of `buf`, or nothing.
+    fn build_packet(&mut self, now: Instant, space: SpaceId, buf: &mut Vec<u8>, limit: usize) -> Option<Built> {
+        let probing = self.space(space).probes > 0;
+        let cwnd_ok = self.congestion_allows() || probing;
+        let mut pacing_ok = true;
+        if cwnd_ok && !probing && space == SpaceId::Data {
+            let rate = self.pacing_rate();
+            if let Some(t) = self.pacer.delay(now, u64::from(self.max_datagram_size), rate) {
+                pacing_ok = false;
+                self.timers.set(Timer::Pacing, t);
+            }
+        }
+        let may_elicit = cwnd_ok && pacing_ok;
+        // Opportunistic replicas (ART journal §6.4) go even when the window
+        // is full or the pacer says wait.
+        let replica = if space == SpaceId::Data && self.handshake_complete {
+            self.recovery.pop_due(now, may_elicit)
+        } else {
+            None
+        };
+        let s = self.space(space);
+        let ack_due = s.ack_pending
+            && !s.received.is_empty()
+            && (space != SpaceId::Data || s.ack_deadline.is_some_and(|d| d <= now));
+        let elicit = replica.is_some() || (may_elicit && self.has_eliciting(space, now));
+        if !ack_due && !elicit {
+            if space == SpaceId::Data && cwnd_ok && pacing_ok && !self.has_data_to_send() {
+                self.rate.on_app_limited(self.bytes_in_flight);
+            }
+            return None;
+        }
+
+        // Header.
+        let start = buf.len();
+        let pn = self.space(space).next_pn;
+        let pn_len = packet::pn_len_for(pn, self.space(space).largest_acked);
+        let dcid = self.cids.remote_cid();
+        let (layout, pn_offset) = match space {
+            SpaceId::Data => {
+                let phase = self.one_rtt.as_ref().is_some_and(|k| k.phase);
+                (None, packet::write_short_header(buf, false, phase, &dcid, pn, pn_len))
+            }
+            _ => {
+                let ty = if space == SpaceId::Initial { LongType::Initial } else { LongType::Handshake };
+                let scid = self.cids.issued(0).map(|c| c.cid).unwrap_or_default();
+                let l = packet::write_long_header(buf, ty, packet::QUIC_V1, &dcid, &scid, &[], pn, pn_len);
+                (Some(l), l.pn_offset)
+            }
+        };
+        let max_end = limit.saturating_sub(TAG_LEN);
+        let mut record = SentPacket {
+            time_sent: now,
+            size: 0,
+            ack_eliciting: false,
+            in_flight: false,
+            largest_acked: None,
+            stream_chunks: Vec::new(),
+            retransmits: Vec::new(),
+            rate: self.rate.on_packet_sent(now, self.bytes_in_flight),
+            replica: None,
+            new_data: false,
+            tag: 0,
+        };
+
+        // A replica packet carries its data first so it always fits; other
+        // frames only fill what is left.
+        if let Some(q) = replica {
+            let r = ReplicaRef { item: q.item, round: q.round, index: q.index };
+            if self.write_replica(buf, max_end, &r, &mut record) {
+                record.replica = Some(r);
+                record.ack_eliciting = true;
+            } else {
+                self.on_replica_empty(&r);
+            }
+        }
+
+        // ACK (RFC 9000 §13.2): when due, or piggybacked on eliciting packets.
+        let s = self.space(space);
+        if (ack_due || (elicit && s.ack_pending)) && !s.received.is_empty() {
+            let delay = if space == SpaceId::Data { s.ack_delay(now, LOCAL_ACK_DELAY_EXPONENT) } else { 0 };
+            let ranges: Vec<core::ops::Range<u64>> = s.received.iter().rev().take(32).collect();
+            let mut tmp = Vec::with_capacity(64);
+            frame::write_ack(&mut tmp, &ranges, delay, None);
+            if buf.len() + tmp.len() <= max_end {
+                buf.extend_from_slice(&tmp);
+                record.largest_acked = s.received.max();
+                let s = self.space_mut(space);
+                s.ack_pending = false;
+                s.unacked_eliciting = 0;
+                s.ack_deadline = None;
+            }
+        }
+
+        if elicit && record.replica.is_none() {
+            self.write_eliciting_frames(now, space, buf, max_end, may_elicit, &mut record);
+        }
+
+        // Probes must elicit an ACK: PING if nothing else did.
+        let s = self.space_mut(space);
+        if !record.ack_eliciting && (s.probes > 0 || s.ping_pending) && buf.len() < max_end {
+            buf.push(frame::frame_type::PING as u8);
+            record.ack_eliciting = true;
+            s.ping_pending = false;
+        }
+        if record.ack_eliciting {
+            s.probes = s.probes.saturating_sub(1);
+        }
+        if buf.len() == start + (pn_offset - start) + pn_len {
+            // Nothing but a header: undo.
+            buf.truncate(start);
+            return None;
+        }
+        // Header protection samples 4 bytes after the packet number start
+        // plus 16: make sure the payload is long enough (RFC 9001 §5.4.2).
+        let min_payload_end = pn_offset + MAX_PN_LEN;
+        if buf.len() < min_payload_end {
+            buf.resize(min_payload_end, 0);
+        }
+        buf.resize(buf.len() + TAG_LEN, 0);
+        self.space_mut(space).next_pn += 1;
+        record.in_flight = record.ack_eliciting;
+        let track = record.ack_eliciting;
+        let end = buf.len();
+        Some(Built { space, start, layout, pn_offset, pn_len, pn, record, track, end })
+    }
+
+    /// Whether `space` has ack-eliciting frames waiting.
+    fn has_eliciting(&self, space: SpaceId, now: Instant) -> bool {
+        let s = self.space(space);
+        if s.crypto_send.has_pending() || s.ping_pending || s.probes > 0 {
+            return true;
+        }
+        if space != SpaceId::Data || !self.handshake_complete {
+            return false;
+        }
+        self.handshake_done_pending
+            || !self.raw_frames.is_empty()
+            || !self.path_responses.is_empty()
+            || !self.cids.pending_new.is_empty()
+            || !self.cids.pending_retire.is_empty()
+            || !self.datagrams_out.is_empty()
+            || self.streams.has_pending()
+            || self.recovery.has_due(now, true)
+    }
+
+    /// Everything but ACKs and replicas, in priority order.
+    fn write_eliciting_frames(
+        &mut self,
+        _now: Instant,
+        space: SpaceId,
+        buf: &mut Vec<u8>,
+        max_end: usize,
+        may_elicit: bool,
+        record: &mut SentPacket,
+    ) {
+        let before = buf.len();
+        if space == SpaceId::Data && self.handshake_complete {
+            if self.handshake_done_pending && self.side.is_server() && buf.len() < max_end {
+                buf.push(frame::frame_type::HANDSHAKE_DONE as u8);
+                self.handshake_done_pending = false;
+                record.retransmits.push(Retransmit::HandshakeDone);
+            }
+            while let Some(data) = self.path_responses.front().copied() {
+                if buf.len() + 9 > max_end {
+                    break;
+                }
+                Frame::PathResponse(data).encode(buf);
+                self.path_responses.pop_front();
+            }
+            while let Some(&seq) = self.cids.pending_new.front() {
+                let Some(issued) = self.cids.issued(seq) else {
+                    self.cids.pending_new.pop_front();
+                    continue;
+                };
+                let mut tmp = Vec::with_capacity(48);
+                Frame::NewConnectionId { sequence: seq, retire_prior_to: 0, cid: issued.cid, reset_token: issued.reset_token }
+                    .encode(&mut tmp);
+                if buf.len() + tmp.len() > max_end {
+                    break;
+                }
+                buf.extend_from_slice(&tmp);
+                self.cids.pending_new.pop_front();
+                record.retransmits.push(Retransmit::NewConnectionId(seq));
+            }
+            while let Some(&seq) = self.cids.pending_retire.front() {
+                let mut tmp = Vec::with_capacity(10);
+                Frame::RetireConnectionId { sequence: seq }.encode(&mut tmp);
+                if buf.len() + tmp.len() > max_end {
+                    break;
+                }
+                buf.extend_from_slice(&tmp);
+                self.cids.pending_retire.pop_front();
+                record.retransmits.push(Retransmit::RetireConnectionId(seq));
+            }
+            while let Some(raw) = self.raw_frames.pop() {
+                buf.extend_from_slice(&raw);
+            }
+            while let Some(c) = self.streams.poll_control(max_end.saturating_sub(buf.len()), buf) {
+                record.retransmits.push(Retransmit::Control(c));
+            }
+        }
+        // CRYPTO data of this level.
+        loop {
+            let room = max_end.saturating_sub(buf.len());
+            let s = self.space(space);
+            if !s.crypto_send.has_pending() || room < 16 {
+                break;
+            }
+            let offset_hint = 8; // varint offset upper bound
+            let max_data = room.saturating_sub(1 + offset_hint + 2);
+            let Some(r) = self.space_mut(space).crypto_send.poll(max_data) else { break };
+            let len = (r.end - r.start) as usize;
+            frame::write_crypto_header(buf, r.start, len);
+            let s = self.space(space);
+            buf.extend_from_slice(s.crypto_send.bytes(&r));
+            record.retransmits.push(Retransmit::Crypto(r));
+        }
+        if space == SpaceId::Data && self.handshake_complete && may_elicit {
+            while let Some(d) = self.datagrams_out.front() {
+                let need = frame::datagram_header_len(d.len()) + d.len();
+                if buf.len() + need > max_end {
+                    break;
+                }
+                frame::write_datagram_header(buf, d.len());
+                buf.extend_from_slice(d);
+                self.datagrams_out.pop_front();
+                record.ack_eliciting = true;
+            }
+            // New stream data; room sized for the largest packet number so
+            // that a replica of this data always fits in one packet.
+            let header_slack = MAX_PN_LEN.saturating_sub(self.pn_len_in_use(space));
+            loop {
+                let room = max_end.saturating_sub(buf.len() + header_slack);
+                if room < 8 {
+                    break;
+                }
+                let Some(chunk) = self.streams.poll_chunk(room) else { break };
+                if !self.streams.write_chunk(&chunk, buf) {
+                    break;
+                }
+                self.stats.stream_bytes_sent += u64::from(chunk.len);
+                record.stream_chunks.push(chunk);
+                record.new_data = true;
+            }
+        }
+        if buf.len() > before {
+            record.ack_eliciting = true;
+        }
+    }
+
+    fn pn_len_in_use(&self, space: SpaceId) -> usize {
+        let s = self.space(space);
+        packet::pn_len_for(s.next_pn, s.largest_acked)
+    }
+
+    /// Write the unacknowledged parts of an item's data. False if nothing
+    /// is left to carry.
+    fn write_replica(&mut self, buf: &mut Vec<u8>, max_end: usize, r: &ReplicaRef, record: &mut SentPacket) -> bool {
+        let Some(item) = self.recovery.items.get(&r.item) else { return false };
+        let chunks: Vec<StreamChunk> = item.chunks.clone();
+        let mut parts = Vec::new();
+        let mut wrote = false;
+        for c in &chunks {
+            self.streams.unacked_parts(c, &mut parts);
+            for p in &parts {
+                let need = frame::stream_header_len(p.id, p.offset, p.len as usize) + p.len as usize;
+                if buf.len() + need > max_end {
+                    continue;
+                }
+                if self.streams.write_chunk(p, buf) {
+                    record.stream_chunks.push(*p);
+                    wrote = true;
+                }
+            }
+        }
+        if wrote {
+            self.on_replica_sent(r);
+        }
+        wrote
+    }
+
+    /// Protect a built packet and account for it.
+    fn finish_packet(&mut self, now: Instant, buf: &mut [u8], mut b: Built) {
+        let end = b.end;
+        if let Some(layout) = b.layout.as_ref() {
+            packet::set_long_length(buf, layout, end);
+        }
+        let keys = match b.space {
+            SpaceId::Initial => self.initial_keys.as_ref().map(|k| &k.local),
+            SpaceId::Handshake => self.handshake_keys.as_ref().map(|k| &k.local),
+            SpaceId::Data => self.one_rtt.as_ref().map(|k| &k.keys.local),
+        };
+        if let Some(keys) = keys {
+            if crypto::seal(keys, &mut buf[b.start..end], b.pn_offset - b.start, b.pn_len, b.pn).is_err() {
+                tracing::error!("packet protection failed");
+            }
+        }
+        let size = (end - b.start) as u16;
+        b.record.size = size;
+        self.stats.packets_sent += 1;
+        if let Some(q) = self.qlog.as_mut() {
+            q.packet_sent(now, b.space, b.pn, usize::from(size), b.record.ack_eliciting);
+        }
+        if b.record.ack_eliciting && self.side.is_client() && b.space == SpaceId::Handshake {
+            // RFC 9001 §4.9.1: a client drops Initial keys once it sends Handshake.
+            self.discard_space(now, SpaceId::Initial);
+        }
+        if !b.track {
+            return;
+        }
+        if b.space == SpaceId::Data {
+            if b.record.new_data {
+                self.stats.data_packets += 1;
+            }
+            let view = SentView { pn: b.pn, size, replica: b.record.replica, carries_new_data: b.record.new_data };
+            b.record.tag = self.policy.on_packet_sent(now, &view);
+        }
+        if b.record.in_flight {
+            self.bytes_in_flight += u64::from(size);
+            self.cc.on_packet_sent(now, u64::from(size), self.bytes_in_flight);
+            self.pacer.on_sent(now, u64::from(size));
+        }
+        let s = self.space_mut(b.space);
+        if b.record.ack_eliciting {
+            s.ack_eliciting_in_flight += 1;
+            s.time_of_last_ack_eliciting = Some(now);
+        }
+        s.sent.insert(b.pn, b.record);
+    }
+
+    /// CONNECTION_CLOSE while closing (RFC 9000 §10.2.1).
+    fn poll_close(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
+        if !self.close_resend {
+            return None;
+        }
+        self.close_resend = false;
+        let close = self.close.clone()?;
+        let space = [SpaceId::Data, SpaceId::Handshake, SpaceId::Initial]
+            .into_iter()
+            .find(|&s| self.has_keys(s) && (s != SpaceId::Data || self.handshake_complete))
+            .or_else(|| SpaceId::ALL.into_iter().find(|&s| self.has_keys(s)))?;
+        let pn = self.space(space).next_pn;
+        self.space_mut(space).next_pn += 1;
+        let pn_len = packet::pn_len_for(pn, self.space(space).largest_acked);
+        let dcid: ConnectionId = self.cids.remote_cid();
+        let (layout, pn_offset) = match space {
+            SpaceId::Data => (None, packet::write_short_header(buf, false, self.one_rtt.as_ref().is_some_and(|k| k.phase), &dcid, pn, pn_len)),
+            _ => {
+                let ty = if space == SpaceId::Initial { LongType::Initial } else { LongType::Handshake };
+                let scid = self.cids.issued(0).map(|c| c.cid).unwrap_or_default();
+                let l = packet::write_long_header(buf, ty, packet::QUIC_V1, &dcid, &scid, &[], pn, pn_len);
+                (Some(l), l.pn_offset)
+            }
+        };
+        // RFC 9000 §10.2.3: an application close in Initial/Handshake packets
+        // becomes a transport close with APPLICATION_ERROR.
+        let reason_len = close.reason.len().min(256);
+        let f = if close.application && space != SpaceId::Data {
+            Frame::ConnectionClose { error_code: TransportErrorCode::APPLICATION_ERROR.0, frame_type: Some(0), reason: &[] }
+        } else if close.application {
+            Frame::ConnectionClose { error_code: close.code, frame_type: None, reason: &close.reason[..reason_len] }
+        } else {
+            Frame::ConnectionClose { error_code: close.code, frame_type: close.frame_type, reason: &close.reason[..reason_len] }
+        };
+        f.encode(buf);
+        let needs_pad = space == SpaceId::Initial && self.side.is_client();
+        let min_end = if needs_pad { MIN_INITIAL_DATAGRAM - TAG_LEN } else { pn_offset + MAX_PN_LEN };
+        if buf.len() < min_end {
+            buf.resize(min_end, 0);
+        }
+        buf.resize(buf.len() + TAG_LEN, 0);
+        let end = buf.len();
+        if let Some(l) = layout.as_ref() {
+            packet::set_long_length(buf, l, end);
+        }
+        let keys = match space {
+            SpaceId::Initial => self.initial_keys.as_ref().map(|k| &k.local),
+            SpaceId::Handshake => self.handshake_keys.as_ref().map(|k| &k.local),
+            SpaceId::Data => self.one_rtt.as_ref().map(|k| &k.keys.local),
+        }?;
+        crypto::seal(keys, &mut buf[..], pn_offset, pn_len, pn).ok()?;
+        let _ = now;
+        self.stats.datagrams_sent += 1;
+        self.stats.bytes_sent += buf.len() as u64;
+        Some(Transmit { destination: self.remote, size: buf.len() })
+    }
+}

@@ -1,0 +1,291 @@
+//! Packet number spaces (RFC 9000 §12.3) and what each remembers: packets
+//! sent and not yet acknowledged or lost, packet numbers received (for ACKs),
+//! and the CRYPTO stream of its encryption level.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+use wire::time::{Duration, Instant};
+
+use crate::congestion::PacketRateState;
+use crate::policy::ReplicaRef;
+use crate::range_set::RangeSet;
+use crate::streams::{ControlFrame, StreamChunk};
+
+/// The three packet number spaces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum SpaceId {
+    /// Initial packets.
+    Initial = 0,
+    /// Handshake packets.
+    Handshake = 1,
+    /// 0-RTT and 1-RTT packets.
+    Data = 2,
+}
+
+impl SpaceId {
+    /// All spaces, in sending order.
+    pub const ALL: [SpaceId; 3] = [SpaceId::Initial, SpaceId::Handshake, SpaceId::Data];
+
+    /// Name used in qlog.
+    pub fn name(self) -> &'static str {
+        match self {
+            SpaceId::Initial => "initial",
+            SpaceId::Handshake => "handshake",
+            SpaceId::Data => "application_data",
+        }
+    }
+}
+
+/// Retransmittable content of a sent packet other than stream data, to be
+/// re-queued when the packet is lost (what to resend, not which packet).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Retransmit {
+    /// CRYPTO bytes `range` of this space's crypto stream.
+    Crypto(Range<u64>),
+    /// A stream-layer control frame (MAX_DATA, RESET_STREAM, ...).
+    Control(ControlFrame),
+    /// HANDSHAKE_DONE.
+    HandshakeDone,
+    /// NEW_CONNECTION_ID with this sequence number.
+    NewConnectionId(u64),
+    /// RETIRE_CONNECTION_ID with this sequence number.
+    RetireConnectionId(u64),
+}
+
+/// What we remember about a packet in flight.
+#[derive(Debug)]
+pub(crate) struct SentPacket {
+    pub time_sent: Instant,
+    pub size: u16,
+    pub ack_eliciting: bool,
+    /// Counts toward bytes in flight (ack-eliciting or padding).
+    pub in_flight: bool,
+    /// Largest packet number acknowledged by an ACK frame in this packet.
+    pub largest_acked: Option<u64>,
+    pub stream_chunks: Vec<StreamChunk>,
+    pub retransmits: Vec<Retransmit>,
+    pub rate: PacketRateState,
+    /// Set when this packet carried a replica of lost data.
+    pub replica: Option<ReplicaRef>,
+    /// The packet carries first transmissions of stream data.
+    pub new_data: bool,
+    /// Opaque value from the recovery policy.
+    pub tag: u64,
+}
+
+/// Outgoing CRYPTO stream of one encryption level.
+#[derive(Debug, Default)]
+pub(crate) struct CryptoSend {
+    /// Every byte ever queued (handshake messages are small).
+    data: Vec<u8>,
+    /// Offset of the first byte never sent.
+    unsent: u64,
+    /// Ranges declared lost, to send again first.
+    retransmit: RangeSet,
+    acked: RangeSet,
+}
+
+impl CryptoSend {
+    pub fn push(&mut self, bytes: &[u8]) {
+        self.data.extend_from_slice(bytes);
+    }
+
+    pub fn has_pending(&self) -> bool {
+        !self.retransmit.is_empty() || self.unsent < self.data.len() as u64
+    }
+
+    /// Next range of at most `max` bytes to send: retransmissions first.
+    pub fn poll(&mut self, max: usize) -> Option<Range<u64>> {
+        if max == 0 {
+            return None;
+        }
+        if let Some(r) = self.retransmit.pop_min() {
+            let end = r.end.min(r.start + max as u64);
+            if end < r.end {
+                self.retransmit.insert(end..r.end);
+            }
+            return Some(r.start..end);
+        }
+        let len = self.data.len() as u64;
+        if self.unsent < len {
+            let start = self.unsent;
+            let end = len.min(start + max as u64);
+            self.unsent = end;
+            return Some(start..end);
+        }
+        None
+    }
+
+    pub fn bytes(&self, r: &Range<u64>) -> &[u8] {
+        let start = (r.start as usize).min(self.data.len());
+        let end = (r.end as usize).clamp(start, self.data.len());
+        &self.data[start..end]
+    }
+
+    pub fn on_lost(&mut self, r: Range<u64>) {
+        for part in self.acked.subtract_from(r).collect::<Vec<_>>() {
+            self.retransmit.insert(part);
+        }
+    }
+
+    pub fn on_acked(&mut self, r: Range<u64>) {
+        self.retransmit.remove(r.clone());
+        self.acked.insert(r);
+    }
+
+    /// Queue everything sent but not acknowledged again (PTO probes during
+    /// the handshake).
+    pub fn requeue_unacked(&mut self) {
+        if self.unsent == 0 {
+            return;
+        }
+        for part in self.acked.subtract_from(0..self.unsent).collect::<Vec<_>>() {
+            self.retransmit.insert(part);
+        }
+    }
+}
+
+/// Incoming CRYPTO stream of one encryption level: reassembles out-of-order
+/// CRYPTO frames and hands contiguous bytes to TLS.
+#[derive(Debug, Default)]
+pub(crate) struct CryptoRecv {
+    /// Offset up to which bytes were delivered to TLS.
+    delivered: u64,
+    pending: BTreeMap<u64, Vec<u8>>,
+    buffered: usize,
+}
+
+/// How much out-of-order CRYPTO data we buffer before closing with
+/// CRYPTO_BUFFER_EXCEEDED (RFC 9000 §7.5 allows us to choose; ≥ 4096).
+pub(crate) const MAX_CRYPTO_BUFFER: usize = 64 * 1024;
+
+impl CryptoRecv {
+    /// Store a frame; returns false if the buffer limit is exceeded.
+    pub fn insert(&mut self, offset: u64, data: &[u8]) -> bool {
+        let end = offset.saturating_add(data.len() as u64);
+        if end <= self.delivered {
+            return true; // duplicate
+        }
+        let (offset, data) = if offset < self.delivered {
+            let skip = (self.delivered - offset) as usize;
+            (self.delivered, &data[skip.min(data.len())..])
+        } else {
+            (offset, data)
+        };
+        if end - self.delivered > MAX_CRYPTO_BUFFER as u64 {
+            return false;
+        }
+        match self.pending.get(&offset) {
+            Some(existing) if existing.len() >= data.len() => return true,
+            _ => {}
+        }
+        if let Some(old) = self.pending.insert(offset, data.to_vec()) {
+            self.buffered -= old.len();
+        }
+        self.buffered += data.len();
+        self.buffered <= MAX_CRYPTO_BUFFER
+    }
+
+    /// Pop the next contiguous bytes, if any.
+    pub fn pop(&mut self) -> Option<Vec<u8>> {
+        loop {
+            let (&off, _) = self.pending.iter().next()?;
+            let data = self.pending.remove(&off)?;
+            self.buffered -= data.len();
+            let end = off + data.len() as u64;
+            if off > self.delivered {
+                // A gap: put it back.
+                self.buffered += data.len();
+                self.pending.insert(off, data);
+                return None;
+            }
+            if end <= self.delivered {
+                continue;
+            }
+            let skip = (self.delivered - off) as usize;
+            self.delivered = end;
+            return Some(data[skip..].to_vec());
+        }
+    }
+}
+
+/// State of one packet number space.
+#[derive(Debug, Default)]
+pub(crate) struct PacketSpace {
+    pub next_pn: u64,
+    /// Largest of our packet numbers the peer acknowledged.
+    pub largest_acked: Option<u64>,
+    pub sent: BTreeMap<u64, SentPacket>,
+    pub ack_eliciting_in_flight: u64,
+    pub time_of_last_ack_eliciting: Option<Instant>,
+    /// Earliest time a packet may be declared lost by the time threshold.
+    pub loss_time: Option<Instant>,
+    /// Packet numbers received (duplicates detection and ACK ranges).
+    pub received: RangeSet,
+    /// Packet numbers below this are treated as duplicates.
+    pub received_floor: u64,
+    pub largest_received: Option<(u64, Instant)>,
+    /// An ACK frame should be sent.
+    pub ack_pending: bool,
+    /// Ack-eliciting packets received since our last ACK.
+    pub unacked_eliciting: u32,
+    /// When a delayed ACK must go out.
+    pub ack_deadline: Option<Instant>,
+    /// PTO probes still to send in this space.
+    pub probes: u8,
+    /// A PING is wanted (probe with nothing else to send).
+    pub ping_pending: bool,
+    pub crypto_send: CryptoSend,
+    pub crypto_recv: CryptoRecv,
+}
+
+impl PacketSpace {
+    pub fn take_pn(&mut self) -> u64 {
+        let pn = self.next_pn;
+        self.next_pn += 1;
+        pn
+    }
+
+    /// Record a received packet number; false if it is a duplicate.
+    pub fn on_packet_received(&mut self, pn: u64, now: Instant) -> bool {
+        if pn < self.received_floor || self.received.contains(pn) {
+            return false;
+        }
+        self.received.insert_one(pn);
+        // Keep ACK state bounded: remember at most 64 ranges (the oldest are
+        // the least useful to the peer, RFC 9000 §13.2.3).
+        while self.received.len() > 64 {
+            if let Some(r) = self.received.pop_min() {
+                self.received_floor = self.received_floor.max(r.end);
+            }
+        }
+        if self.largest_received.map_or(true, |(l, _)| pn > l) {
+            self.largest_received = Some((pn, now));
+        }
+        true
+    }
+
+    /// ACK delay to report, encoded with `exponent`.
+    pub fn ack_delay(&self, now: Instant, exponent: u8) -> u64 {
+        let d = self
+            .largest_received
+            .map_or(Duration::ZERO, |(_, t)| now.saturating_duration_since(t));
+        (d.as_micros() as u64) >> exponent
+    }
+
+    /// The peer has seen our ACK covering up to `largest` (RFC 9000
+    /// §13.2.4): stop reporting those packet numbers. Anything at or below
+    /// it arriving later is treated as a duplicate.
+    pub fn forget_received_up_to(&mut self, largest: u64) {
+        let floor = largest.saturating_add(1);
+        if floor > self.received_floor {
+            self.received.remove(0..floor);
+            self.received_floor = floor;
+        }
+    }
+
+    pub fn has_ack_eliciting_in_flight(&self) -> bool {
+        self.ack_eliciting_in_flight > 0
+    }
+}

@@ -1,0 +1,244 @@
+//! The recovery-policy seam (DESIGN.md principle 2).
+//!
+//! The transport owns packets; a [`RecoveryPolicy`] only decides. The
+//! connection calls it when retransmittable stream data has been declared
+//! lost (a *retransmission round* ended), and tells it the fate of every
+//! packet it sent: originals and replicas alike. The policy answers with a
+//! [`Decision`]: how many replicas to send and when to send each, or (for
+//! data that may be abandoned, such as RCP's messages) not to send at all.
+//!
+//! What the transport guarantees to every policy:
+//! - each replica travels in its own packet with a new packet number, carrying
+//!   only the lost data that is still unacknowledged (plus perhaps an ACK);
+//! - replicas still queued when their data gets acknowledged are cancelled;
+//! - a round ends when every replica sent in it has been declared lost; the
+//!   next [`RecoveryPolicy::on_data_lost`] call then has `round + 1`;
+//! - replica losses reach congestion control only when they end a round (ART
+//!   journal §6.4, "Interaction with congestion controller"), so plain QUIC
+//!   (one replica per round) keeps RFC 9002 behaviour exactly;
+//! - the number of replicas is capped at [`MAX_REPLICAS`] and `send_at` times
+//!   earlier than `now` mean "now";
+//! - `Drop` is refused for reliable stream data (it is sent once, now).
+
+use core::fmt;
+
+use rand::RngCore;
+use wire::time::{Duration, Instant};
+
+/// Upper bound on replicas per round, whatever a policy asks for.
+pub const MAX_REPLICAS: usize = 32;
+
+/// Identifies one unit of lost data (the retransmittable stream data of one
+/// lost packet) across all its rounds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ItemId(pub u64);
+
+/// What was lost: handed to [`RecoveryPolicy::on_data_lost`].
+#[derive(Clone, Debug)]
+pub struct LostData {
+    /// The item (stable across rounds).
+    pub item: ItemId,
+    /// When the data was first transmitted.
+    pub first_sent: Instant,
+    /// When the data was first declared lost.
+    pub first_lost: Instant,
+    /// Retransmission round about to start: 1 for the first retransmission.
+    pub round: u32,
+    /// Retransmissions (replicas) already sent for this data (`k` so far).
+    pub retransmissions: u32,
+    /// Unacknowledged payload bytes that each replica will carry.
+    pub bytes: u64,
+}
+
+/// A read-only view of the path, for decisions.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PathView {
+    /// Smoothed RTT.
+    pub srtt: Duration,
+    /// Minimum RTT seen.
+    pub min_rtt: Duration,
+    /// RTT variation.
+    pub rttvar: Duration,
+    /// Latest RTT sample.
+    pub latest_rtt: Duration,
+    /// Congestion window, bytes.
+    pub cwnd: u64,
+    /// Bytes in flight.
+    pub bytes_in_flight: u64,
+    /// Current pacing rate, bytes per second.
+    pub pacing_rate: u64,
+    /// Maximum datagram size in use, bytes.
+    pub mtu: u64,
+}
+
+impl PathView {
+    /// The interval of sending one packet at the current pacing rate: ART's
+    /// "sending cycle" (journal §5.2).
+    pub fn sending_cycle(&self) -> Duration {
+        if self.pacing_rate == 0 {
+            return Duration::ZERO;
+        }
+        Duration::from_nanos(self.mtu.saturating_mul(1_000_000_000) / self.pacing_rate)
+    }
+
+    /// Bandwidth-delay product in packets (pacing rate × min RTT / MTU), at least 1.
+    pub fn bdp_packets(&self) -> u64 {
+        let rtt = if self.min_rtt.is_zero() { self.srtt } else { self.min_rtt };
+        let bytes = (self.pacing_rate as u128 * rtt.as_nanos()) / 1_000_000_000;
+        let mtu = self.mtu.max(1) as u128;
+        u64::try_from(bytes / mtu).unwrap_or(u64::MAX).max(1)
+    }
+}
+
+/// Where a packet stands in loss recovery, for [`RecoveryPolicy`] callbacks.
+#[derive(Clone, Copy, Debug)]
+pub struct PacketFate {
+    /// Packet number (1-RTT space).
+    pub pn: u64,
+    /// When it was sent.
+    pub time_sent: Instant,
+    /// Size on the wire, bytes.
+    pub size: u16,
+    /// The tag the policy returned from [`RecoveryPolicy::on_packet_sent`].
+    pub tag: u64,
+    /// Set when the packet was a replica of lost data.
+    pub replica: Option<ReplicaRef>,
+    /// True when the packet carried first transmissions of stream data.
+    pub carries_new_data: bool,
+}
+
+/// Identifies a replica: which item, which round, which copy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReplicaRef {
+    /// The lost data it carries.
+    pub item: ItemId,
+    /// Its round (1 = first retransmission round).
+    pub round: u32,
+    /// Its index within the round, from 0.
+    pub index: u16,
+}
+
+/// What the transport tells [`RecoveryPolicy::on_packet_sent`].
+#[derive(Clone, Copy, Debug)]
+pub struct SentView {
+    /// Packet number.
+    pub pn: u64,
+    /// Size on the wire, bytes.
+    pub size: u16,
+    /// Set when the packet is a replica.
+    pub replica: Option<ReplicaRef>,
+    /// True when it carries first transmissions of stream data.
+    pub carries_new_data: bool,
+}
+
+/// The policy's answer to lost data.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// Send one replica per entry, each at its `send_at` time.
+    Retransmit {
+        /// When to send each replica (earlier than now = now).
+        send_at: Vec<Instant>,
+        /// Replicas may be sent when the congestion window is full and skip
+        /// pacing: ART's *opportunism* (journal §6.4). Plain QUIC: false.
+        opportunistic: bool,
+    },
+    /// Give the data up. Only honoured for data that may be abandoned.
+    Drop,
+}
+
+impl Decision {
+    /// One replica now, subject to congestion control: what QUIC does.
+    pub fn single(now: Instant) -> Decision {
+        Decision::Retransmit { send_at: vec![now], opportunistic: false }
+    }
+}
+
+/// A sender-side loss recovery policy. One instance per connection.
+///
+/// Calling protocol: `on_packet_sent` for every ack-eliciting 1-RTT packet;
+/// later exactly one of `on_packet_acked` / `on_packet_lost` for it (a packet
+/// declared lost and acknowledged later gets both); `on_data_lost` when a
+/// round of an item ends with its data still unacknowledged.
+pub trait RecoveryPolicy: Send + fmt::Debug {
+    /// The scheme's name as on the command line (`quic`, `art`, `fixed:3`).
+    fn name(&self) -> String;
+
+    /// Decide how to retransmit lost data.
+    fn on_data_lost(
+        &mut self,
+        now: Instant,
+        lost: &LostData,
+        path: &PathView,
+        rng: &mut dyn RngCore,
+    ) -> Decision;
+
+    /// A packet was sent; the returned tag comes back in its [`PacketFate`].
+    fn on_packet_sent(&mut self, _now: Instant, _sent: &SentView) -> u64 {
+        0
+    }
+
+    /// A packet was acknowledged.
+    fn on_packet_acked(&mut self, _now: Instant, _fate: &PacketFate, _path: &PathView) {}
+
+    /// A packet was declared lost.
+    fn on_packet_lost(&mut self, _now: Instant, _fate: &PacketFate, _path: &PathView) {}
+}
+
+/// Builds a policy per connection (set in the transport config).
+pub trait PolicyFactory: Send + Sync + fmt::Debug {
+    /// A fresh policy for a new connection.
+    fn build(&self) -> Box<dyn RecoveryPolicy>;
+    /// The scheme's name, as [`RecoveryPolicy::name`].
+    fn name(&self) -> String;
+}
+
+/// Plain QUIC (RFC 9002): one retransmission per loss, subject to congestion
+/// control. The default policy.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct QuicPolicy;
+
+impl RecoveryPolicy for QuicPolicy {
+    fn name(&self) -> String {
+        "quic".into()
+    }
+
+    fn on_data_lost(
+        &mut self,
+        now: Instant,
+        _lost: &LostData,
+        _path: &PathView,
+        _rng: &mut dyn RngCore,
+    ) -> Decision {
+        Decision::single(now)
+    }
+}
+
+impl PolicyFactory for QuicPolicy {
+    fn build(&self) -> Box<dyn RecoveryPolicy> {
+        Box::new(QuicPolicy)
+    }
+
+    fn name(&self) -> String {
+        "quic".into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn path_view_cycle_and_bdp() {
+        let p = PathView {
+            srtt: Duration::from_millis(30),
+            min_rtt: Duration::from_millis(30),
+            pacing_rate: 12_500_000, // 100 Mbit/s
+            mtu: 1250,
+            ..Default::default()
+        };
+        assert_eq!(p.sending_cycle(), Duration::from_micros(100));
+        assert_eq!(p.bdp_packets(), 300);
+        assert_eq!(PathView::default().sending_cycle(), Duration::ZERO);
+        assert_eq!(PathView::default().bdp_packets(), 1);
+    }
+}

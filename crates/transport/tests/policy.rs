@@ -1,0 +1,116 @@
+//! The recovery-policy seam: replicas are real packets, scheduled when the
+//! policy says, each reported back as acknowledged or lost; rounds advance
+//! only when every replica of a round is lost.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+
+use common::{content, transport_with, Pair};
+use rand::RngCore;
+use transport::policy::{Decision, LostData, PacketFate, PathView, PolicyFactory, RecoveryPolicy, SentView};
+use transport::TransportConfig;
+use wire::time::{Duration, Instant};
+
+#[path = "transfer.rs"]
+#[allow(dead_code)]
+mod transfer;
+
+#[derive(Debug, Default)]
+struct Log {
+    decisions: Vec<(u32, Instant)>,
+    replicas_sent: Vec<(u64, u32, u16, Instant)>,
+    replicas_acked: u64,
+    replicas_lost: u64,
+}
+
+/// Sends `r` replicas, spaced by `gap`, each round.
+#[derive(Debug, Clone)]
+struct Spread {
+    r: usize,
+    gap: Duration,
+    log: Arc<Mutex<Log>>,
+}
+
+impl RecoveryPolicy for Spread {
+    fn name(&self) -> String {
+        format!("spread:{}", self.r)
+    }
+
+    fn on_data_lost(&mut self, now: Instant, lost: &LostData, _path: &PathView, _rng: &mut dyn RngCore) -> Decision {
+        self.log.lock().unwrap().decisions.push((lost.round, now));
+        Decision::Retransmit { send_at: (0..self.r).map(|i| now + self.gap * i as u32).collect(), opportunistic: true }
+    }
+
+    fn on_packet_sent(&mut self, now: Instant, sent: &SentView) -> u64 {
+        if let Some(r) = sent.replica {
+            self.log.lock().unwrap().replicas_sent.push((r.item.0, r.round, r.index, now));
+        }
+        sent.pn
+    }
+
+    fn on_packet_acked(&mut self, _now: Instant, fate: &PacketFate, _path: &PathView) {
+        assert_eq!(fate.tag, fate.pn, "tag must come back unchanged");
+        if fate.replica.is_some() {
+            self.log.lock().unwrap().replicas_acked += 1;
+        }
+    }
+
+    fn on_packet_lost(&mut self, _now: Instant, fate: &PacketFate, _path: &PathView) {
+        if fate.replica.is_some() {
+            self.log.lock().unwrap().replicas_lost += 1;
+        }
+    }
+}
+
+impl PolicyFactory for Spread {
+    fn build(&self) -> Box<dyn RecoveryPolicy> {
+        Box::new(self.clone())
+    }
+    fn name(&self) -> String {
+        format!("spread:{}", self.r)
+    }
+}
+
+#[test]
+fn replicas_are_scheduled_sent_and_reported() {
+    let log = Arc::new(Mutex::new(Log::default()));
+    let policy = Spread { r: 3, gap: Duration::from_millis(2), log: log.clone() };
+    let mut pair = Pair::new(transport_with(Arc::new(policy)), TransportConfig::default()).with_random_loss(0.03);
+    let data = content(600_000, 11);
+    let got = transfer::download(&mut pair, &data, Duration::from_secs(60));
+    assert!(got == data, "corrupted transfer");
+    let stats = pair.server().stats();
+    let log = log.lock().unwrap();
+    assert!(!log.decisions.is_empty(), "no loss was recovered");
+    // Every decision asked for 3 replicas; each went out as its own packet.
+    assert_eq!(stats.replicas, log.replicas_sent.len() as u64);
+    assert!(stats.replicas <= 3 * log.decisions.len() as u64);
+    assert!(stats.extra_replicas > 0);
+    // Replica i of a round left about i*2 ms after replica 0.
+    for w in log.replicas_sent.windows(2) {
+        let (a, b) = (w[0], w[1]);
+        if a.0 == b.0 && a.1 == b.1 && b.2 == a.2 + 1 {
+            let gap = b.3 - a.3;
+            assert!(gap >= Duration::from_millis(2), "replicas {a:?} and {b:?} too close");
+        }
+    }
+    // The fate of every replica is reported, except the last few in flight.
+    let reported = log.replicas_acked + log.replicas_lost;
+    assert!(reported + 10 >= stats.replicas, "{reported} fates for {} replicas", stats.replicas);
+    assert!(stats.n_max >= 1);
+}
+
+#[test]
+fn rounds_advance_only_when_all_replicas_are_lost() {
+    let log = Arc::new(Mutex::new(Log::default()));
+    let policy = Spread { r: 2, gap: Duration::from_millis(1), log: log.clone() };
+    let mut pair = Pair::new(transport_with(Arc::new(policy)), TransportConfig::default()).with_random_loss(0.2);
+    let data = content(200_000, 12);
+    let got = transfer::download(&mut pair, &data, Duration::from_secs(120));
+    assert!(got == data);
+    let log = log.lock().unwrap();
+    let rounds_beyond_first = log.decisions.iter().filter(|(r, _)| *r > 1).count() as u64;
+    // A later round needs both replicas of the previous one lost.
+    assert!(rounds_beyond_first * 2 <= log.replicas_lost);
+}
