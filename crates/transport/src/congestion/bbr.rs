@@ -1,0 +1,811 @@
+//! BBR version 1 (draft-cardwell-iccrg-bbr-congestion-control-00).
+//!
+//! BBR models the path by two numbers, the bottleneck bandwidth `BtlBw` (a
+//! windowed maximum of delivery-rate samples over 10 round trips) and the
+//! round-trip propagation time `RTprop` (a windowed minimum of RTT samples
+//! over 10 seconds), and sends at `pacing_gain * BtlBw` with at most
+//! `cwnd_gain * BtlBw * RTprop` (+ 3 datagrams) in flight. A state machine
+//! varies the gains: Startup (2/ln 2) until the bandwidth stops growing,
+//! Drain (ln 2 / 2) to empty the queue Startup built, ProbeBW (an 8-phase
+//! cycle 1.25, 0.75, 1 × 6) in steady state, and ProbeRTT (4 datagrams for
+//! 200 ms and one round) when `RTprop` has not been refreshed for 10 s.
+//!
+//! Choices the draft leaves open, and ours:
+//! - Round trips are counted with the delivered counts of the ACK's
+//!   [`RateSample`] (`prior_delivered` against `next_round_delivered`); an ACK
+//!   without a valid sample does not advance the round count.
+//! - Loss: no reduction (BBR v1's "conservation" recovery is not used), except
+//!   that persistent congestion (RFC 9002 §7.6) collapses the window to the
+//!   RFC minimum; BBR's 4-datagram floor applies again on the next ACK.
+//!   Losses still end a ProbeBW 1.25 phase early, as the draft says.
+//! - ECN-CE is ignored: BBR v1 does not respond to ECN.
+//! - The quantization headroom is `3 * max_datagram_size` (QUIC sends no TSO
+//!   super-segments; the draft's send quantum reduces to one datagram).
+//! - The ProbeBW start phase is chosen with a ChaCha8 RNG seeded by the
+//!   caller; no OS randomness.
+//! - During ProbeRTT the draft marks the delivery-rate estimator
+//!   application-limited; the controller cannot reach the estimator, and the
+//!   max filter ignores the lower samples anyway, so this is left out.
+
+use std::collections::VecDeque;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use wire::time::{Duration, Instant};
+
+use super::{initial_window, minimum_window, mul_div, Controller, RateSample};
+use crate::rtt::RttEstimator;
+
+/// Startup pacing and window gain, `2 / ln 2` (draft §4.3.2.1).
+pub const HIGH_GAIN: f64 = 2.0 / core::f64::consts::LN_2;
+/// Drain pacing gain, `ln 2 / 2`, the inverse of [`HIGH_GAIN`] (draft §4.3.3).
+pub const DRAIN_GAIN: f64 = core::f64::consts::LN_2 / 2.0;
+/// ProbeBW window gain (draft §4.3.4).
+pub const CWND_GAIN: f64 = 2.0;
+/// ProbeBW pacing gain cycle (draft §4.3.4.3).
+pub const PACING_GAIN_CYCLE: [f64; 8] = [1.25, 0.75, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0];
+/// Length of the bottleneck-bandwidth max filter, in round trips (§4.1.1.3).
+pub const BTL_BW_FILTER_ROUNDS: u64 = 10;
+/// Length of the RTprop min filter (draft §4.1.2.3).
+pub const RTPROP_FILTER_LEN: Duration = Duration::from_secs(10);
+/// Time spent at the minimum window in ProbeRTT (draft §4.3.5).
+pub const PROBE_RTT_DURATION: Duration = Duration::from_millis(200);
+/// BBR's window floor, in datagrams (`BBRMinPipeCwnd`, draft §4.2.3.1).
+pub const MIN_PIPE_CWND_PACKETS: u64 = 4;
+/// Datagrams of headroom added to the target window for quantization.
+const QUANTA_PACKETS: u64 = 3;
+/// Rounds without 25% bandwidth growth after which the pipe is full.
+const FULL_BW_ROUNDS: u32 = 3;
+/// Growth factor that counts as "still growing" in Startup.
+const FULL_BW_THRESHOLD: f64 = 1.25;
+/// RTT assumed for the initial pacing rate before any sample (draft §4.2.1).
+const NO_RTT_PACING_RTT: Duration = Duration::from_millis(1);
+
+/// BBR's state machine modes (draft §4.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BbrMode {
+    /// Exponential search for the bottleneck bandwidth.
+    Startup,
+    /// Draining the queue built during Startup.
+    Drain,
+    /// Steady state, cycling the pacing gain to probe for bandwidth.
+    ProbeBw,
+    /// Briefly at a minimal window to re-measure RTprop.
+    ProbeRtt,
+}
+
+/// A windowed maximum over round trips: the largest value seen in the last
+/// `window` rounds. Kept as a deque of (round, value) with strictly
+/// increasing rounds and strictly decreasing values, so it holds at most
+/// `window + 1` entries.
+#[derive(Clone, Debug)]
+struct MaxFilter {
+    window: u64,
+    samples: VecDeque<(u64, u64)>,
+}
+
+impl MaxFilter {
+    fn new(window: u64) -> Self {
+        MaxFilter {
+            window,
+            samples: VecDeque::new(),
+        }
+    }
+
+    /// Adds `value` observed in `round` and returns the windowed maximum.
+    fn update(&mut self, round: u64, value: u64) -> u64 {
+        while self
+            .samples
+            .front()
+            .is_some_and(|&(r, _)| round.saturating_sub(r) >= self.window)
+        {
+            self.samples.pop_front();
+        }
+        while self.samples.back().is_some_and(|&(_, v)| v <= value) {
+            self.samples.pop_back();
+        }
+        // An entry of the same round that is larger dominates the new one.
+        if self.samples.back().is_none_or(|&(r, _)| r < round) {
+            self.samples.push_back((round, value));
+        }
+        self.best()
+    }
+
+    fn best(&self) -> u64 {
+        self.samples.front().map_or(0, |&(_, v)| v)
+    }
+}
+
+/// The BBR v1 congestion controller.
+#[derive(Clone, Debug)]
+pub struct Bbr {
+    max_datagram_size: u64,
+    mode: BbrMode,
+    cwnd: u64,
+    /// Window saved on entering ProbeRTT, restored on leaving it.
+    prior_cwnd: u64,
+    pacing_rate: u64,
+    pacing_gain: f64,
+    cwnd_gain: f64,
+    /// `BtlBw`, bytes per second, from `btl_bw_filter`.
+    btl_bw: u64,
+    btl_bw_filter: MaxFilter,
+    /// `RTprop`, `None` until the first sample.
+    rtprop: Option<Duration>,
+    rtprop_stamp: Instant,
+    rtprop_expired: bool,
+    /// Delivered count (from the latest rate sample) and round accounting.
+    delivered: u64,
+    next_round_delivered: u64,
+    round_count: u64,
+    round_start: bool,
+    /// Startup exit detection (draft §4.3.2.2).
+    filled_pipe: bool,
+    full_bw: u64,
+    full_bw_count: u32,
+    /// ProbeBW gain cycle position and the start of the current phase.
+    cycle_index: usize,
+    cycle_stamp: Instant,
+    /// ProbeRTT progress (draft §4.3.5).
+    probe_rtt_done_stamp: Option<Instant>,
+    probe_rtt_round_done: bool,
+    /// Sending restarted from idle while application-limited.
+    idle_restart: bool,
+    /// Whether the initial pacing rate was recomputed from a real RTT.
+    has_seen_rtt: bool,
+    /// The last application-limited state reported by the transport.
+    app_limited: bool,
+    /// Bytes newly acknowledged by the ACK frame being processed.
+    acked_in_frame: u64,
+    /// Whether losses were declared since the last `on_end_acks`.
+    lost_since_ack: bool,
+    rng: ChaCha8Rng,
+}
+
+impl Bbr {
+    /// A controller in Startup at the initial window (RFC 9002 §7.2). `seed`
+    /// drives the random ProbeBW start phase.
+    pub fn new(now: Instant, max_datagram_size: u64, seed: u64) -> Self {
+        let cwnd = initial_window(max_datagram_size);
+        Bbr {
+            max_datagram_size,
+            mode: BbrMode::Startup,
+            cwnd,
+            prior_cwnd: cwnd,
+            // draft §4.2.1: initial pacing rate from the initial window and a
+            // nominal 1 ms RTT; recomputed once an RTT is known.
+            pacing_rate: rate_with_gain(
+                mul_div(cwnd, 1_000_000_000, nanos(NO_RTT_PACING_RTT)),
+                HIGH_GAIN,
+            )
+            .max(1),
+            pacing_gain: HIGH_GAIN,
+            cwnd_gain: HIGH_GAIN,
+            btl_bw: 0,
+            btl_bw_filter: MaxFilter::new(BTL_BW_FILTER_ROUNDS),
+            rtprop: None,
+            rtprop_stamp: now,
+            rtprop_expired: false,
+            delivered: 0,
+            next_round_delivered: 0,
+            round_count: 0,
+            round_start: false,
+            filled_pipe: false,
+            full_bw: 0,
+            full_bw_count: 0,
+            cycle_index: 0,
+            cycle_stamp: now,
+            probe_rtt_done_stamp: None,
+            probe_rtt_round_done: false,
+            idle_restart: false,
+            has_seen_rtt: false,
+            app_limited: false,
+            acked_in_frame: 0,
+            lost_since_ack: false,
+            rng: ChaCha8Rng::seed_from_u64(seed),
+        }
+    }
+
+    /// The current mode.
+    pub fn mode(&self) -> BbrMode {
+        self.mode
+    }
+
+    /// The bottleneck bandwidth estimate, bytes per second (0 before any
+    /// sample).
+    pub fn btl_bw(&self) -> u64 {
+        self.btl_bw
+    }
+
+    /// The round-trip propagation time estimate, once measured.
+    pub fn rtprop(&self) -> Option<Duration> {
+        self.rtprop
+    }
+
+    /// Round trips counted so far.
+    pub fn round_count(&self) -> u64 {
+        self.round_count
+    }
+
+    fn min_pipe_cwnd(&self) -> u64 {
+        MIN_PIPE_CWND_PACKETS.saturating_mul(self.max_datagram_size.max(1))
+    }
+
+    /// `BBRInflight(gain)`: `gain * BtlBw * RTprop + quanta` (draft
+    /// §4.2.3.2), or the initial window before RTprop is known.
+    fn inflight(&self, gain: f64) -> u64 {
+        match self.rtprop {
+            None => initial_window(self.max_datagram_size),
+            Some(rtprop) => {
+                let bdp = mul_div(self.btl_bw, nanos(rtprop), 1_000_000_000);
+                let quanta = QUANTA_PACKETS.saturating_mul(self.max_datagram_size.max(1));
+                rate_with_gain(bdp, gain).saturating_add(quanta)
+            }
+        }
+    }
+
+    /// draft §4.1.1.2 `BBRUpdateRound` and §4.1.1.3 `BBRUpdateBtlBw`.
+    fn update_btl_bw(&mut self, rs: &RateSample) {
+        self.delivered = rs.prior_delivered.saturating_add(rs.delivered);
+        if rs.prior_delivered >= self.next_round_delivered {
+            self.next_round_delivered = self.delivered;
+            self.round_count += 1;
+            self.round_start = true;
+        } else {
+            self.round_start = false;
+        }
+        // An application-limited sample only counts if it raises the max.
+        if rs.delivery_rate >= self.btl_bw || !rs.is_app_limited {
+            self.btl_bw = self
+                .btl_bw_filter
+                .update(self.round_count, rs.delivery_rate);
+        }
+    }
+
+    /// draft §4.3.4.4 `BBRCheckCyclePhase`.
+    fn check_cycle_phase(&mut self, now: Instant, prior_inflight: u64, lost: bool) {
+        if self.mode != BbrMode::ProbeBw {
+            return;
+        }
+        let rtprop = self.rtprop.unwrap_or(Duration::ZERO);
+        let full_length = now.saturating_duration_since(self.cycle_stamp) > rtprop;
+        let next = if self.pacing_gain == 1.0 {
+            full_length
+        } else if self.pacing_gain > 1.0 {
+            full_length && (lost || prior_inflight >= self.inflight(self.pacing_gain))
+        } else {
+            full_length || prior_inflight <= self.inflight(1.0)
+        };
+        if next {
+            self.advance_cycle_phase(now);
+        }
+    }
+
+    fn advance_cycle_phase(&mut self, now: Instant) {
+        self.cycle_stamp = now;
+        self.cycle_index = (self.cycle_index + 1) % PACING_GAIN_CYCLE.len();
+        self.pacing_gain = PACING_GAIN_CYCLE[self.cycle_index];
+    }
+
+    /// draft §4.3.2.2 `BBRCheckFullPipe`.
+    fn check_full_pipe(&mut self, rs: &RateSample) {
+        if self.filled_pipe || !self.round_start || rs.is_app_limited {
+            return;
+        }
+        if self.btl_bw as f64 >= self.full_bw as f64 * FULL_BW_THRESHOLD {
+            self.full_bw = self.btl_bw;
+            self.full_bw_count = 0;
+            return;
+        }
+        self.full_bw_count += 1;
+        if self.full_bw_count >= FULL_BW_ROUNDS {
+            self.filled_pipe = true;
+        }
+    }
+
+    /// draft §4.3.3 `BBRCheckDrain`.
+    fn check_drain(&mut self, now: Instant, bytes_in_flight: u64) {
+        if self.mode == BbrMode::Startup && self.filled_pipe {
+            self.mode = BbrMode::Drain;
+            self.pacing_gain = DRAIN_GAIN;
+            self.cwnd_gain = HIGH_GAIN;
+        }
+        if self.mode == BbrMode::Drain && bytes_in_flight <= self.inflight(1.0) {
+            self.enter_probe_bw(now);
+        }
+    }
+
+    /// draft §4.3.4.3 `BBREnterProbeBW`: start at a random phase other than
+    /// the 0.75 one.
+    fn enter_probe_bw(&mut self, now: Instant) {
+        self.mode = BbrMode::ProbeBw;
+        self.pacing_gain = 1.0;
+        self.cwnd_gain = CWND_GAIN;
+        let len = PACING_GAIN_CYCLE.len();
+        self.cycle_index = len - 1 - self.rng.gen_range(0..len - 1);
+        self.advance_cycle_phase(now);
+    }
+
+    fn enter_startup(&mut self) {
+        self.mode = BbrMode::Startup;
+        self.pacing_gain = HIGH_GAIN;
+        self.cwnd_gain = HIGH_GAIN;
+    }
+
+    /// draft §4.1.2.3 `BBRUpdateRTprop`.
+    fn update_rtprop(&mut self, now: Instant, sample_rtt: Option<Duration>) {
+        self.rtprop_expired = now > self.rtprop_stamp + RTPROP_FILTER_LEN;
+        if let Some(rtt) = sample_rtt {
+            if self.rtprop.is_none_or(|min| rtt <= min) || self.rtprop_expired {
+                self.rtprop = Some(rtt);
+                self.rtprop_stamp = now;
+            }
+        }
+    }
+
+    /// draft §4.3.5 `BBRCheckProbeRTT` and `BBRHandleProbeRTT`.
+    fn check_probe_rtt(&mut self, now: Instant, bytes_in_flight: u64) {
+        if self.mode != BbrMode::ProbeRtt && self.rtprop_expired && !self.idle_restart {
+            self.mode = BbrMode::ProbeRtt;
+            self.pacing_gain = 1.0;
+            self.cwnd_gain = 1.0;
+            self.prior_cwnd = self.cwnd;
+            self.probe_rtt_done_stamp = None;
+        }
+        if self.mode == BbrMode::ProbeRtt {
+            match self.probe_rtt_done_stamp {
+                None if bytes_in_flight <= self.min_pipe_cwnd() => {
+                    self.probe_rtt_done_stamp = Some(now + PROBE_RTT_DURATION);
+                    self.probe_rtt_round_done = false;
+                    self.next_round_delivered = self.delivered;
+                }
+                None => {}
+                Some(done) => {
+                    if self.round_start {
+                        self.probe_rtt_round_done = true;
+                    }
+                    if self.probe_rtt_round_done && now > done {
+                        self.rtprop_stamp = now;
+                        self.cwnd = self.cwnd.max(self.prior_cwnd);
+                        self.probe_rtt_done_stamp = None;
+                        if self.filled_pipe {
+                            self.enter_probe_bw(now);
+                        } else {
+                            self.enter_startup();
+                        }
+                    }
+                }
+            }
+        }
+        self.idle_restart = false;
+    }
+
+    /// draft §4.2.1 `BBRSetPacingRate`.
+    fn set_pacing_rate(&mut self, rtt: &RttEstimator) {
+        if !self.has_seen_rtt && rtt.has_sample() {
+            // draft §4.2.1 BBRInitPacingRate, now with a measured RTT.
+            self.has_seen_rtt = true;
+            let srtt = nanos(rtt.smoothed()).max(1);
+            let nominal = mul_div(self.cwnd, 1_000_000_000, srtt);
+            self.pacing_rate = rate_with_gain(nominal, HIGH_GAIN).max(1);
+        }
+        let rate = rate_with_gain(self.btl_bw, self.pacing_gain);
+        if rate > 0 && (self.filled_pipe || rate > self.pacing_rate) {
+            self.pacing_rate = rate;
+        }
+    }
+
+    /// draft §4.2.3 `BBRSetCwnd`, without the loss-recovery modulation.
+    fn set_cwnd(&mut self, acked: u64) {
+        let target = self.inflight(self.cwnd_gain);
+        if self.filled_pipe {
+            self.cwnd = self.cwnd.saturating_add(acked).min(target);
+        } else if self.cwnd < target || self.delivered < initial_window(self.max_datagram_size) {
+            self.cwnd = self.cwnd.saturating_add(acked);
+        }
+        self.cwnd = self.cwnd.max(self.min_pipe_cwnd());
+        if self.mode == BbrMode::ProbeRtt {
+            self.cwnd = self.cwnd.min(self.min_pipe_cwnd());
+        }
+    }
+}
+
+impl Controller for Bbr {
+    fn on_packet_sent(&mut self, _now: Instant, bytes: u64, bytes_in_flight: u64) {
+        // draft §4.3.4.4 BBRHandleRestartFromIdle: the flight was empty.
+        if bytes_in_flight <= bytes && self.app_limited {
+            self.idle_restart = true;
+            if self.mode == BbrMode::ProbeBw {
+                let rate = rate_with_gain(self.btl_bw, 1.0);
+                if rate > 0 {
+                    self.pacing_rate = rate;
+                }
+            }
+        }
+    }
+
+    fn on_ack(
+        &mut self,
+        _now: Instant,
+        _sent_time: Instant,
+        bytes: u64,
+        _app_limited: bool,
+        _rtt: &RttEstimator,
+    ) {
+        self.acked_in_frame = self.acked_in_frame.saturating_add(bytes);
+    }
+
+    fn on_end_acks(
+        &mut self,
+        now: Instant,
+        bytes_in_flight: u64,
+        app_limited: bool,
+        sample: Option<&RateSample>,
+        rtt: &RttEstimator,
+    ) {
+        let acked = core::mem::take(&mut self.acked_in_frame);
+        let lost = core::mem::take(&mut self.lost_since_ack);
+        let prior_inflight = bytes_in_flight.saturating_add(acked);
+        self.app_limited = app_limited;
+
+        // draft §4.1 BBRUpdateModelAndState.
+        match sample {
+            Some(rs) => self.update_btl_bw(rs),
+            None => self.round_start = false,
+        }
+        self.check_cycle_phase(now, prior_inflight, lost);
+        if let Some(rs) = sample {
+            self.check_full_pipe(rs);
+        }
+        self.check_drain(now, bytes_in_flight);
+        self.update_rtprop(now, sample.map(|rs| rs.rtt));
+        self.check_probe_rtt(now, bytes_in_flight);
+
+        // draft §4.2 BBRUpdateControlParameters.
+        self.set_pacing_rate(rtt);
+        self.set_cwnd(acked);
+    }
+
+    fn on_congestion_event(
+        &mut self,
+        _now: Instant,
+        _sent_time: Instant,
+        _lost_bytes: u64,
+        persistent: bool,
+        _rtt: &RttEstimator,
+    ) {
+        self.lost_since_ack = true;
+        if persistent {
+            // RFC 9002 §7.6.2: persistent congestion collapses the window.
+            self.cwnd = minimum_window(self.max_datagram_size);
+        }
+    }
+
+    fn on_ecn_ce(&mut self, _now: Instant, _sent_time: Instant, _rtt: &RttEstimator) {
+        // BBR v1 does not react to ECN.
+    }
+
+    fn on_mtu_update(&mut self, max_datagram_size: u64) {
+        self.max_datagram_size = max_datagram_size;
+        self.cwnd = self.cwnd.max(self.min_pipe_cwnd());
+    }
+
+    fn window(&self) -> u64 {
+        self.cwnd
+    }
+
+    fn pacing_rate(&self) -> Option<u64> {
+        Some(self.pacing_rate)
+    }
+
+    fn name(&self) -> &'static str {
+        "bbr"
+    }
+
+    fn in_slow_start(&self) -> bool {
+        self.mode == BbrMode::Startup
+    }
+}
+
+/// `value * gain`, saturating, for non-negative finite gains.
+fn rate_with_gain(value: u64, gain: f64) -> u64 {
+    // `as` saturates out-of-range floats (and maps NaN to 0).
+    (value as f64 * gain) as u64
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::congestion::{DeliveryRateEstimator, PacketRateState};
+    use crate::pacing::Pacer;
+
+    const MDS: u64 = 1200;
+
+    /// A bulk sender over one bottleneck: FIFO link of `link_rate` bytes/s
+    /// with an unbounded queue, `one_way` propagation each way, one ACK frame
+    /// per packet, no loss. Virtual time only.
+    struct PathSim {
+        now: Instant,
+        bbr: Bbr,
+        rtt: RttEstimator,
+        rate: DeliveryRateEstimator,
+        pacer: Pacer,
+        link_rate: u64,
+        one_way: Duration,
+        link_free: Instant,
+        /// (ACK arrival time, send time, rate state), in send order.
+        outstanding: VecDeque<(Instant, Instant, PacketRateState)>,
+        bytes_in_flight: u64,
+        delivered: u64,
+    }
+
+    impl PathSim {
+        fn new(link_rate: u64, one_way: Duration, seed: u64) -> Self {
+            let now = Instant::from_millis(1_000);
+            PathSim {
+                now,
+                bbr: Bbr::new(now, MDS, seed),
+                rtt: RttEstimator::new(Duration::from_millis(333)),
+                rate: DeliveryRateEstimator::default(),
+                pacer: Pacer::new(now, MDS),
+                link_rate,
+                one_way,
+                link_free: now,
+                outstanding: VecDeque::new(),
+                bytes_in_flight: 0,
+                delivered: 0,
+            }
+        }
+
+        fn send(&mut self) {
+            let st = self.rate.on_packet_sent(self.now, self.bytes_in_flight);
+            self.bytes_in_flight += MDS;
+            self.bbr.on_packet_sent(self.now, MDS, self.bytes_in_flight);
+            self.pacer.on_sent(self.now, MDS);
+            let serialization = Duration::from_nanos(MDS * 1_000_000_000 / self.link_rate);
+            let departure = self.now.max(self.link_free) + serialization;
+            self.link_free = departure;
+            let ack_at = departure + self.one_way * 2;
+            self.outstanding.push_back((ack_at, self.now, st));
+        }
+
+        fn ack(&mut self) {
+            let Some((at, sent, st)) = self.outstanding.pop_front() else {
+                return;
+            };
+            self.rtt
+                .update(Duration::ZERO, at - sent, Duration::ZERO, true);
+            self.rate.on_packet_acked(at, &st, sent, MDS);
+            self.bbr.on_ack(at, sent, MDS, false, &self.rtt);
+            self.bytes_in_flight -= MDS;
+            self.delivered += MDS;
+            let rs = self.rate.take_sample(at, self.rtt.min());
+            self.bbr
+                .on_end_acks(at, self.bytes_in_flight, false, rs.as_ref(), &self.rtt);
+        }
+
+        /// Runs until `end`, calling `observe` after every ACK.
+        fn run_until(&mut self, end: Instant, mut observe: impl FnMut(&Bbr, Instant)) {
+            while self.now < end {
+                let next_ack = self.outstanding.front().map(|&(at, _, _)| at);
+                let next_send = if self.bytes_in_flight + MDS <= self.bbr.window() {
+                    let rate = self.bbr.pacing_rate().expect("BBR always paces");
+                    Some(self.pacer.delay(self.now, MDS, rate).unwrap_or(self.now))
+                } else {
+                    None
+                };
+                match (next_send, next_ack) {
+                    (Some(s), a) if a.is_none_or(|a| s < a) => {
+                        self.now = s;
+                        if self
+                            .pacer
+                            .delay(s, MDS, self.bbr.pacing_rate().unwrap_or(u64::MAX))
+                            .is_none()
+                        {
+                            self.send();
+                        }
+                    }
+                    (_, Some(a)) => {
+                        self.now = a;
+                        self.ack();
+                        observe(&self.bbr, a);
+                    }
+                    (_, None) => unreachable!("nothing in flight and window full"),
+                }
+            }
+        }
+    }
+
+    const LINK_RATE: u64 = 1_250_000; // 10 Mbit/s
+
+    #[test]
+    fn reaches_probe_bw_with_the_path_model() {
+        let mut sim = PathSim::new(LINK_RATE, Duration::from_millis(20), 7);
+        let mut modes = vec![BbrMode::Startup];
+        let start = sim.now;
+        let mut delivered_at_4s = 0;
+        sim.run_until(start + Duration::from_secs(4), |b, _| {
+            if modes.last() != Some(&b.mode()) {
+                modes.push(b.mode());
+            }
+        });
+        delivered_at_4s += sim.delivered;
+        sim.run_until(start + Duration::from_secs(8), |b, _| {
+            if modes.last() != Some(&b.mode()) {
+                modes.push(b.mode());
+            }
+        });
+        assert_eq!(modes, [BbrMode::Startup, BbrMode::Drain, BbrMode::ProbeBw]);
+        let b = &sim.bbr;
+        assert_eq!(b.mode(), BbrMode::ProbeBw);
+        let bw_err = (b.btl_bw() as f64 - LINK_RATE as f64).abs() / LINK_RATE as f64;
+        assert!(bw_err < 0.01, "btl_bw {} vs link {LINK_RATE}", b.btl_bw());
+        // RTprop = 40 ms propagation + one serialization (0.96 ms).
+        assert_eq!(b.rtprop(), Some(Duration::from_micros(40_960)));
+        let bdp = LINK_RATE as f64 * 0.040_96;
+        let expected_cwnd = 2.0 * bdp + 3.0 * MDS as f64;
+        let cwnd_err = (b.window() as f64 - expected_cwnd).abs() / expected_cwnd;
+        assert!(
+            cwnd_err < 0.05,
+            "cwnd {} vs 2*BDP+3*MDS {expected_cwnd:.0}",
+            b.window()
+        );
+        // The link stayed busy: goodput over the last 4 s is the link rate.
+        let goodput = (sim.delivered - delivered_at_4s) as f64 / 4.0;
+        assert!(goodput > 0.97 * LINK_RATE as f64, "goodput {goodput:.0}");
+        // Pacing follows the ProbeBW gain.
+        let rate = b.pacing_rate().expect("paced") as f64;
+        assert!((rate / b.btl_bw() as f64 - b.pacing_gain).abs() < 1e-3);
+        assert!(b.round_count() > 100);
+    }
+
+    #[test]
+    fn probe_rtt_after_ten_seconds_without_a_lower_rtt() {
+        let mut sim = PathSim::new(LINK_RATE, Duration::from_millis(20), 3);
+        let start = sim.now;
+        sim.run_until(start + Duration::from_secs(3), |_, _| {});
+        assert_eq!(sim.bbr.mode(), BbrMode::ProbeBw);
+        // The route gets longer: RTprop samples never go back to 41 ms.
+        sim.one_way = Duration::from_millis(25);
+        let mut probe_rtt: Option<(Instant, Instant)> = None;
+        sim.run_until(start + Duration::from_secs(16), |b, now| {
+            if b.mode() == BbrMode::ProbeRtt {
+                assert!(
+                    b.window() <= MIN_PIPE_CWND_PACKETS * MDS,
+                    "window {}",
+                    b.window()
+                );
+                let span = probe_rtt.get_or_insert((now, now));
+                span.1 = now;
+            }
+        });
+        let (begin, end) = probe_rtt.expect("ProbeRTT happened");
+        // At most 10 s after the last RTprop refresh (before the route change).
+        assert!(
+            begin > start + Duration::from_secs(10) && begin < start + Duration::from_secs(13),
+            "{begin:?}"
+        );
+        let span = end - begin;
+        assert!(
+            span >= PROBE_RTT_DURATION && span < Duration::from_millis(500),
+            "ProbeRTT lasted {span:?}"
+        );
+        assert_eq!(sim.bbr.mode(), BbrMode::ProbeBw);
+        // The new propagation delay was learnt.
+        let rtprop = sim.bbr.rtprop().expect("measured");
+        assert!(
+            rtprop >= Duration::from_micros(50_960) && rtprop < Duration::from_millis(52),
+            "{rtprop:?}"
+        );
+    }
+
+    #[test]
+    fn simulation_is_deterministic_per_seed() {
+        let trace = |seed| {
+            let mut sim = PathSim::new(LINK_RATE, Duration::from_millis(10), seed);
+            let mut windows = Vec::new();
+            let end = sim.now + Duration::from_secs(2);
+            sim.run_until(end, |b, _| windows.push((b.window(), b.pacing_rate())));
+            windows
+        };
+        assert_eq!(trace(1), trace(1));
+    }
+
+    #[test]
+    fn probe_bw_start_phase_is_random_but_never_the_drain_phase() {
+        let mut seen = [false; 8];
+        for seed in 0..200 {
+            let mut b = Bbr::new(Instant::ZERO, MDS, seed);
+            b.enter_probe_bw(Instant::ZERO);
+            assert_ne!(b.cycle_index, 1, "seed {seed} started in the 0.75 phase");
+            assert_eq!(b.pacing_gain, PACING_GAIN_CYCLE[b.cycle_index]);
+            seen[b.cycle_index] = true;
+            // Same seed, same phase.
+            let mut again = Bbr::new(Instant::ZERO, MDS, seed);
+            again.enter_probe_bw(Instant::ZERO);
+            assert_eq!(again.cycle_index, b.cycle_index);
+        }
+        assert_eq!(seen, [true, false, true, true, true, true, true, true]);
+    }
+
+    #[test]
+    fn max_filter_keeps_the_window_maximum() {
+        let mut f = MaxFilter::new(10);
+        assert_eq!(f.update(1, 100), 100);
+        assert_eq!(f.update(1, 50), 100);
+        assert_eq!(f.update(5, 80), 100);
+        assert_eq!(f.update(10, 70), 100);
+        // Round 11: the round-1 sample is 10 rounds old and expires.
+        assert_eq!(f.update(11, 60), 80);
+        assert_eq!(f.update(15, 10), 70);
+        assert_eq!(f.update(20, 5), 60);
+        assert_eq!(f.update(40, 1), 1);
+        // Bounded: one entry per round at most.
+        for i in 0..1000 {
+            f.update(50, 1000 - i);
+        }
+        assert!(f.samples.len() <= 11);
+        for r in 60..200 {
+            f.update(r, 10_000 - r);
+            assert!(f.samples.len() <= 11);
+        }
+    }
+
+    #[test]
+    fn loss_does_not_reduce_but_persistent_congestion_does() {
+        let rtt = RttEstimator::new(Duration::from_millis(50));
+        let mut b = Bbr::new(Instant::ZERO, MDS, 0);
+        b.cwnd = 100 * MDS;
+        b.on_congestion_event(
+            Instant::from_millis(10),
+            Instant::from_millis(5),
+            5 * MDS,
+            false,
+            &rtt,
+        );
+        assert_eq!(b.window(), 100 * MDS);
+        b.on_ecn_ce(Instant::from_millis(10), Instant::from_millis(5), &rtt);
+        assert_eq!(b.window(), 100 * MDS);
+        b.on_congestion_event(
+            Instant::from_millis(10),
+            Instant::from_millis(5),
+            5 * MDS,
+            true,
+            &rtt,
+        );
+        assert_eq!(b.window(), 2 * MDS);
+        // The next ACK restores BBR's 4-datagram floor.
+        b.on_ack(
+            Instant::from_millis(20),
+            Instant::from_millis(11),
+            MDS,
+            false,
+            &rtt,
+        );
+        b.on_end_acks(Instant::from_millis(20), 0, false, None, &rtt);
+        assert!(b.window() >= MIN_PIPE_CWND_PACKETS * MDS);
+    }
+
+    #[test]
+    fn initial_pacing_rate_uses_the_first_rtt() {
+        let mut b = Bbr::new(Instant::ZERO, MDS, 0);
+        // Before any RTT: high gain * initial window per millisecond.
+        assert_eq!(b.pacing_rate(), Some(rate_with_gain(12_000_000, HIGH_GAIN)));
+        let mut rtt = RttEstimator::new(Duration::from_millis(333));
+        rtt.update(
+            Duration::ZERO,
+            Duration::from_millis(100),
+            Duration::ZERO,
+            true,
+        );
+        b.on_end_acks(Instant::from_millis(100), 0, false, None, &rtt);
+        // 2.885 * 12 000 B / 100 ms
+        assert_eq!(b.pacing_rate(), Some(rate_with_gain(120_000, HIGH_GAIN)));
+        assert!(b.in_slow_start());
+        assert_eq!(b.name(), "bbr");
+    }
+}
