@@ -27,14 +27,16 @@
 //!   application-limited; the controller cannot reach the estimator, and the
 //!   max filter ignores the lower samples anyway, so this is left out.
 
-use std::collections::VecDeque;
-
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use wire::time::{Duration, Instant};
 
 use super::{initial_window, minimum_window, mul_div, Controller, RateSample};
 use crate::rtt::RttEstimator;
+
+mod filter;
+
+use filter::MaxFilter;
 
 /// Startup pacing and window gain, `2 / ln 2` (draft §4.3.2.1).
 pub const HIGH_GAIN: f64 = 2.0 / core::f64::consts::LN_2;
@@ -72,48 +74,6 @@ pub enum BbrMode {
     ProbeBw,
     /// Briefly at a minimal window to re-measure RTprop.
     ProbeRtt,
-}
-
-/// A windowed maximum over round trips: the largest value seen in the last
-/// `window` rounds. Kept as a deque of (round, value) with strictly
-/// increasing rounds and strictly decreasing values, so it holds at most
-/// `window + 1` entries.
-#[derive(Clone, Debug)]
-struct MaxFilter {
-    window: u64,
-    samples: VecDeque<(u64, u64)>,
-}
-
-impl MaxFilter {
-    fn new(window: u64) -> Self {
-        MaxFilter {
-            window,
-            samples: VecDeque::new(),
-        }
-    }
-
-    /// Adds `value` observed in `round` and returns the windowed maximum.
-    fn update(&mut self, round: u64, value: u64) -> u64 {
-        while self
-            .samples
-            .front()
-            .is_some_and(|&(r, _)| round.saturating_sub(r) >= self.window)
-        {
-            self.samples.pop_front();
-        }
-        while self.samples.back().is_some_and(|&(_, v)| v <= value) {
-            self.samples.pop_back();
-        }
-        // An entry of the same round that is larger dominates the new one.
-        if self.samples.back().is_none_or(|&(r, _)| r < round) {
-            self.samples.push_back((round, value));
-        }
-        self.best()
-    }
-
-    fn best(&self) -> u64 {
-        self.samples.front().map_or(0, |&(_, v)| v)
-    }
 }
 
 /// The BBR v1 congestion controller.
@@ -522,6 +482,7 @@ mod tests {
     use super::*;
     use crate::congestion::{DeliveryRateEstimator, PacketRateState};
     use crate::pacing::Pacer;
+    use std::collections::VecDeque;
 
     const MDS: u64 = 1200;
 
@@ -730,29 +691,6 @@ mod tests {
             assert_eq!(again.cycle_index, b.cycle_index);
         }
         assert_eq!(seen, [true, false, true, true, true, true, true, true]);
-    }
-
-    #[test]
-    fn max_filter_keeps_the_window_maximum() {
-        let mut f = MaxFilter::new(10);
-        assert_eq!(f.update(1, 100), 100);
-        assert_eq!(f.update(1, 50), 100);
-        assert_eq!(f.update(5, 80), 100);
-        assert_eq!(f.update(10, 70), 100);
-        // Round 11: the round-1 sample is 10 rounds old and expires.
-        assert_eq!(f.update(11, 60), 80);
-        assert_eq!(f.update(15, 10), 70);
-        assert_eq!(f.update(20, 5), 60);
-        assert_eq!(f.update(40, 1), 1);
-        // Bounded: one entry per round at most.
-        for i in 0..1000 {
-            f.update(50, 1000 - i);
-        }
-        assert!(f.samples.len() <= 11);
-        for r in 60..200 {
-            f.update(r, 10_000 - r);
-            assert!(f.samples.len() <= 11);
-        }
     }
 
     #[test]
