@@ -1,0 +1,532 @@
+//! The sending half of one stream (RFC 9000 §3.1).
+//!
+//! Offsets, not packets: the half knows which byte ranges were acknowledged
+//! (`acked`), which must be sent again (`retransmit`) and where new data
+//! starts (`unsent`). The connection reports chunk fates; any chunk can be
+//! asked for its still-unacknowledged parts and written again, which is all a
+//! redundancy policy (ART, replicas) needs, without touching the queues.
+
+use wire::frame::{stream_data_capacity, write_stream_header};
+use wire::StreamId;
+
+use super::send_buffer::SendBuffer;
+use super::{StreamChunk, WriteError};
+use crate::range_set::RangeSet;
+
+/// RESET_STREAM state of a send half we abandoned (RFC 9000 §3.1 "Reset Sent").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ResetState {
+    /// Application error code sent to the peer.
+    pub error_code: u64,
+    /// Final size: every byte ever sent counts, nothing more (RFC 9000 §4.5).
+    pub final_size: u64,
+    /// The RESET_STREAM frame was acknowledged ("Reset Recvd").
+    pub acked: bool,
+}
+
+/// What an acknowledgement changed, for the caller's events.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct AckOutcome {
+    /// Buffer space was freed.
+    pub freed: bool,
+    /// All data and the FIN are now acknowledged ("Data Recvd"), for the first time.
+    pub finished: bool,
+}
+
+/// The sending half of a stream.
+#[derive(Clone, Debug)]
+pub(crate) struct SendStream {
+    /// Unacknowledged bytes: `buf.base()` is the acknowledged prefix, `buf.end()`
+    /// the stream's length so far.
+    buf: SendBuffer,
+    /// Offset of the first byte never sent.
+    unsent: u64,
+    /// The peer's stream-level limit (MAX_STREAM_DATA, RFC 9000 §4.1).
+    pub max_data: u64,
+    /// Acknowledged ranges at or above `buf.base()`.
+    acked: RangeSet,
+    /// Lost ranges waiting to be sent again (never acked, always `< unsent`).
+    retransmit: RangeSet,
+    /// The application called `finish`.
+    fin_requested: bool,
+    /// A frame with FIN was sent.
+    fin_sent: bool,
+    /// The FIN was declared lost and must be sent again.
+    fin_lost: bool,
+    /// A frame with FIN was acknowledged.
+    fin_acked: bool,
+    /// Set once `finished` was reported.
+    finished: bool,
+    /// We reset the stream.
+    pub reset: Option<ResetState>,
+    /// The peer sent STOP_SENDING with this code.
+    pub stopped: Option<u64>,
+    /// Limit at which STREAM_DATA_BLOCKED was last queued.
+    pub blocked_reported: Option<u64>,
+    /// A write fell short: report `Writable` when room frees up.
+    pub write_blocked: bool,
+}
+
+impl SendStream {
+    /// A fresh half that may send `max_data` bytes before the peer raises it.
+    pub fn new(max_data: u64) -> Self {
+        SendStream {
+            buf: SendBuffer::default(),
+            unsent: 0,
+            max_data,
+            acked: RangeSet::new(),
+            retransmit: RangeSet::new(),
+            fin_requested: false,
+            fin_sent: false,
+            fin_lost: false,
+            fin_acked: false,
+            finished: false,
+            reset: None,
+            stopped: None,
+            blocked_reported: None,
+            write_blocked: false,
+        }
+    }
+
+    /// Bytes buffered and not yet acknowledged.
+    pub fn buffered(&self) -> u64 {
+        self.buf.len()
+    }
+
+    /// Copies as much of `data` as `limit` (bytes buffered at most) allows.
+    pub fn write(&mut self, data: &[u8], limit: u64) -> Result<usize, WriteError> {
+        if let Some(code) = self.stopped {
+            return Err(WriteError::Stopped(code));
+        }
+        if self.reset.is_some() || self.fin_requested {
+            return Err(WriteError::Closed);
+        }
+        let room = limit.saturating_sub(self.buf.len());
+        let n = (data.len() as u64).min(room) as usize;
+        if n < data.len() {
+            self.write_blocked = true;
+        }
+        if n == 0 && !data.is_empty() {
+            return Err(WriteError::Blocked);
+        }
+        self.buf.push(data.get(..n).unwrap_or_default());
+        Ok(n)
+    }
+
+    /// Marks the end of the stream after the bytes written so far.
+    pub fn finish(&mut self) -> Result<(), WriteError> {
+        if let Some(code) = self.stopped {
+            return Err(WriteError::Stopped(code));
+        }
+        if self.reset.is_some() || self.fin_requested {
+            return Err(WriteError::Closed);
+        }
+        self.fin_requested = true;
+        Ok(())
+    }
+
+    /// Abandons the stream (RFC 9000 §3.1 "Reset Sent"): frees the buffer and
+    /// forgets queued retransmissions. False if already reset or all acked.
+    pub fn reset(&mut self, error_code: u64) -> bool {
+        if self.reset.is_some() || self.finished {
+            return false;
+        }
+        self.reset = Some(ResetState {
+            error_code,
+            final_size: self.unsent,
+            acked: false,
+        });
+        self.buf.clear();
+        self.acked.clear();
+        self.retransmit.clear();
+        self.fin_lost = false;
+        true
+    }
+
+    /// Nothing more will happen on this half: all acked, or the reset acked.
+    pub fn is_done(&self) -> bool {
+        self.finished || self.reset.is_some_and(|r| r.acked)
+    }
+
+    /// Something to send that needs no flow-control credit: lost ranges, a
+    /// lost FIN, or a bare FIN after all data was sent.
+    pub fn wants_urgent(&self) -> bool {
+        self.reset.is_none()
+            && (!self.retransmit.is_empty()
+                || self.fin_lost
+                || (self.fin_requested && !self.fin_sent && self.unsent == self.buf.end()))
+    }
+
+    /// New bytes that the stream-level limit lets us send.
+    pub fn wants_new(&self) -> bool {
+        self.reset.is_none() && self.unsent < self.buf.end() && self.unsent < self.max_data
+    }
+
+    /// The stream limit we are stuck at, if new data waits on it
+    /// (RFC 9000 §19.13 STREAM_DATA_BLOCKED).
+    pub fn blocked_at(&self) -> Option<u64> {
+        (self.reset.is_none() && self.unsent < self.buf.end() && self.unsent >= self.max_data)
+            .then_some(self.max_data)
+    }
+
+    /// Whether a chunk ending at `end` may carry the FIN.
+    fn fin_fits(&self, end: u64) -> bool {
+        self.fin_requested && end == self.buf.end()
+    }
+
+    /// The next retransmission (or bare/lost FIN) that fits in a STREAM frame
+    /// of `max_frame_len` bytes, marked as sent.
+    pub fn poll_urgent(&mut self, id: StreamId, max_frame_len: usize) -> Option<StreamChunk> {
+        if self.reset.is_some() {
+            return None;
+        }
+        if let Some(r) = self.retransmit.peek_min() {
+            let cap = stream_data_capacity(id, r.start, max_frame_len)?;
+            let len = (r.end - r.start).min(cap as u64).min(u64::from(u32::MAX));
+            if len == 0 {
+                return None;
+            }
+            let end = r.start + len;
+            self.retransmit.remove(r.start..end);
+            let fin = self.fin_fits(end) && (self.fin_lost || !self.fin_sent);
+            if fin {
+                self.fin_sent = true;
+                self.fin_lost = false;
+            }
+            return Some(StreamChunk {
+                id,
+                offset: r.start,
+                len: len as u32,
+                fin,
+            });
+        }
+        let end = self.buf.end();
+        let bare_fin =
+            self.fin_requested && self.unsent == end && (self.fin_lost || !self.fin_sent);
+        if bare_fin {
+            stream_data_capacity(id, end, max_frame_len)?;
+            self.fin_sent = true;
+            self.fin_lost = false;
+            return Some(StreamChunk {
+                id,
+                offset: end,
+                len: 0,
+                fin: true,
+            });
+        }
+        None
+    }
+
+    /// The next new data within `max_frame_len`, the stream limit and
+    /// `conn_credit`, marked as sent. The caller charges `len` to the connection.
+    pub fn poll_new(
+        &mut self,
+        id: StreamId,
+        max_frame_len: usize,
+        conn_credit: u64,
+    ) -> Option<StreamChunk> {
+        if !self.wants_new() {
+            return None;
+        }
+        let cap = stream_data_capacity(id, self.unsent, max_frame_len)?;
+        let len = (self.buf.end() - self.unsent)
+            .min(self.max_data - self.unsent)
+            .min(conn_credit)
+            .min(cap as u64)
+            .min(u64::from(u32::MAX));
+        if len == 0 {
+            return None;
+        }
+        let offset = self.unsent;
+        self.unsent += len;
+        let fin = self.fin_fits(self.unsent) && !self.fin_sent;
+        if fin {
+            self.fin_sent = true;
+        }
+        Some(StreamChunk {
+            id,
+            offset,
+            len: len as u32,
+            fin,
+        })
+    }
+
+    /// `chunk`'s range clipped to what is still buffered and was sent.
+    fn live_range(&self, chunk: &StreamChunk) -> std::ops::Range<u64> {
+        let end = chunk
+            .offset
+            .saturating_add(u64::from(chunk.len))
+            .min(self.unsent);
+        chunk.offset.max(self.buf.base())..end
+    }
+
+    /// Records an acknowledged chunk (idempotent) and frees the acked prefix.
+    pub fn on_ack(&mut self, chunk: &StreamChunk) -> AckOutcome {
+        let mut out = AckOutcome::default();
+        if self.reset.is_some() {
+            return out;
+        }
+        let r = self.live_range(chunk);
+        if r.start < r.end {
+            self.acked.insert(r.clone());
+            if !self.retransmit.is_empty() {
+                self.retransmit.remove(r);
+            }
+        }
+        if chunk.fin
+            && self.fin_sent
+            && chunk.offset.saturating_add(u64::from(chunk.len)) == self.buf.end()
+        {
+            self.fin_acked = true;
+            self.fin_lost = false;
+        }
+        // `acked` only holds ranges at or above the base, so a run starting at
+        // the base is the newly contiguous prefix.
+        if self.acked.min() == Some(self.buf.base()) {
+            if let Some(prefix) = self.acked.pop_min() {
+                self.buf.free_to(prefix.end);
+                out.freed = true;
+            }
+        }
+        if !self.finished && self.fin_acked && self.buf.is_empty() && self.unsent == self.buf.end()
+        {
+            self.finished = true;
+            out.finished = true;
+        }
+        out
+    }
+
+    /// The parts of `chunk` not yet acknowledged, appended to `out`.
+    pub fn unacked_parts(&self, chunk: &StreamChunk, out: &mut Vec<StreamChunk>) {
+        if self.reset.is_some() || self.finished {
+            return;
+        }
+        let id = chunk.id;
+        let r = self.live_range(chunk);
+        let first = out.len();
+        for gap in self.acked.subtract_from(r) {
+            let len = (gap.end - gap.start) as u32; // within the chunk: fits
+            out.push(StreamChunk {
+                id,
+                offset: gap.start,
+                len,
+                fin: false,
+            });
+        }
+        let chunk_end = chunk.offset.saturating_add(u64::from(chunk.len));
+        if chunk.fin && !self.fin_acked && self.fin_fits(chunk_end) {
+            let pushed = out.len() > first;
+            match out.last_mut() {
+                Some(last) if pushed && last.end() == chunk_end => last.fin = true,
+                _ => out.push(StreamChunk {
+                    id,
+                    offset: chunk_end,
+                    len: 0,
+                    fin: true,
+                }),
+            }
+        }
+    }
+
+    /// Queues the unacknowledged parts of a lost chunk for retransmission.
+    pub fn requeue(&mut self, chunk: &StreamChunk) {
+        if self.reset.is_some() || self.finished {
+            return;
+        }
+        let r = self.live_range(chunk);
+        let Self {
+            acked, retransmit, ..
+        } = self;
+        for gap in acked.subtract_from(r) {
+            retransmit.insert(gap);
+        }
+        let chunk_end = chunk.offset.saturating_add(u64::from(chunk.len));
+        if chunk.fin && self.fin_sent && !self.fin_acked && self.fin_fits(chunk_end) {
+            self.fin_lost = true;
+        }
+    }
+
+    /// Appends the STREAM frame for `chunk` (header and bytes). False, with
+    /// nothing written, if its bytes are no longer (or never were) buffered.
+    pub fn write_chunk(&self, chunk: &StreamChunk, out: &mut Vec<u8>) -> bool {
+        if self.reset.is_some() || (chunk.len == 0 && !chunk.fin) {
+            return false;
+        }
+        let Some(end) = chunk.offset.checked_add(u64::from(chunk.len)) else {
+            return false;
+        };
+        if end > self.unsent || (chunk.fin && !self.fin_fits(end)) {
+            return false;
+        }
+        let Some((a, b)) = self.buf.slices(chunk.offset..end) else {
+            return false;
+        };
+        write_stream_header(out, chunk.id, chunk.offset, chunk.len as usize, chunk.fin);
+        out.extend_from_slice(a);
+        out.extend_from_slice(b);
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ID: StreamId = StreamId(0);
+
+    fn chunk(offset: u64, len: u32, fin: bool) -> StreamChunk {
+        StreamChunk {
+            id: ID,
+            offset,
+            len,
+            fin,
+        }
+    }
+
+    #[test]
+    fn new_data_respects_stream_limit_and_frame_room() {
+        let mut s = SendStream::new(1000);
+        assert_eq!(s.write(&[7u8; 3000], 10_000), Ok(3000));
+        let c = s.poll_new(ID, 500, u64::MAX).unwrap();
+        assert_eq!((c.offset, c.fin), (0, false));
+        // 1 type byte + 1 id byte + 2 length bytes at offset 0.
+        assert_eq!(c.len, 496);
+        let c2 = s.poll_new(ID, 5000, u64::MAX).unwrap();
+        assert_eq!(
+            (c2.offset, c2.len),
+            (496, 504),
+            "stopped at MAX_STREAM_DATA"
+        );
+        assert_eq!(s.poll_new(ID, 5000, u64::MAX), None);
+        assert_eq!(s.blocked_at(), Some(1000));
+        s.max_data = 5000;
+        let c3 = s.poll_new(ID, 5000, 10).unwrap();
+        assert_eq!(c3.len, 10, "connection credit");
+    }
+
+    #[test]
+    fn write_is_bounded_by_the_send_buffer() {
+        let mut s = SendStream::new(u64::MAX);
+        assert_eq!(s.write(&[1u8; 100], 64), Ok(64));
+        assert_eq!(s.write(&[1u8; 10], 64), Err(WriteError::Blocked));
+        assert!(s.write_blocked);
+        let c = s.poll_new(ID, 2000, u64::MAX).unwrap();
+        assert_eq!(c.len, 64);
+        let out = s.on_ack(&chunk(0, 32, false));
+        assert!(out.freed);
+        assert_eq!(s.buffered(), 32);
+        assert_eq!(s.write(&[1u8; 100], 64), Ok(32));
+    }
+
+    #[test]
+    fn fin_rides_on_the_last_chunk_and_finishes_when_acked() {
+        let mut s = SendStream::new(u64::MAX);
+        s.write(b"abcdef", 100).unwrap();
+        s.finish().unwrap();
+        assert_eq!(s.write(b"x", 100), Err(WriteError::Closed));
+        let c = s.poll_new(ID, 100, u64::MAX).unwrap();
+        assert_eq!(c, chunk(0, 6, true));
+        assert!(!s.wants_urgent() && !s.wants_new());
+        let mut out = Vec::new();
+        s.unacked_parts(&c, &mut out);
+        assert_eq!(out, vec![c]);
+        assert_eq!(
+            s.on_ack(&chunk(0, 3, false)),
+            AckOutcome {
+                freed: true,
+                finished: false
+            }
+        );
+        assert_eq!(
+            s.on_ack(&c),
+            AckOutcome {
+                freed: true,
+                finished: true
+            }
+        );
+        assert_eq!(s.on_ack(&c), AckOutcome::default(), "idempotent");
+        assert!(s.is_done());
+        s.unacked_parts(&c, &mut out);
+        assert_eq!(out.len(), 1, "nothing appended once finished");
+    }
+
+    #[test]
+    fn bare_fin_and_lost_fin_are_sent_without_credit() {
+        let mut s = SendStream::new(u64::MAX);
+        s.write(b"abc", 100).unwrap();
+        let c = s.poll_new(ID, 100, u64::MAX).unwrap();
+        assert!(!c.fin);
+        s.finish().unwrap();
+        assert!(s.wants_urgent());
+        let f = s.poll_urgent(ID, 100).unwrap();
+        assert_eq!(f, chunk(3, 0, true));
+        assert!(!s.wants_urgent());
+        s.on_ack(&c);
+        s.requeue(&f);
+        assert!(s.wants_urgent(), "lost FIN goes back in the queue");
+        assert_eq!(s.poll_urgent(ID, 100), Some(chunk(3, 0, true)));
+        let mut buf = Vec::new();
+        assert!(s.write_chunk(&f, &mut buf));
+        assert_eq!(buf, [0x08 | 0x04 | 0x02 | 0x01, 0, 3, 0]);
+        assert!(s.on_ack(&f).finished);
+    }
+
+    #[test]
+    fn holes_and_retransmissions() {
+        let mut s = SendStream::new(u64::MAX);
+        s.write(&[0u8; 1000], 10_000).unwrap();
+        let c = s.poll_new(ID, 2000, u64::MAX).unwrap();
+        assert_eq!(c.len, 1000);
+        s.on_ack(&chunk(100, 100, false));
+        s.on_ack(&chunk(500, 300, false));
+        let mut out = Vec::new();
+        s.unacked_parts(&c, &mut out);
+        assert_eq!(
+            out,
+            vec![
+                chunk(0, 100, false),
+                chunk(200, 300, false),
+                chunk(800, 200, false)
+            ]
+        );
+        s.requeue(&c);
+        s.on_ack(&chunk(0, 100, false)); // acked while queued: not resent
+        assert_eq!(s.buffered(), 800);
+        assert_eq!(s.poll_urgent(ID, 2000), Some(chunk(200, 300, false)));
+        let r = s.poll_urgent(ID, 2000).unwrap();
+        assert_eq!(r, chunk(800, 200, false));
+        let mut buf = Vec::new();
+        assert!(s.write_chunk(&r, &mut buf));
+        assert!(
+            !s.write_chunk(&chunk(0, 10, false), &mut buf),
+            "freed bytes"
+        );
+        assert!(
+            !s.write_chunk(&chunk(990, 20, false), &mut buf),
+            "never sent"
+        );
+        assert!(
+            !s.write_chunk(&chunk(990, 10, true), &mut buf),
+            "no FIN requested"
+        );
+    }
+
+    #[test]
+    fn reset_discards_everything() {
+        let mut s = SendStream::new(u64::MAX);
+        s.write(&[0u8; 100], 1000).unwrap();
+        let c = s.poll_new(ID, 60, u64::MAX).unwrap();
+        assert!(s.reset(9));
+        assert!(!s.reset(9));
+        assert_eq!(s.reset.unwrap().final_size, u64::from(c.len));
+        assert_eq!(s.buffered(), 0);
+        let mut out = Vec::new();
+        s.unacked_parts(&c, &mut out);
+        assert!(out.is_empty());
+        assert!(!s.write_chunk(&c, &mut Vec::new()));
+        assert!(!s.wants_urgent() && !s.wants_new());
+        assert_eq!(s.write(b"x", 1000), Err(WriteError::Closed));
+        s.stopped = Some(4);
+        assert_eq!(s.write(b"x", 1000), Err(WriteError::Stopped(4)));
+    }
+}
