@@ -5,8 +5,32 @@
 //! [`wire::time::Instant`]; randomness comes from RNGs seeded by the caller.
 //! The same connection therefore runs over real UDP sockets (`artq serve`,
 //! `artq get`) and inside the discrete-event simulator (`artq sim`).
+//!
+//! Layers, bottom up:
+//! - [`crypto`]: TLS 1.3 through rustls, packet and header protection;
+//! - [`rtt`], [`congestion`], [`pacing`]: RFC 9002 estimators and
+//!   controllers (NewReno, Cubic, BBRv1);
+//! - [`range_set`], [`streams`]: stream state, reassembly, flow control;
+//! - [`policy`]: the loss-recovery policy seam the papers' schemes plug into;
+//! - [`connection`]: the connection state machine; [`endpoint`]: routing.
 #![warn(missing_docs)]
 
+pub mod config;
+pub mod congestion;
+pub mod connection;
+pub mod crypto;
+pub mod endpoint;
 pub mod error;
+pub mod pacing;
+pub mod policy;
+pub mod qlog;
+pub mod range_set;
+pub mod rtt;
+pub mod stats;
+pub mod streams;
 
+pub use config::{ClientConfig, EndpointConfig, ServerConfig, TransportConfig};
+pub use connection::{Connection, ConnectionError, Event, Transmit};
+pub use endpoint::{ConnectionHandle, Endpoint};
 pub use error::TransportError;
+pub use stats::ConnectionStats;

@@ -12,10 +12,6 @@ use transport::policy::{Decision, LostData, PacketFate, PathView, PolicyFactory,
 use transport::TransportConfig;
 use wire::time::{Duration, Instant};
 
-#[path = "transfer.rs"]
-#[allow(dead_code)]
-mod transfer;
-
 #[derive(Debug, Default)]
 struct Log {
     decisions: Vec<(u32, Instant)>,
@@ -78,7 +74,7 @@ fn replicas_are_scheduled_sent_and_reported() {
     let policy = Spread { r: 3, gap: Duration::from_millis(2), log: log.clone() };
     let mut pair = Pair::new(transport_with(Arc::new(policy)), TransportConfig::default()).with_random_loss(0.03);
     let data = content(600_000, 11);
-    let got = transfer::download(&mut pair, &data, Duration::from_secs(60));
+    let got = pair.download(&data, Duration::from_secs(60));
     assert!(got == data, "corrupted transfer");
     let stats = pair.server().stats();
     let log = log.lock().unwrap();
@@ -107,7 +103,7 @@ fn rounds_advance_only_when_all_replicas_are_lost() {
     let policy = Spread { r: 2, gap: Duration::from_millis(1), log: log.clone() };
     let mut pair = Pair::new(transport_with(Arc::new(policy)), TransportConfig::default()).with_random_loss(0.2);
     let data = content(200_000, 12);
-    let got = transfer::download(&mut pair, &data, Duration::from_secs(120));
+    let got = pair.download(&data, Duration::from_secs(120));
     assert!(got == data);
     let log = log.lock().unwrap();
     let rounds_beyond_first = log.decisions.iter().filter(|(r, _)| *r > 1).count() as u64;

@@ -4,55 +4,10 @@
 mod common;
 
 use common::{content, Pair};
-use transport::streams::{ReadError, WriteError};
+use transport::streams::WriteError;
 use transport::{ConnectionError, Event, TransportConfig};
 use wire::time::Duration;
 use wire::Dir;
-
-/// Server sends `data` to the client on a client-opened stream (the CDN
-/// direction); returns what the client received.
-pub fn download(pair: &mut Pair, data: &[u8], limit: Duration) -> Vec<u8> {
-    pair.connect();
-    let id = pair.client().streams().open(Dir::Bi).expect("open stream");
-    assert_eq!(pair.client().streams().write(id, b"GET /\r\n").unwrap(), 7);
-    pair.client().streams().finish(id).unwrap();
-    let mut sent = 0usize;
-    let mut accepted = None;
-    let mut received = Vec::new();
-    let mut done = false;
-    let mut buf = vec![0u8; 65536];
-    pair.drive_until(limit, |p| {
-        if accepted.is_none() {
-            accepted = p.server().streams().accept(Dir::Bi);
-        }
-        if let Some(sid) = accepted {
-            while sent < data.len() {
-                match p.server().streams().write(sid, &data[sent..]) {
-                    Ok(n) => sent += n,
-                    Err(WriteError::Blocked) => break,
-                    Err(e) => panic!("write failed: {e:?}"),
-                }
-            }
-            if sent == data.len() {
-                let _ = p.server().streams().finish(sid);
-            }
-        }
-        loop {
-            match p.client().streams().read(id, &mut buf) {
-                Ok(Some(n)) => received.extend_from_slice(&buf[..n]),
-                Ok(None) => {
-                    done = true;
-                    break;
-                }
-                Err(ReadError::Blocked) => break,
-                Err(e) => panic!("read failed: {e:?}"),
-            }
-        }
-        done
-    });
-    assert!(done, "download did not finish: {} of {} bytes", received.len(), data.len());
-    received
-}
 
 #[test]
 fn handshake_completes() {
@@ -67,7 +22,7 @@ fn handshake_completes() {
 fn lossless_download_is_byte_exact() {
     let mut pair = Pair::default_pair();
     let data = content(2_000_000, 1);
-    let got = download(&mut pair, &data, Duration::from_secs(30));
+    let got = pair.download(&data, Duration::from_secs(30));
     assert!(got == data, "corrupted transfer");
     let s = pair.server().stats();
     assert_eq!(s.lost_packets, 0);
@@ -81,7 +36,7 @@ fn lossy_download_is_byte_exact_and_counts_recovery() {
         let mut pair = Pair::default_pair().with_random_loss(0.05);
         pair.rng = rand::SeedableRng::seed_from_u64(seed);
         let data = content(1_000_000, seed);
-        let got = download(&mut pair, &data, Duration::from_secs(120));
+        let got = pair.download(&data, Duration::from_secs(120));
         assert!(got == data, "corrupted transfer with seed {seed}");
         let s = pair.server().stats();
         assert!(s.lost_packets > 0, "5% loss but nothing lost");

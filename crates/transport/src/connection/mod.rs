@@ -510,8 +510,8 @@ impl Connection {
             }
         }
         if self.timers.is_expired(Timer::Ack, now) {
+            // The deadline stays in the past: the next poll_transmit sends the ACK.
             self.timers.stop(Timer::Ack);
-            self.spaces[SpaceId::Data as usize].ack_deadline = None;
         }
         if self.timers.is_expired(Timer::Pacing, now) {
             self.timers.stop(Timer::Pacing);

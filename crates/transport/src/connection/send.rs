@@ -2,7 +2,6 @@
 //! (RFC 9000 §12.2, §13, §14.1; RFC 9001 §5).
 
 use wire::cid::ConnectionId;
-use wire::coding::BufMutExt;
 use wire::frame::{self, Frame};
 use wire::packet::{self, LongHeaderLayout, LongType};
 use wire::time::Instant;

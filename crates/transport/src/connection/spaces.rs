@@ -241,12 +241,6 @@ pub(crate) struct PacketSpace {
 }
 
 impl PacketSpace {
-    pub fn take_pn(&mut self) -> u64 {
-        let pn = self.next_pn;
-        self.next_pn += 1;
-        pn
-    }
-
     /// Record a received packet number; false if it is a duplicate.
     pub fn on_packet_received(&mut self, pn: u64, now: Instant) -> bool {
         if pn < self.received_floor || self.received.contains(pn) {

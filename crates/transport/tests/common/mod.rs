@@ -11,6 +11,8 @@ use std::sync::Arc;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use transport::crypto::{self, ServerVerification};
+use transport::streams::{ReadError, WriteError};
+use wire::Dir;
 use transport::policy::PolicyFactory;
 use transport::{ClientConfig, ConnectionHandle, Endpoint, EndpointConfig, ServerConfig, TransportConfig};
 use wire::time::{Duration, Instant};
@@ -167,6 +169,11 @@ impl Pair {
 
     /// Advance to the next event and process it. False if nothing is left.
     pub fn step(&mut self) -> bool {
+        self.step_until(Instant::MAX)
+    }
+
+    /// Like [`Pair::step`], but never moves the clock past `limit`.
+    pub fn step_until(&mut self, limit: Instant) -> bool {
         self.flush();
         let next_packet = self.queue.peek().map(|Reverse(p)| p.at);
         let next_timer = [self.client.poll_timeout(), self.server.poll_timeout()].into_iter().flatten().min();
@@ -177,7 +184,7 @@ impl Pair {
                 None => return false,
             },
         };
-        self.now = self.now.max(next);
+        self.now = self.now.max(next.min(limit));
         while let Some(Reverse(p)) = self.queue.peek() {
             if p.at > self.now {
                 break;
@@ -206,7 +213,7 @@ impl Pair {
             if done(self) {
                 return true;
             }
-            if !self.step() {
+            if !self.step_until(end) {
                 return done(self);
             }
         }
@@ -233,6 +240,54 @@ impl Pair {
             c && s
         });
         assert!(ok, "handshake did not complete");
+    }
+}
+
+impl Pair {
+    /// Server sends `data` to the client on a client-opened stream (the CDN
+    /// direction); returns what the client received.
+    pub fn download(&mut self, data: &[u8], limit: Duration) -> Vec<u8> {
+            let pair = self;
+        pair.connect();
+        let id = pair.client().streams().open(Dir::Bi).expect("open stream");
+        assert_eq!(pair.client().streams().write(id, b"GET /\r\n").unwrap(), 7);
+        pair.client().streams().finish(id).unwrap();
+        let mut sent = 0usize;
+        let mut accepted = None;
+        let mut received = Vec::new();
+        let mut done = false;
+        let mut buf = vec![0u8; 65536];
+        pair.drive_until(limit, |p| {
+            if accepted.is_none() {
+                accepted = p.server().streams().accept(Dir::Bi);
+            }
+            if let Some(sid) = accepted {
+                while sent < data.len() {
+                    match p.server().streams().write(sid, &data[sent..]) {
+                        Ok(n) => sent += n,
+                        Err(WriteError::Blocked) => break,
+                        Err(e) => panic!("write failed: {e:?}"),
+                    }
+                }
+                if sent == data.len() {
+                    let _ = p.server().streams().finish(sid);
+                }
+            }
+            loop {
+                match p.client().streams().read(id, &mut buf) {
+                    Ok(Some(n)) => received.extend_from_slice(&buf[..n]),
+                    Ok(None) => {
+                        done = true;
+                        break;
+                    }
+                    Err(ReadError::Blocked) => break,
+                    Err(e) => panic!("read failed: {e:?}"),
+                }
+            }
+            done
+        });
+        assert!(done, "download did not finish: {} of {} bytes", received.len(), data.len());
+        received
     }
 }
 
