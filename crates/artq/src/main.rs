@@ -1,2 +1,211 @@
-//! The `artq` command-line program.
-fn main() {}
+//! The `artq` command-line program: a QUIC file server and client whose
+//! sender-side loss recovery is pluggable (the papers' schemes), a network
+//! emulator, and the papers' experiments.
+
+mod get;
+mod hq;
+mod link_args;
+mod schemes;
+mod serve;
+mod size;
+mod udp;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration as StdDuration;
+
+use anyhow::Result;
+use clap::{Args, Parser, Subcommand};
+use transport::congestion::CongestionAlgorithm;
+use transport::TransportConfig;
+
+/// Sender-side loss recovery for QUIC: ART, AutoRec and RCP on a real QUIC v1
+/// stack, with a trace-driven network emulator.
+#[derive(Parser, Debug)]
+#[command(name = "artq", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Serve files over hq-interop (HTTP/0.9 over QUIC, ALPN "hq-interop").
+    ///
+    /// A request `GET /path\r\n` on a bidirectional stream is answered with
+    /// the file's bytes and FIN. Paths are confined to --root. Prints
+    /// `listening on ADDR` once bound, then runs until killed.
+    Serve(ServeArgs),
+    /// Download a URL (https://host:port/path) over hq-interop and print
+    /// size, time and goodput.
+    Get(GetArgs),
+    /// Relay UDP both ways in real time through an emulated link, so any UDP
+    /// program (artq, quinn, aioquic) can run behind it.
+    ///
+    /// The client is whoever sends to --listen; its datagrams cross the "up"
+    /// link to --to, the replies cross the "down" link back.
+    Link(LinkCmdArgs),
+}
+
+#[derive(Args, Debug)]
+struct LinkCmdArgs {
+    /// Address clients send to.
+    #[arg(long)]
+    listen: SocketAddr,
+    /// The server behind the link.
+    #[arg(long)]
+    to: SocketAddr,
+    #[command(flatten)]
+    link: link_args::LinkArgs,
+    /// Seeds every random model (the same seed gives the same loss pattern).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+/// Transport options shared by `serve` and `get`.
+#[derive(Args, Debug, Clone)]
+struct TransportArgs {
+    /// Congestion control: cubic, newreno or bbr.
+    #[arg(long, default_value = "cubic")]
+    cc: CongestionAlgorithm,
+    /// The receiver's flow-control window (its receive buffer), e.g. 8MB.
+    #[arg(long, value_parser = size::parse_size)]
+    recv_window: Option<u64>,
+    /// Largest UDP payload to send, bytes (1200..=65527).
+    #[arg(long, default_value_t = 1350, value_parser = clap::value_parser!(u16).range(1200..=65527))]
+    max_datagram_size: u16,
+    /// Seed for connection IDs and every random choice of the stack.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+impl TransportArgs {
+    fn config(&self, recovery: &str) -> Result<TransportConfig> {
+        let mut c = TransportConfig {
+            congestion: self.cc,
+            policy: schemes::factory(recovery)?,
+            max_datagram_size: self.max_datagram_size,
+            ..TransportConfig::default()
+        };
+        if let Some(w) = self.recv_window {
+            anyhow::ensure!(w >= 1200, "--recv-window must be at least 1200 bytes");
+            c.streams.receive_window = w;
+            c.streams.stream_receive_window = w;
+        }
+        Ok(c)
+    }
+}
+
+#[derive(Args, Debug)]
+struct ServeArgs {
+    /// Address to listen on, e.g. 127.0.0.1:4433 (port 0 picks one).
+    #[arg(long)]
+    listen: SocketAddr,
+    /// Directory to serve.
+    #[arg(long)]
+    root: PathBuf,
+    /// Loss recovery scheme (see `--recovery help`).
+    #[arg(long, default_value = "quic")]
+    recovery: String,
+    /// PEM certificate chain (with --key); a self-signed one is made if absent.
+    #[arg(long, requires = "key")]
+    cert: Option<PathBuf>,
+    /// PEM private key for --cert.
+    #[arg(long, requires = "cert")]
+    key: Option<PathBuf>,
+    /// Write a qlog (JSON-SEQ) file per connection into this directory.
+    #[arg(long)]
+    qlog: Option<PathBuf>,
+    #[command(flatten)]
+    transport: TransportArgs,
+}
+
+#[derive(Args, Debug)]
+struct GetArgs {
+    /// https://host:port/path
+    url: String,
+    /// Write the body here instead of standard output.
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+    /// Do not verify the server's certificate (testing only).
+    #[arg(long)]
+    insecure: bool,
+    /// Trust this PEM certificate (the server's, or its CA).
+    #[arg(long, conflicts_with = "insecure")]
+    ca: Option<PathBuf>,
+    /// Give up after this many seconds.
+    #[arg(long, default_value_t = 120.0)]
+    timeout: f64,
+    /// Write a qlog (JSON-SEQ) of the connection to this file.
+    #[arg(long)]
+    qlog: Option<PathBuf>,
+    #[command(flatten)]
+    transport: TransportArgs,
+}
+
+fn main() -> ExitCode {
+    init_tracing();
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("artq: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_tracing() {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_env("ARTQ_LOG").unwrap_or_else(|_| EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+}
+
+fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Serve(a) => {
+            let transport = a.transport.config(&a.recovery)?;
+            serve::run(serve::ServeOptions {
+                listen: a.listen,
+                root: a.root,
+                transport,
+                cert: a.cert.zip(a.key),
+                qlog: a.qlog,
+                seed: a.transport.seed,
+            })
+        }
+        Command::Get(a) => {
+            anyhow::ensure!(a.timeout.is_finite() && a.timeout > 0.0, "--timeout must be a positive number of seconds");
+            let transport = a.transport.config("quic")?;
+            let report = get::run(get::GetOptions {
+                url: a.url,
+                output: a.output,
+                transport,
+                insecure: a.insecure,
+                ca: a.ca,
+                timeout: StdDuration::from_secs_f64(a.timeout.min(1e9)),
+                qlog: a.qlog,
+                seed: a.transport.seed,
+            })?;
+            let secs = report.elapsed.as_secs_f64();
+            let mbps = if secs > 0.0 { report.bytes as f64 * 8.0 / secs / 1e6 } else { 0.0 };
+            eprintln!("received {} bytes in {:.3} s: {:.1} Mbit/s", report.bytes, secs, mbps);
+            Ok(())
+        }
+        Command::Link(a) => run_link(a),
+    }
+}
+
+fn run_link(a: LinkCmdArgs) -> Result<()> {
+    use std::io::Write;
+    let (up, down) = a.link.configs()?;
+    let config = netem::RelayConfig { listen: a.listen, to: a.to, up, down, seed: a.seed };
+    let handle = netem::relay::spawn(config).map_err(|e| anyhow::anyhow!("cannot start the relay on {}: {e}", a.listen))?;
+    println!("listening on {}", handle.local_addr());
+    std::io::stdout().flush()?;
+    // Runs until the process is killed; the relay thread does the work.
+    loop {
+        std::thread::park();
+    }
+}
