@@ -507,6 +507,58 @@ fn peer_reset_is_reported_and_releases_credit() {
     assert_eq!(s.on_stream_frame(StreamId(4), 0, &[0; 1000], false), Ok(()));
 }
 
+#[test]
+fn streams_opened_before_peer_params_get_credit_later() {
+    let mut c = Streams::new(Side::Client, StreamsConfig::default());
+    assert_eq!(c.open(Dir::Bi), None, "no MAX_STREAMS yet");
+    let mut sp = TransportParameters::default();
+    config(5000, 3000, 1 << 20, 4).apply_to(&mut sp);
+    assert_eq!(
+        (
+            sp.initial_max_data,
+            sp.initial_max_stream_data_bidi_remote,
+            sp.initial_max_streams_uni
+        ),
+        (5000, 3000, 4)
+    );
+    c.set_peer_params(&sp);
+    assert_eq!(
+        events(&mut c),
+        vec![StreamEvent::Available { dir: Dir::Bi }]
+    );
+    let id = c.open(Dir::Bi).unwrap();
+    c.write(id, &[0; 4000]).unwrap();
+    let mut total = 0;
+    while let Some(ch) = c.poll_chunk(1200) {
+        total += ch.len;
+    }
+    assert_eq!(
+        total, 3000,
+        "the peer's initial_max_stream_data_bidi_remote"
+    );
+    // A peer blocked below our current limit gets MAX_STREAM_DATA again.
+    let mut s = server(1 << 20, 1000, 10);
+    s.on_stream_frame(C0, 0, &[0; 1000], false).unwrap();
+    s.read(C0, &mut [0; 1000]).unwrap();
+    assert_eq!(
+        controls(&mut s),
+        vec![ControlFrame::MaxStreamData { id: C0, max: 2000 }]
+    );
+    s.on_stream_data_blocked(C0, 1000).unwrap();
+    assert_eq!(
+        controls(&mut s),
+        vec![ControlFrame::MaxStreamData { id: C0, max: 2000 }]
+    );
+    s.on_stream_data_blocked(C0, 2000).unwrap();
+    assert_eq!(controls(&mut s), vec![]);
+}
+
+#[test]
+fn stream_chunk_stays_small() {
+    // Every sent packet keeps a list of these.
+    assert_eq!(std::mem::size_of::<StreamChunk>(), 24);
+}
+
 /// A tiny deterministic generator for the model test.
 struct XorShift(u64);
 
