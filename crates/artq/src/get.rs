@@ -10,7 +10,7 @@ use std::time::{Duration as StdDuration, Instant as StdInstant};
 use anyhow::{bail, Context, Result};
 use transport::connection::Event;
 use transport::crypto::ServerVerification;
-use transport::qlog::QlogWriter;
+use transport::events::QlogWriter;
 use transport::streams::ReadError;
 use transport::{ClientConfig, ConnectionHandle, Endpoint, EndpointConfig, TransportConfig};
 use wire::time::Instant;
@@ -99,7 +99,7 @@ pub fn run(opts: GetOptions) -> Result<GetReport> {
     if let Some(q) = &opts.qlog {
         let f = File::create(q).with_context(|| format!("cannot create --qlog {}", q.display()))?;
         if let Some(conn) = endpoint.connection_mut(h) {
-            conn.set_qlog(Box::new(QlogWriter::new(BufWriter::new(f), "artq get", false)));
+            conn.subscribe(Box::new(QlogWriter::new(BufWriter::new(f), "artq get", false)));
         }
     }
     let sink: Box<dyn Write> = match &opts.output {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use transport::connection::Event;
-use transport::qlog::QlogWriter;
+use transport::events::QlogWriter;
 use transport::streams::{ReadError, StreamEvent, WriteError};
 use transport::{ConnectionHandle, Endpoint, EndpointConfig, ServerConfig, TransportConfig};
 use wire::time::Instant;
@@ -87,7 +87,7 @@ impl FileServer {
         match File::create(&path) {
             Ok(f) => {
                 if let Some(conn) = ep.connection_mut(h) {
-                    conn.set_qlog(Box::new(QlogWriter::new(BufWriter::new(f), "artq serve", true)));
+                    conn.subscribe(Box::new(QlogWriter::new(BufWriter::new(f), "artq serve", true)));
                 }
             }
             Err(e) => eprintln!("warning: cannot write qlog {}: {e}", path.display()),

@@ -46,7 +46,7 @@ use crate::crypto::{self, KeyChange, Keys, TlsSession};
 use crate::error::TransportError;
 use crate::pacing::Pacer;
 use crate::policy::RecoveryPolicy;
-use crate::qlog::QlogSink;
+use crate::events::Subscriber;
 use crate::rtt::RttEstimator;
 use crate::stats::ConnectionStats;
 use crate::streams::{StreamEvent, Streams};
@@ -198,7 +198,8 @@ pub struct Connection {
     close_resend: bool,
     error: Option<ConnectionError>,
     stats: ConnectionStats,
-    qlog: Option<Box<dyn QlogSink>>,
+    /// Event subscribers (qlog, metric recorders).
+    subscribers: Vec<Box<dyn Subscriber>>,
     rng: ChaCha8Rng,
     /// Test hook: raw frame bytes for the next 1-RTT packet.
     raw_frames: Vec<Vec<u8>>,
@@ -282,7 +283,7 @@ impl Connection {
             close_resend: false,
             error: None,
             stats: ConnectionStats::default(),
-            qlog: None,
+            subscribers: Vec::new(),
             rng,
             raw_frames: Vec::new(),
             config,
@@ -414,9 +415,9 @@ impl Connection {
         &mut self.streams
     }
 
-    /// Attach a qlog event sink.
-    pub fn set_qlog(&mut self, sink: Box<dyn QlogSink>) {
-        self.qlog = Some(sink);
+    /// Attach an event subscriber (a qlog writer, a metrics recorder).
+    pub fn subscribe(&mut self, subscriber: Box<dyn Subscriber>) {
+        self.subscribers.push(subscriber);
     }
 
     /// Largest DATAGRAM payload the peer accepts, once known (None: no support).

@@ -17,6 +17,7 @@ use wire::time::{Duration, Instant};
 
 use super::spaces::{Retransmit, SentPacket};
 use super::{Connection, SpaceId, Timer};
+use crate::events::RecoveryRecord;
 use crate::error::TransportError;
 use crate::policy::{Decision, ItemId, LostData, PacketFate, PathView, ReplicaRef, MAX_REPLICAS};
 use crate::streams::StreamChunk;
@@ -61,7 +62,18 @@ pub(crate) struct RecoveryState {
     next_item: u64,
     next_seq: u64,
     /// 1-RTT packets declared lost, kept a while to spot spurious losses.
-    pub lost_history: BTreeMap<u64, (Option<ItemId>, Instant)>,
+    pub lost_history: BTreeMap<u64, LostEntry>,
+}
+
+/// A 1-RTT packet declared lost, remembered for spurious-loss detection.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LostEntry {
+    /// The item whose data it carried, if any.
+    pub item: Option<ItemId>,
+    /// Its round (0 = an original transmission).
+    pub round: u32,
+    pub time_sent: Instant,
+    pub lost_at: Instant,
 }
 
 impl RecoveryState {
@@ -187,10 +199,10 @@ impl Connection {
             self.pto_count = 0;
         }
         self.set_loss_detection_timer(now);
-        if self.qlog.is_some() {
+        if !self.subscribers.is_empty() {
             let v = self.path_view();
-            if let Some(q) = self.qlog.as_mut() {
-                q.metrics_updated(now, &v);
+            for s in &mut self.subscribers {
+                s.metrics_updated(now, &v);
             }
         }
         Ok(())
@@ -228,12 +240,33 @@ impl Connection {
         let path = self.path_view();
         self.policy.on_packet_acked(now, &fate, &path);
         if let Some(r) = p.replica {
-            self.deliver_item(now, r.item, r.round);
+            self.deliver_item(now, r.item, r.round, p.time_sent);
+        }
+    }
+
+    /// Count a recovered item and tell the subscribers.
+    fn record_recovery(&mut self, now: Instant, item: ItemId, it: Item, round: u32, recovery_sent: Instant) {
+        self.stats.record_delivery(round, it.sent);
+        if self.subscribers.is_empty() {
+            return;
+        }
+        let record = RecoveryRecord {
+            item,
+            chunks: it.chunks,
+            first_sent: it.first_sent,
+            first_lost: it.first_lost,
+            round,
+            retransmissions: it.sent,
+            recovery_sent,
+            acked_at: now,
+        };
+        for s in &mut self.subscribers {
+            s.data_recovered(now, &record);
         }
     }
 
     /// A replica of `item` was acknowledged.
-    fn deliver_item(&mut self, now: Instant, item: ItemId, round: u32) {
+    fn deliver_item(&mut self, now: Instant, item: ItemId, round: u32, recovery_sent: Instant) {
         let Some(it) = self.recovery.items.get(&item) else { return };
         // A replica that could not carry every unacknowledged part (rare: the
         // data was split by other acknowledgements) does not finish the item:
@@ -251,7 +284,7 @@ impl Connection {
             return;
         }
         if let Some(it) = self.recovery.items.remove(&item) {
-            self.stats.record_delivery(round, it.sent);
+            self.record_recovery(now, item, it, round, recovery_sent);
         }
     }
 
@@ -263,12 +296,13 @@ impl Connection {
         for r in &ack.ranges {
             let found: Vec<u64> = self.recovery.lost_history.range(r.clone()).map(|(pn, _)| *pn).collect();
             for pn in found {
-                if let Some((item, _)) = self.recovery.lost_history.remove(&pn) {
+                if let Some(e) = self.recovery.lost_history.remove(&pn) {
                     self.stats.spurious_retransmissions += 1;
-                    if let Some(item) = item {
-                        // The original got through after all: round 0.
+                    if let Some(item) = e.item {
+                        // The packet got through after all: the round it was
+                        // sent in delivered the data (0 for the original).
                         if let Some(it) = self.recovery.items.remove(&item) {
-                            self.stats.record_delivery(0, it.sent);
+                            self.record_recovery(now, item, it, e.round, e.time_sent);
                         }
                     }
                 }
@@ -276,8 +310,8 @@ impl Connection {
         }
         // Forget losses older than a few PTOs.
         let horizon = now - self.pto_duration(SpaceId::Data) * 4;
-        while let Some((&pn, &(_, t))) = self.recovery.lost_history.iter().next() {
-            if t >= horizon {
+        while let Some((&pn, e)) = self.recovery.lost_history.iter().next() {
+            if e.lost_at >= horizon {
                 break;
             }
             self.recovery.lost_history.remove(&pn);
@@ -315,8 +349,8 @@ impl Connection {
         let mut latest_eliciting: Option<Instant> = None;
         for (pn, p) in packets {
             self.stats.lost_packets += 1;
-            if let Some(q) = self.qlog.as_mut() {
-                q.packet_lost(now, space, pn);
+            for s in &mut self.subscribers {
+                s.packet_lost(now, space, pn);
             }
             if p.in_flight {
                 self.bytes_in_flight = self.bytes_in_flight.saturating_sub(u64::from(p.size));
@@ -370,7 +404,8 @@ impl Connection {
         let path = self.path_view();
         self.policy.on_packet_lost(now, &fate, &path);
         if let Some(r) = p.replica {
-            self.recovery.lost_history.insert(pn, (Some(r.item), now));
+            let e = LostEntry { item: Some(r.item), round: r.round, time_sent: p.time_sent, lost_at: now };
+            self.recovery.lost_history.insert(pn, e);
             let Some(item) = self.recovery.items.get_mut(&r.item) else { return false };
             if item.round != r.round {
                 return false; // an older round's straggler
@@ -385,11 +420,13 @@ impl Connection {
             return true;
         }
         if p.stream_chunks.is_empty() {
-            self.recovery.lost_history.insert(pn, (None, now));
+            let e = LostEntry { item: None, round: 0, time_sent: p.time_sent, lost_at: now };
+            self.recovery.lost_history.insert(pn, e);
             return p.ack_eliciting;
         }
         let id = self.recovery.new_item();
-        self.recovery.lost_history.insert(pn, (Some(id), now));
+        let e = LostEntry { item: Some(id), round: 0, time_sent: p.time_sent, lost_at: now };
+        self.recovery.lost_history.insert(pn, e);
         self.recovery.items.insert(
             id,
             Item {
@@ -451,8 +488,8 @@ impl Connection {
         let round = item.round;
         for (i, t) in times.into_iter().enumerate() {
             self.recovery.enqueue(t.max(now), id, round, i as u16);
-            if let Some(q) = self.qlog.as_mut() {
-                q.replica_scheduled(now, id, round, i as u16, t.max(now));
+            for s in &mut self.subscribers {
+                s.replica_scheduled(now, id, round, i as u16, t.max(now));
             }
         }
     }

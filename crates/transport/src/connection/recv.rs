@@ -150,8 +150,8 @@ impl Connection {
             self.address_validated = true;
             self.discard_space(now, SpaceId::Initial);
         }
-        if let Some(q) = self.qlog.as_mut() {
-            q.packet_received(now, space, pn, packet.len());
+        for s in &mut self.subscribers {
+            s.packet_received(now, space, pn, packet.len());
         }
         self.reset_idle_timer(now);
         let payload = &packet[payload];
@@ -270,6 +270,9 @@ impl Connection {
             Frame::Ack(ack) => self.on_ack_received(now, space, &ack)?,
             Frame::Crypto { offset, data } => self.on_crypto(now, space, offset, data)?,
             Frame::Stream { id, offset, fin, data } => {
+                for s in &mut self.subscribers {
+                    s.stream_data_received(now, id, offset, data.len() as u64);
+                }
                 self.streams.on_stream_frame(id, offset, data, fin).map_err(|e| e.with_frame(ty))?
             }
             Frame::ResetStream { id, error_code, final_size } => {

@@ -418,8 +418,8 @@ impl Connection {
         let size = (end - b.start) as u16;
         b.record.size = size;
         self.stats.packets_sent += 1;
-        if let Some(q) = self.qlog.as_mut() {
-            q.packet_sent(now, b.space, b.pn, usize::from(size), b.record.ack_eliciting);
+        for s in &mut self.subscribers {
+            s.packet_sent(now, b.space, b.pn, usize::from(size), b.record.ack_eliciting);
         }
         if b.record.ack_eliciting && self.side.is_client() && b.space == SpaceId::Handshake {
             // RFC 9001 §4.9.1: a client drops Initial keys once it sends Handshake.

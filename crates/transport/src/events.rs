@@ -1,31 +1,65 @@
-//! qlog event output (draft-ietf-quic-qlog-main-schema, JSON-SEQ
-//! serialization, `.sqlog`), so runs can be inspected in qvis and the other
-//! tools QUIC engineers use.
+//! Connection events: typed, not log text (STYLE.md: s2n's subscribers).
 //!
-//! The connection reports typed events to a [`QlogSink`]; [`QlogWriter`] is
-//! the sink that writes JSON-SEQ records to any `io::Write`. With no sink
-//! attached the connection pays one branch per event.
+//! The connection reports what happens to every attached [`Subscriber`]:
+//! packets sent, received and lost, congestion metrics, replicas scheduled,
+//! lost data recovered, stream data arriving. [`QlogWriter`] is the
+//! subscriber that writes qlog (draft-ietf-quic-qlog-main-schema, JSON-SEQ,
+//! `.sqlog`) for qvis and other QUIC tools; the lab's metric recorders are
+//! others. With no subscriber attached the connection pays one branch per
+//! event.
 
 use std::io::Write;
 
 use serde_json::json;
 use wire::time::Instant;
 
+use wire::StreamId;
+
 use crate::connection::SpaceId;
 use crate::policy::{ItemId, PathView};
+use crate::streams::StreamChunk;
 
-/// Receives connection events as they happen.
-pub trait QlogSink: Send {
+/// Lost stream data that got through: one record per item (DESIGN.md
+/// metrics `n`, `k`, and the sender's side of `t_wait` and
+/// `recovery_latency`).
+#[derive(Clone, Debug)]
+pub struct RecoveryRecord {
+    /// The item.
+    pub item: ItemId,
+    /// The stream data it carried (as first sent).
+    pub chunks: Vec<StreamChunk>,
+    /// First transmission of the data.
+    pub first_sent: Instant,
+    /// First loss detection.
+    pub first_lost: Instant,
+    /// Round that delivered it (`n`; 0 = the original arrived after all).
+    pub round: u32,
+    /// Retransmissions sent for it (`k`).
+    pub retransmissions: u32,
+    /// Send time of the packet whose acknowledgement delivered it.
+    pub recovery_sent: Instant,
+    /// When that acknowledgement arrived.
+    pub acked_at: Instant,
+}
+
+/// Receives connection events as they happen. Every method has an empty
+/// default, so a subscriber implements only what it needs.
+pub trait Subscriber: Send {
     /// A packet left.
-    fn packet_sent(&mut self, now: Instant, space: SpaceId, pn: u64, size: usize, ack_eliciting: bool);
+    fn packet_sent(&mut self, _now: Instant, _space: SpaceId, _pn: u64, _size: usize, _ack_eliciting: bool) {}
     /// A packet was received and decrypted.
-    fn packet_received(&mut self, now: Instant, space: SpaceId, pn: u64, size: usize);
+    fn packet_received(&mut self, _now: Instant, _space: SpaceId, _pn: u64, _size: usize) {}
     /// A packet was declared lost.
-    fn packet_lost(&mut self, now: Instant, space: SpaceId, pn: u64);
+    fn packet_lost(&mut self, _now: Instant, _space: SpaceId, _pn: u64) {}
     /// RTT / congestion state after an ACK.
-    fn metrics_updated(&mut self, now: Instant, path: &PathView);
+    fn metrics_updated(&mut self, _now: Instant, _path: &PathView) {}
     /// The recovery policy scheduled a replica (artq extension event).
-    fn replica_scheduled(&mut self, now: Instant, item: ItemId, round: u32, index: u16, send_at: Instant);
+    fn replica_scheduled(&mut self, _now: Instant, _item: ItemId, _round: u32, _index: u16, _send_at: Instant) {}
+    /// Lost data was recovered (sender side).
+    fn data_recovered(&mut self, _now: Instant, _record: &RecoveryRecord) {}
+    /// STREAM payload arrived (receiver side; duplicates included, before
+    /// reassembly).
+    fn stream_data_received(&mut self, _now: Instant, _id: StreamId, _offset: u64, _len: u64) {}
 }
 
 /// Writes qlog JSON-SEQ (RFC 7464 record separators) to a writer. Write
@@ -76,7 +110,7 @@ fn packet_type(space: SpaceId) -> &'static str {
     }
 }
 
-impl<W: Write + Send> QlogSink for QlogWriter<W> {
+impl<W: Write + Send> Subscriber for QlogWriter<W> {
     fn packet_sent(&mut self, now: Instant, space: SpaceId, pn: u64, size: usize, ack_eliciting: bool) {
         self.event(
             now,
@@ -120,6 +154,21 @@ impl<W: Write + Send> QlogSink for QlogWriter<W> {
                 "congestion_window": p.cwnd,
                 "bytes_in_flight": p.bytes_in_flight,
                 "pacing_rate": p.pacing_rate.saturating_mul(8),
+            }),
+        );
+    }
+
+    fn data_recovered(&mut self, now: Instant, r: &RecoveryRecord) {
+        self.event(
+            now,
+            "artq:data_recovered",
+            json!({
+                "item": r.item.0,
+                "n": r.round,
+                "k": r.retransmissions,
+                "first_sent_ms": r.first_sent.as_nanos() as f64 / 1e6,
+                "first_lost_ms": r.first_lost.as_nanos() as f64 / 1e6,
+                "recovery_sent_ms": r.recovery_sent.as_nanos() as f64 / 1e6,
             }),
         );
     }
