@@ -46,6 +46,8 @@ pub struct GetReport {
     pub bytes: u64,
     /// From the connection attempt to the last byte.
     pub elapsed: StdDuration,
+    /// The client connection's counters at the end of the download.
+    pub stats: Option<transport::ConnectionStats>,
 }
 
 /// Split `https://host:port/path` into (host, port, path).
@@ -118,6 +120,7 @@ pub fn run(opts: GetOptions) -> Result<GetReport> {
         state: DownloadState::Connecting,
         error: None,
         finished_at: None,
+        stats: None,
     };
     let deadline = start + opts.timeout;
     match driver.run(&mut endpoint, &mut app, Some(deadline)) {
@@ -132,7 +135,7 @@ pub fn run(opts: GetOptions) -> Result<GetReport> {
         bail!(e);
     }
     let elapsed = app.finished_at.unwrap_or_else(StdInstant::now) - start;
-    Ok(GetReport { bytes: app.bytes, elapsed })
+    Ok(GetReport { bytes: app.bytes, elapsed, stats: app.stats })
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -152,6 +155,7 @@ struct Download {
     state: DownloadState,
     error: Option<String>,
     finished_at: Option<StdInstant>,
+    stats: Option<transport::ConnectionStats>,
 }
 
 impl App for Download {
@@ -206,6 +210,7 @@ impl App for Download {
                 }
                 Ok(None) => {
                     self.finished_at = Some(StdInstant::now());
+                    self.stats = Some(conn.stats());
                     conn.close(now, 0, b"done");
                     self.state = DownloadState::Closing;
                     return Flow::Continue;

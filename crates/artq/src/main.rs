@@ -140,6 +140,9 @@ struct GetArgs {
     /// Write a qlog (JSON-SEQ) of the connection to this file.
     #[arg(long)]
     qlog: Option<PathBuf>,
+    /// Print the connection's counters as JSON on stderr after the summary.
+    #[arg(long)]
+    stats: bool,
     #[command(flatten)]
     transport: TransportArgs,
 }
@@ -191,6 +194,11 @@ fn run(cli: Cli) -> Result<()> {
             let secs = report.elapsed.as_secs_f64();
             let mbps = if secs > 0.0 { report.bytes as f64 * 8.0 / secs / 1e6 } else { 0.0 };
             eprintln!("received {} bytes in {:.3} s: {:.1} Mbit/s", report.bytes, secs, mbps);
+            if a.stats {
+                if let Some(s) = &report.stats {
+                    eprintln!("{}", serde_json::to_string(s)?);
+                }
+            }
             Ok(())
         }
         Command::Link(a) => run_link(a),

@@ -202,7 +202,22 @@ impl App for FileServer {
             while let Some(ev) = ep.connection_mut(h).and_then(|c| c.poll_event()) {
                 match ev {
                     Event::ConnectionLost(reason) => {
-                        tracing::info!(%reason, "connection ended");
+                        if let Some(c) = ep.connection(h) {
+                            let s = c.stats();
+                            eprintln!(
+                                "connection {} from {} ended ({reason}): sent {} packets ({} bytes), lost {}, replicas {}, n_max {}, cwnd {} B, srtt {:.1} ms, min_rtt {:.1} ms",
+                                h.0,
+                                c.remote_address(),
+                                s.packets_sent,
+                                s.bytes_sent,
+                                s.lost_packets,
+                                s.replicas,
+                                s.n_max,
+                                s.cwnd,
+                                s.srtt.as_secs_f64() * 1e3,
+                                s.min_rtt.as_secs_f64() * 1e3,
+                            );
+                        }
                         lost = true;
                     }
                     Event::Stream(StreamEvent::Opened { .. }) | Event::Stream(StreamEvent::Readable { .. }) => {}

@@ -1,0 +1,124 @@
+//! The command line as a user meets it: qlog output, statistics, and clear
+//! errors for bad input (never a panic, never a hang).
+
+mod common;
+
+use std::process::Command;
+use std::time::Duration;
+
+use common::{process, Scratch};
+
+const DEADLINE: Duration = Duration::from_secs(60);
+
+fn artq() -> Command {
+    Command::new(common::artq_bin())
+}
+
+/// `--qlog` writes one JSON-SEQ file per connection on the server and one
+/// for `get`, each a qlog header followed by parseable event records.
+#[test]
+fn qlog_files_are_valid_json_seq() {
+    let scratch = Scratch::new();
+    scratch.served_file("f", 300_000, 3);
+    let qdir = scratch.path().join("qlog");
+    let qdir_s = qdir.to_string_lossy().into_owned();
+    let (mut server, addr) = process::spawn_artq_serve(&scratch.root(), &scratch.logs(), &["--qlog", &qdir_s])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let client_qlog = scratch.path().join("client.sqlog");
+    let mut get = artq();
+    get.arg("get")
+        .arg(format!("https://{addr}/f"))
+        .arg("--insecure")
+        .arg("--stats")
+        .arg("-o")
+        .arg(scratch.out("f"))
+        .arg("--qlog")
+        .arg(&client_qlog);
+    let out = process::run_with_deadline(get, DEADLINE).unwrap_or_else(|e| panic!("{e}"));
+    assert!(out.status.success(), "get failed: {}\nserver: {}", out.stderr, server.describe());
+    // --stats: a JSON object with the transport counters.
+    let stats_line = out.stderr.lines().find(|l| l.starts_with('{')).expect("stats JSON on stderr");
+    let stats: serde_json::Value = serde_json::from_str(stats_line).expect("stats parse");
+    assert!(stats["packets_received"].as_u64().unwrap() > 100);
+    assert!(stats["srtt"].is_object() || stats["srtt"].is_number() || stats["srtt"].is_string());
+
+    for path in [client_qlog] {
+        let text = std::fs::read_to_string(&path).expect("client qlog written");
+        let records: Vec<serde_json::Value> = text
+            .split('\u{1e}')
+            .filter(|r| !r.trim().is_empty())
+            .map(|r| serde_json::from_str(r.trim()).expect("each record is JSON"))
+            .collect();
+        assert_eq!(records[0]["qlog_format"], "JSON-SEQ");
+        assert!(records.iter().any(|r| r["name"] == "transport:packet_received"));
+        assert!(records.iter().any(|r| r["name"] == "transport:packet_sent"));
+    }
+    drop(server);
+    let entries: Vec<_> = std::fs::read_dir(&qdir).expect("server qlog dir").collect();
+    assert_eq!(entries.len(), 1, "one qlog per connection");
+}
+
+#[test]
+fn unknown_recovery_scheme_is_a_clear_error() {
+    let scratch = Scratch::new();
+    let mut cmd = artq();
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--recovery", "nope", "--root"]).arg(scratch.root());
+    let out = process::run_with_deadline(cmd, DEADLINE).unwrap();
+    assert!(!out.status.success());
+    assert!(out.stderr.contains("unknown recovery scheme 'nope'"), "{}", out.stderr);
+    assert!(out.stderr.contains("quic"), "the error lists the valid names: {}", out.stderr);
+}
+
+#[test]
+fn missing_root_is_a_clear_error() {
+    let mut cmd = artq();
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--root", "/definitely/not/here"]);
+    let out = process::run_with_deadline(cmd, DEADLINE).unwrap();
+    assert!(!out.status.success());
+    assert!(out.stderr.contains("--root"), "{}", out.stderr);
+    assert!(!out.stderr.contains("panicked"));
+}
+
+#[test]
+fn get_rejects_bad_urls_and_unverifiable_servers() {
+    for (args, needle) in [
+        (vec!["get", "http://127.0.0.1:1/x", "--insecure"], "only https://"),
+        (vec!["get", "https://127.0.0.1:99999/x", "--insecure"], "bad port"),
+        (vec!["get", "https://127.0.0.1:4433/x"], "--ca"),
+        (vec!["get", "https://127.0.0.1:4433/x", "--insecure", "--timeout=-1"], "--timeout"),
+    ] {
+        let mut cmd = artq();
+        cmd.args(&args);
+        let out = process::run_with_deadline(cmd, DEADLINE).unwrap();
+        assert!(!out.status.success(), "{args:?} succeeded");
+        assert!(out.stderr.contains(needle), "{args:?}: {}", out.stderr);
+        assert!(!out.stderr.contains("panicked"), "{args:?}: {}", out.stderr);
+    }
+}
+
+/// Nobody answers: `get` gives up at its timeout with a clear message.
+#[test]
+fn get_times_out_against_a_silent_port() {
+    let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let addr = silent.local_addr().unwrap();
+    let mut cmd = artq();
+    cmd.arg("get").arg(format!("https://{addr}/x")).args(["--insecure", "--timeout", "1.5"]);
+    let out = process::run_with_deadline(cmd, DEADLINE).unwrap();
+    assert!(!out.status.success());
+    assert!(out.stderr.contains("timed out"), "{}", out.stderr);
+}
+
+#[test]
+fn link_rejects_bad_parameters() {
+    for (extra, needle) in [
+        (vec!["--loss", "1.5"], "not in 0..1"),
+        (vec!["--bw=-3"], "out of range"),
+        (vec!["--trace", "/no/such/trace"], "/no/such/trace"),
+    ] {
+        let mut cmd = artq();
+        cmd.args(["link", "--listen", "127.0.0.1:0", "--to", "127.0.0.1:9"]).args(&extra);
+        let out = process::run_with_deadline(cmd, DEADLINE).unwrap();
+        assert!(!out.status.success(), "{extra:?} accepted");
+        assert!(out.stderr.contains(needle), "{extra:?}: {}", out.stderr);
+    }
+}
