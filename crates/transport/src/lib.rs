@@ -22,6 +22,8 @@ pub mod crypto;
 pub mod endpoint;
 pub mod error;
 pub mod events;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod pacing;
 pub mod policy;
 pub mod range_set;

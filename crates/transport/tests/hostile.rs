@@ -199,3 +199,12 @@ proptest! {
         pair.drive_until(Duration::from_millis(500), |_| false);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+    /// The `server_datagrams` fuzz target's body on generated inputs.
+    #[test]
+    fn server_datagrams_fuzz_body(bytes in proptest::collection::vec(any::<u8>(), 0..4000)) {
+        transport::fuzzing::server_datagrams(&bytes);
+    }
+}
