@@ -636,9 +636,9 @@ impl Connection {
             return Ok(());
         };
         let params = TransportParameters::decode(raw, self.side.opposite()).map_err(|e| {
+            tracing::debug!(error = %e, "bad transport parameters");
             TransportError::new(TransportErrorCode::TRANSPORT_PARAMETER_ERROR, "malformed transport parameters")
                 .with_frame(0x06)
-                .tap(|_| tracing::debug!(error = %e, "bad transport parameters"))
         })?;
         // RFC 9000 §7.3: authenticate the connection IDs used in the handshake.
         let tp_err = |r| TransportError::new(TransportErrorCode::TRANSPORT_PARAMETER_ERROR, r);
@@ -759,15 +759,6 @@ fn nonzero(d: Duration) -> Option<Duration> {
         Some(d)
     }
 }
-
-/// `tap` for side effects in expression position.
-trait Tap: Sized {
-    fn tap(self, f: impl FnOnce(&Self)) -> Self {
-        f(&self);
-        self
-    }
-}
-impl<T> Tap for T {}
 
 /// Ack delay exponent we advertise (RFC 9000 §18.2 default).
 const LOCAL_ACK_DELAY_EXPONENT: u8 = 3;

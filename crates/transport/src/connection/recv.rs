@@ -108,7 +108,7 @@ impl Connection {
         pn_offset: usize,
     ) -> Result<(), TransportError> {
         let largest = self.space(space).largest_received.map(|(pn, _)| pn);
-        let (first, pn, header_len, payload) = {
+        let (first, pn, payload) = {
             let Some(header_key) = self.remote_header_key(space) else {
                 self.stats.packets_dropped += 1;
                 return Ok(());
@@ -122,14 +122,13 @@ impl Connection {
             let pn = packet::decode_pn(largest, u64::from(truncated), pn_len);
             let header_len = pn_offset + pn_len;
             match self.decrypt(space, first, packet, header_len, pn, now) {
-                Some(range) => (first, pn, header_len, range),
+                Some(range) => (first, pn, range),
                 None => {
                     self.stats.packets_dropped += 1;
                     return Ok(());
                 }
             }
         };
-        let _ = header_len;
         // RFC 9000 §17.2/§17.3.1: reserved bits checked after decryption.
         let reserved = if space == SpaceId::Data { SHORT_RESERVED_BITS } else { LONG_RESERVED_BITS };
         if first & reserved != 0 {
