@@ -1,0 +1,307 @@
+//! Tests of [`ArtPolicy`]: the variants' decisions and how the callbacks feed
+//! the adapter and the scheduler.
+
+use super::*;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use transport::policy::{ItemId, ReplicaRef};
+use wire::time::Duration;
+
+fn path() -> PathView {
+    // 100 Mbit/s, 30 ms: BDP 300 packets of 1250 bytes, 100 µs cycles.
+    PathView {
+        srtt: Duration::from_millis(30),
+        min_rtt: Duration::from_millis(30),
+        pacing_rate: 12_500_000,
+        mtu: 1250,
+        ..Default::default()
+    }
+}
+
+fn lost(item: u64, round: u32) -> LostData {
+    LostData {
+        item: ItemId(item),
+        first_sent: Instant::ZERO,
+        first_lost: Instant::ZERO,
+        round,
+        retransmissions: 0,
+        bytes: 1200,
+    }
+}
+
+fn fate(pn: u64, tag: u64, replica: Option<(u64, u32)>) -> PacketFate {
+    PacketFate {
+        pn,
+        time_sent: Instant::ZERO,
+        size: 1250,
+        tag,
+        replica: replica.map(|(item, round)| ReplicaRef {
+            item: ItemId(item),
+            round,
+            index: 0,
+        }),
+        carries_new_data: replica.is_none(),
+    }
+}
+
+fn sent(pn: u64) -> SentView {
+    SentView {
+        pn,
+        size: 1250,
+        replica: None,
+        carries_new_data: true,
+    }
+}
+
+fn times(d: &Decision) -> (&[Instant], bool) {
+    match d {
+        Decision::Retransmit {
+            send_at,
+            opportunistic,
+        } => (send_at, *opportunistic),
+        Decision::Drop => panic!("ART never drops"),
+    }
+}
+
+/// Send `n` packets and lose them all: one burst of `n`.
+fn burst(p: &mut ArtPolicy, now: Instant, first_pn: u64, n: u64) {
+    let tags: Vec<u64> = (first_pn..first_pn + n)
+        .map(|pn| p.on_packet_sent(now, &sent(pn)))
+        .collect();
+    for (pn, tag) in (first_pn..).zip(tags) {
+        p.on_packet_lost(now, &fate(pn, tag, None), &path());
+    }
+}
+
+#[test]
+fn art_starts_with_one_opportunistic_replica() {
+    let mut p = ArtPolicy::new(ArtConfig::default()).unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(1);
+    let now = Instant::from_millis(100);
+    let d = p.on_data_lost(now, &lost(1, 1), &path(), &mut rng);
+    assert_eq!(
+        d,
+        Decision::Retransmit {
+            send_at: vec![now],
+            opportunistic: true
+        }
+    );
+    assert_eq!(p.name(), "art");
+}
+
+#[test]
+fn replica_fates_drive_the_adapter_and_originals_do_not() {
+    let mut p = ArtPolicy::new(ArtConfig::default()).unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(2);
+    let now = Instant::from_millis(100);
+    // Lost originals do not count toward p_r.
+    p.on_packet_lost(now, &fate(1, 1, None), &path());
+    assert!(p.adapter().unwrap().window().is_empty());
+    // A lost replica does: p_r = 1, E = 0 < 1, R_1 goes to 2.
+    p.on_packet_lost(now, &fate(2, 2, Some((1, 1))), &path());
+    let d = p.on_data_lost(now, &lost(2, 1), &path(), &mut rng);
+    assert_eq!(times(&d).0.len(), 2);
+    // Acked replicas bring it back down: p_r = 1/4, E = 2·0.75 = 1.5 stays.
+    for pn in 3..6 {
+        p.on_packet_acked(now, &fate(pn, pn, Some((2, 1))), &path());
+    }
+    assert_eq!(
+        times(&p.on_data_lost(now, &lost(3, 1), &path(), &mut rng))
+            .0
+            .len(),
+        2
+    );
+    assert_eq!(p.adapter().unwrap().window().len(), 4);
+}
+
+#[test]
+fn scheduler_spreads_replicas_within_one_rtt() {
+    let mut cfg = ArtConfig::fixed(6);
+    cfg.alpha = 2.0;
+    let mut p = ArtPolicy::new(cfg).unwrap();
+    let now = Instant::from_millis(500);
+    burst(&mut p, now, 10, 20);
+    assert_eq!(p.scheduler_mut().escape_space(now, &path()), 40);
+    let mut rng = ChaCha8Rng::seed_from_u64(3);
+    let mut spread = false;
+    for i in 0..100 {
+        let d = p.on_data_lost(now, &lost(i, 1), &path(), &mut rng);
+        let (t, opp) = times(&d);
+        assert!(opp);
+        assert_eq!(t.len(), 6, "art-fix:6 sends exactly 6");
+        assert_eq!(t[0], now);
+        assert!(t.windows(2).all(|w| w[0] <= w[1]));
+        assert!(
+            t.iter().all(|x| *x - now < Duration::from_micros(4000)),
+            "beyond 40 cycles of 100 µs"
+        );
+        spread |= t[5] > now;
+    }
+    assert!(spread);
+}
+
+#[test]
+fn norand_variants_send_everything_now() {
+    let now = Instant::from_millis(500);
+    let mut rng = ChaCha8Rng::seed_from_u64(4);
+    let mut p = ArtPolicy::new(ArtConfig::fixed_norand(5)).unwrap();
+    burst(&mut p, now, 1, 30);
+    let d = p.on_data_lost(now, &lost(1, 1), &path(), &mut rng);
+    assert_eq!(
+        d,
+        Decision::Retransmit {
+            send_at: vec![now; 5],
+            opportunistic: true
+        }
+    );
+    assert_eq!(p.name(), "art-norand:5");
+
+    let mut p = ArtPolicy::new(ArtConfig::norand()).unwrap();
+    burst(&mut p, now, 1, 30);
+    for pn in 100..103 {
+        p.on_packet_lost(now, &fate(pn, 0, Some((1, 1))), &path());
+    }
+    let d = p.on_data_lost(now, &lost(1, 1), &path(), &mut rng);
+    assert_eq!(
+        d,
+        Decision::Retransmit {
+            send_at: vec![now; 2],
+            opportunistic: true
+        }
+    );
+    assert_eq!(p.name(), "art-norand");
+}
+
+#[test]
+fn level_never_exceeds_r_max() {
+    let cfg = ArtConfig {
+        r_max: 3,
+        ..ArtConfig::default()
+    };
+    let mut p = ArtPolicy::new(cfg).unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    let now = Instant::from_millis(1);
+    for pn in 0..10 {
+        p.on_packet_lost(now, &fate(pn, pn + 1, Some((1, 1))), &path());
+    }
+    let counts: Vec<usize> = (0..6)
+        .map(|i| {
+            times(&p.on_data_lost(now, &lost(i, 1), &path(), &mut rng))
+                .0
+                .len()
+        })
+        .collect();
+    assert_eq!(counts, [2, 3, 3, 3, 3, 3]);
+    assert_eq!(
+        p.name(),
+        "art[l_queue=10,alpha=1,burst_window_rtts=8,r_max=3]"
+    );
+}
+
+#[test]
+fn bandit_variants_learn_from_rounds() {
+    let mut p = ArtPolicy::new(ArtConfig::bandit(BanditConfig::ucb())).unwrap();
+    assert_eq!(p.name(), "art-mab-ucb");
+    let mut rng = ChaCha8Rng::seed_from_u64(6);
+    let now = Instant::from_millis(1);
+    // UCB tries each of the 8 arms once first.
+    let levels: Vec<usize> = (0..8)
+        .map(|i| {
+            times(&p.on_data_lost(now, &lost(i, 1), &path(), &mut rng))
+                .0
+                .len()
+        })
+        .collect();
+    assert_eq!(levels, [1, 2, 3, 4, 5, 6, 7, 8]);
+    // Item 0's round 1 gets acked: arm 1 rewarded 1/(1·1).
+    p.on_packet_acked(now, &fate(50, 50, Some((0, 1))), &path());
+    let arm = p.bandit().unwrap().arms()[0];
+    assert_eq!((arm.rewards, arm.mean), (1, 1.0));
+    // Item 1 (level 2) enters round 2: its round 1 is penalised −η/(1·2).
+    p.on_data_lost(now, &lost(1, 2), &path(), &mut rng);
+    let arm = p.bandit().unwrap().arms()[1];
+    assert_eq!(arm.rewards, 1);
+    assert!((arm.mean + 1.01 / 2.0).abs() < 1e-12);
+    assert_eq!(
+        ArtPolicy::new(ArtConfig::bandit(BanditConfig::epsilon_greedy()))
+            .unwrap()
+            .name(),
+        "art-mab-eg"
+    );
+}
+
+#[test]
+fn validation_rejects_out_of_range_parameters() {
+    let ok = ArtConfig::default();
+    let bad = [
+        ArtConfig { l_queue: 0, ..ok },
+        ArtConfig {
+            l_queue: MAX_L_QUEUE + 1,
+            ..ok
+        },
+        ArtConfig { alpha: 0.5, ..ok },
+        ArtConfig {
+            alpha: f64::NAN,
+            ..ok
+        },
+        ArtConfig {
+            alpha: f64::INFINITY,
+            ..ok
+        },
+        ArtConfig {
+            burst_window_rtts: 0,
+            ..ok
+        },
+        ArtConfig { r_max: 0, ..ok },
+        ArtConfig {
+            r_max: MAX_REPLICAS as u32 + 1,
+            ..ok
+        },
+        ArtConfig {
+            fixed_r: Some(0),
+            ..ok
+        },
+        ArtConfig {
+            fixed_r: Some(9),
+            ..ok
+        },
+        ArtConfig {
+            fixed_r: Some(2),
+            bandit: Some(BanditConfig::ucb()),
+            ..ok
+        },
+        ArtConfig {
+            bandit: Some(BanditConfig {
+                eta: -1.0,
+                ..BanditConfig::ucb()
+            }),
+            ..ok
+        },
+    ];
+    for cfg in bad {
+        let e = ArtFactory::new(cfg)
+            .err()
+            .unwrap_or_else(|| panic!("accepted {cfg:?}"));
+        assert!(matches!(e, SchemeError::InvalidConfig { .. }), "{e:?}");
+        assert!(ArtPolicy::new(cfg).is_err());
+    }
+    assert!(ArtFactory::new(ArtConfig::fixed(32)).is_ok());
+    assert_eq!(ArtFactory::new(ok).unwrap().build().name(), "art");
+}
+
+#[test]
+fn tags_are_send_indices_so_bursts_ignore_pn_gaps() {
+    let mut p = ArtPolicy::new(ArtConfig::default()).unwrap();
+    let now = Instant::from_millis(10);
+    // Packet numbers 1, 3, 5 (pure ACKs in between, never seen by the
+    // policy) are consecutive sends: one burst of 3.
+    let tags: Vec<u64> = [1, 3, 5]
+        .iter()
+        .map(|pn| p.on_packet_sent(now, &sent(*pn)))
+        .collect();
+    assert_eq!(tags, [1, 2, 3]);
+    for (pn, tag) in [1, 3, 5].into_iter().zip(tags) {
+        p.on_packet_lost(now, &fate(pn, tag, None), &path());
+    }
+    assert_eq!(p.scheduler_mut().max_burst(now, &path()), 3);
+}
