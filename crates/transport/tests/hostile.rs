@@ -163,7 +163,7 @@ fn random_datagrams_never_panic_the_server() {
 fn truncated_copies_of_real_packets_are_dropped() {
     let mut pair = Pair::default_pair();
     let mut seen: Vec<Vec<u8>> = Vec::new();
-    pair.drop = Some(Box::new(|_, _, _| false));
+    pair.drop = Some(Box::new(|_, _, _, _| false));
     // Capture a few real client datagrams by connecting once.
     pair.connect();
     let id = pair.client().streams().open(Dir::Bi).unwrap();

@@ -128,3 +128,32 @@ fn idle_connection_times_out() {
     pair.step();
     assert!(pair.client_opt().is_none());
 }
+
+/// Heavy loss both ways (ACKs too): recovery must never stall.
+#[test]
+fn heavy_loss_download_completes() {
+    for seed in 10u64..16 {
+        let mut pair = Pair::default_pair().with_random_loss(0.2);
+        pair.rng = rand::SeedableRng::seed_from_u64(seed);
+        let data = content(400_000, seed);
+        let got = pair.download(&data, Duration::from_secs(600));
+        assert!(got == data, "corrupted transfer with seed {seed}");
+    }
+}
+
+/// Burst loss: everything sent during 40 ms of every 500 ms is
+/// dropped (both ways), on top of 1 % random loss.
+#[test]
+fn burst_loss_download_completes() {
+    let mut pair = Pair::default_pair();
+    pair.drop = Some(Box::new(|now, _, _, rng| {
+        use rand::Rng;
+        let phase = now.as_nanos() % 500_000_000;
+        (250_000_000..290_000_000).contains(&phase) || rng.gen::<f64>() < 0.01
+    }));
+    let data = content(3_000_000, 77);
+    let got = pair.download(&data, Duration::from_secs(600));
+    assert!(got == data);
+    let s = pair.server().stats();
+    assert!(s.lost_packets > 50, "bursts should have cost packets: {}", s.lost_packets);
+}

@@ -120,7 +120,12 @@ impl Connection {
 
     /// Build one packet of `space` at the end of `buf`, or nothing.
     fn build_packet(&mut self, now: Instant, space: SpaceId, buf: &mut Vec<u8>, limit: usize) -> Option<Built> {
-        let probing = self.space(space).probes > 0;
+        // A PTO in any space lets every space send (RFC 9002 §6.2.4: probes
+        // are not blocked by congestion control). During the handshake this
+        // matters: a client whose window is full of Initial probes must
+        // still get its Handshake flight (the Finished) out, or the server,
+        // which has dropped its Initial keys, never completes.
+        let probing = SpaceId::ALL.iter().any(|&s| self.space(s).probes > 0);
         let cwnd_ok = self.congestion_allows() || probing;
         let mut pacing_ok = true;
         if cwnd_ok && !probing && space == SpaceId::Data {

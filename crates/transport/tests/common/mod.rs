@@ -28,7 +28,7 @@ struct InFlight {
 }
 
 /// Which datagrams to drop.
-pub type DropHook = Box<dyn FnMut(bool /* to_server */, &[u8], &mut ChaCha8Rng) -> bool>;
+pub type DropHook = Box<dyn FnMut(Instant, bool /* to_server */, &[u8], &mut ChaCha8Rng) -> bool>;
 
 /// Two endpoints and the network between them.
 pub struct Pair {
@@ -104,7 +104,7 @@ impl Pair {
     /// Drop each datagram independently with probability `p` (both ways),
     /// but never the first `spare` datagrams (let the handshake through).
     pub fn with_random_loss(mut self, p: f64) -> Self {
-        self.drop = Some(Box::new(move |_, _, rng| rng.gen::<f64>() < p));
+        self.drop = Some(Box::new(move |_, _, _, rng| rng.gen::<f64>() < p));
         self
     }
 
@@ -146,7 +146,7 @@ impl Pair {
     fn enqueue(&mut self, to_server: bool, from: SocketAddr, data: Vec<u8>) {
         let dir = to_server as usize;
         let dropped = match self.drop.as_mut() {
-            Some(hook) => hook(to_server, &data, &mut self.rng),
+            Some(hook) => hook(self.now, to_server, &data, &mut self.rng),
             None => false,
         };
         if dropped {
@@ -222,9 +222,14 @@ impl Pair {
 
     /// Complete the handshake (both sides Connected).
     pub fn connect(&mut self) {
+        self.connect_within(Duration::from_secs(10));
+    }
+
+    /// Complete the handshake within `limit` of virtual time.
+    pub fn connect_within(&mut self, limit: Duration) {
         let mut c = false;
         let mut s = false;
-        let ok = self.drive_until(Duration::from_secs(10), |p| {
+        let ok = self.drive_until(limit, |p| {
             while let Some(ev) = p.client_conn.and_then(|h| p.client.connection_mut(h)).and_then(|c| c.poll_event()) {
                 if ev == transport::Event::Connected {
                     c = true;
@@ -239,7 +244,9 @@ impl Pair {
             }
             c && s
         });
-        assert!(ok, "handshake did not complete");
+        assert!(ok, "handshake did not complete within {limit:?} (client: {:?}, server: {:?})",
+            self.client_opt().map(|c| (c.is_handshaking(), c.close_reason().cloned(), c.stats().pto_count)),
+            self.server_conn.and_then(|h| self.server.connection(h)).map(|c| (c.is_handshaking(), c.close_reason().cloned(), c.stats().pto_count)));
     }
 }
 
