@@ -18,7 +18,9 @@
 //!   (one replica per round) keeps RFC 9002 behaviour exactly;
 //! - the number of replicas is capped at [`MAX_REPLICAS`] and `send_at` times
 //!   earlier than `now` mean "now";
-//! - `Drop` is refused for reliable stream data (it is sent once, now).
+//! - `Drop` gives up DATAGRAM payloads (RFC 9221: unreliable by nature, so
+//!   RCP may abandon a late message); it is refused for reliable stream data,
+//!   which is then sent once, now.
 
 use core::fmt;
 
@@ -48,6 +50,18 @@ pub struct LostData {
     pub retransmissions: u32,
     /// Unacknowledged payload bytes that each replica will carry.
     pub bytes: u64,
+    /// What kind of data it is: whether `Drop` is possible.
+    pub kind: DataKind,
+}
+
+/// The kind of lost data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DataKind {
+    /// Reliable stream data (possibly with datagrams in the same packet):
+    /// must be delivered.
+    Stream,
+    /// DATAGRAM frames only: may be dropped.
+    Datagram,
 }
 
 /// A read-only view of the path, for decisions.
@@ -192,8 +206,9 @@ pub trait PolicyFactory: Send + Sync + fmt::Debug {
     fn name(&self) -> String;
 }
 
-/// Plain QUIC (RFC 9002): one retransmission per loss, subject to congestion
-/// control. The default policy.
+/// Plain QUIC (RFC 9002 / RFC 9221): one retransmission per lost stream
+/// packet, subject to congestion control; lost DATAGRAM frames are not
+/// retransmitted. The default policy.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct QuicPolicy;
 
@@ -205,11 +220,14 @@ impl RecoveryPolicy for QuicPolicy {
     fn on_data_lost(
         &mut self,
         now: Instant,
-        _lost: &LostData,
+        lost: &LostData,
         _path: &PathView,
         _rng: &mut dyn RngCore,
     ) -> Decision {
-        Decision::single(now)
+        match lost.kind {
+            DataKind::Stream => Decision::single(now),
+            DataKind::Datagram => Decision::Drop,
+        }
     }
 }
 

@@ -37,6 +37,8 @@ pub struct ConnectionStats {
     pub extra_replicas: u64,
     /// Lost-data items whose data eventually got through.
     pub recovered_items: u64,
+    /// DATAGRAM payloads given up by the policy after a loss.
+    pub datagrams_dropped: u64,
     /// Packets declared lost that were acknowledged later.
     pub spurious_retransmissions: u64,
     /// Largest retransmission round that delivered data (`n_max`).

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use common::{content, transport_with, Pair};
 use rand::RngCore;
-use transport::policy::{Decision, LostData, PacketFate, PathView, PolicyFactory, RecoveryPolicy, SentView};
+use transport::policy::{DataKind, Decision, LostData, PacketFate, PathView, PolicyFactory, RecoveryPolicy, SentView};
 use transport::TransportConfig;
 use wire::time::{Duration, Instant};
 
@@ -109,4 +109,69 @@ fn rounds_advance_only_when_all_replicas_are_lost() {
     let rounds_beyond_first = log.decisions.iter().filter(|(r, _)| *r > 1).count() as u64;
     // A later round needs both replicas of the previous one lost.
     assert!(rounds_beyond_first * 2 <= log.replicas_lost);
+}
+
+/// Retransmits lost datagrams for up to `rounds` rounds, then drops them
+/// (the shape of RCP's retransmit-or-drop decision).
+#[derive(Debug, Clone)]
+struct DatagramRetry {
+    rounds: u32,
+}
+
+impl RecoveryPolicy for DatagramRetry {
+    fn name(&self) -> String {
+        "datagram-retry".into()
+    }
+    fn on_data_lost(&mut self, now: Instant, lost: &LostData, _path: &PathView, _rng: &mut dyn RngCore) -> Decision {
+        if lost.kind == DataKind::Datagram && lost.round > self.rounds {
+            Decision::Drop
+        } else {
+            Decision::single(now)
+        }
+    }
+}
+
+impl PolicyFactory for DatagramRetry {
+    fn build(&self) -> Box<dyn RecoveryPolicy> {
+        Box::new(self.clone())
+    }
+    fn name(&self) -> String {
+        "datagram-retry".into()
+    }
+}
+
+/// Server sends `n` datagrams through 20 % loss (server to client only);
+/// returns (received distinct payloads, server stats).
+fn send_datagrams(policy: Arc<dyn PolicyFactory>, n: u32) -> (usize, transport::ConnectionStats) {
+    let mut pair = Pair::new(transport_with(policy), TransportConfig::default());
+    pair.connect();
+    pair.drop = Some(Box::new(|_, to_server, _, rng| {
+        use rand::Rng;
+        !to_server && rng.gen::<f64>() < 0.2
+    }));
+    let mut got = std::collections::BTreeSet::new();
+    let mut next = 0u32;
+    pair.drive_until(Duration::from_secs(30), |p| {
+        while next < n && next < 1 + (p.now.as_nanos() / 5_000_000) as u32 {
+            p.server().send_datagram(next.to_be_bytes().to_vec()).unwrap();
+            next += 1;
+        }
+        while let Some(d) = p.client().recv_datagram() {
+            got.insert(d);
+        }
+        false
+    });
+    let stats = pair.server().stats();
+    (got.len(), stats)
+}
+
+#[test]
+fn lost_datagrams_are_dropped_by_quic_and_retransmitted_on_request() {
+    let (plain, s) = send_datagrams(Arc::new(transport::policy::QuicPolicy), 300);
+    assert!(plain < 290, "20% loss but {plain} of 300 arrived without retransmission");
+    assert!(s.datagrams_dropped > 0);
+    assert_eq!(s.replicas, 0);
+    let (retried, s) = send_datagrams(Arc::new(DatagramRetry { rounds: 4 }), 300);
+    assert!(retried >= 299, "retransmitted datagrams should nearly all arrive: {retried}");
+    assert!(s.replicas > 0);
 }

@@ -187,6 +187,10 @@ pub struct Connection {
     policy: Box<dyn RecoveryPolicy>,
     streams: Streams,
     datagrams_out: VecDeque<Vec<u8>>,
+    /// Payloads of DATAGRAM frames sent and neither acknowledged nor given
+    /// up, by id: what a policy may retransmit (RCP).
+    datagram_store: std::collections::BTreeMap<u64, Vec<u8>>,
+    next_datagram_id: u64,
     datagrams_in: VecDeque<Vec<u8>>,
     peer_max_datagram_frame: Option<u64>,
     path_responses: VecDeque<[u8; 8]>,
@@ -273,6 +277,8 @@ impl Connection {
             policy: config.policy.build(),
             streams: Streams::new(side, config.streams.clone()),
             datagrams_out: VecDeque::new(),
+            datagram_store: std::collections::BTreeMap::new(),
+            next_datagram_id: 0,
             datagrams_in: VecDeque::new(),
             peer_max_datagram_frame: None,
             path_responses: VecDeque::new(),

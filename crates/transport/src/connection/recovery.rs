@@ -19,7 +19,7 @@ use super::spaces::{Retransmit, SentPacket};
 use super::{Connection, SpaceId, Timer};
 use crate::events::RecoveryRecord;
 use crate::error::TransportError;
-use crate::policy::{Decision, ItemId, LostData, PacketFate, PathView, ReplicaRef, MAX_REPLICAS};
+use crate::policy::{DataKind, Decision, ItemId, LostData, PacketFate, PathView, ReplicaRef, MAX_REPLICAS};
 use crate::streams::StreamChunk;
 
 /// RFC 9002 §6.1.1 packet threshold.
@@ -31,6 +31,8 @@ const PERSISTENT_CONGESTION_THRESHOLD: u32 = 3;
 #[derive(Debug)]
 pub(crate) struct Item {
     pub chunks: Vec<StreamChunk>,
+    /// DATAGRAM payloads carried (ids into the datagram store).
+    pub datagrams: Vec<u64>,
     pub first_sent: Instant,
     pub first_lost: Instant,
     /// Current round (1 = first retransmission round).
@@ -233,6 +235,9 @@ impl Connection {
         for c in &p.stream_chunks {
             self.streams.on_chunk_acked(c);
         }
+        for id in &p.datagrams {
+            self.datagram_store.remove(id);
+        }
         if space != SpaceId::Data {
             return;
         }
@@ -277,6 +282,7 @@ impl Connection {
             self.streams.unacked_parts(c, &mut parts);
             left |= !parts.is_empty();
         }
+        left |= it.datagrams.iter().any(|d| self.datagram_store.contains_key(d));
         if left {
             if it.queued == 0 && it.outstanding <= 1 {
                 self.start_round(now, item);
@@ -419,7 +425,8 @@ impl Connection {
             self.start_round(now, r.item);
             return true;
         }
-        if p.stream_chunks.is_empty() {
+        let datagrams: Vec<u64> = p.datagrams.iter().copied().filter(|id| self.datagram_store.contains_key(id)).collect();
+        if p.stream_chunks.is_empty() && datagrams.is_empty() {
             let e = LostEntry { item: None, round: 0, time_sent: p.time_sent, lost_at: now };
             self.recovery.lost_history.insert(pn, e);
             return p.ack_eliciting;
@@ -431,6 +438,7 @@ impl Connection {
             id,
             Item {
                 chunks: p.stream_chunks.clone(),
+                datagrams,
                 first_sent: p.time_sent,
                 first_lost: now,
                 round: 0,
@@ -448,18 +456,22 @@ impl Connection {
     fn start_round(&mut self, now: Instant, id: ItemId) {
         let mut parts = Vec::new();
         let mut bytes = 0u64;
+        let mut datagram_bytes = 0u64;
         if let Some(item) = self.recovery.items.get(&id) {
             for c in &item.chunks {
                 self.streams.unacked_parts(c, &mut parts);
                 bytes += parts.iter().map(|p| u64::from(p.len)).sum::<u64>();
                 bytes += parts.iter().filter(|p| p.fin && p.len == 0).count() as u64;
             }
+            datagram_bytes =
+                item.datagrams.iter().filter_map(|d| self.datagram_store.get(d)).map(|d| d.len() as u64).sum();
         }
-        if bytes == 0 {
+        if bytes == 0 && datagram_bytes == 0 {
             // Everything already acknowledged (or the stream was reset).
             self.recovery.items.remove(&id);
             return;
         }
+        let kind = if bytes > 0 { DataKind::Stream } else { DataKind::Datagram };
         let path = self.path_view();
         let Some(item) = self.recovery.items.get_mut(&id) else { return };
         item.round += 1;
@@ -469,11 +481,23 @@ impl Connection {
             first_lost: item.first_lost,
             round: item.round,
             retransmissions: item.sent,
-            bytes,
+            bytes: bytes + datagram_bytes,
+            kind,
         };
         let decision = self.policy.on_data_lost(now, &lost, &path, &mut self.rng);
         let (mut times, opportunistic) = match decision {
             Decision::Retransmit { send_at, opportunistic } => (send_at, opportunistic),
+            Decision::Drop if kind == DataKind::Datagram => {
+                // Give the datagrams up (RFC 9221 leaves them unreliable).
+                if let Some(item) = self.recovery.items.remove(&id) {
+                    for d in &item.datagrams {
+                        if self.datagram_store.remove(d).is_some() {
+                            self.stats.datagrams_dropped += 1;
+                        }
+                    }
+                }
+                return;
+            }
             // Stream data is reliable: refuse to drop it.
             Decision::Drop => (vec![now], false),
         };

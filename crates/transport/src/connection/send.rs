@@ -180,6 +180,7 @@ impl Connection {
             in_flight: false,
             largest_acked: None,
             stream_chunks: Vec::new(),
+            datagrams: Vec::new(),
             retransmits: Vec::new(),
             rate: self.rate.on_packet_sent(now, self.bytes_in_flight),
             replica: None,
@@ -348,7 +349,11 @@ impl Connection {
                 }
                 frame::write_datagram_header(buf, d.len());
                 buf.extend_from_slice(d);
-                self.datagrams_out.pop_front();
+                let Some(d) = self.datagrams_out.pop_front() else { break };
+                let id = self.next_datagram_id;
+                self.next_datagram_id += 1;
+                self.datagram_store.insert(id, d);
+                record.datagrams.push(id);
                 record.ack_eliciting = true;
             }
             // New stream data; room sized for the largest packet number so
@@ -383,8 +388,20 @@ impl Connection {
     fn write_replica(&mut self, buf: &mut Vec<u8>, max_end: usize, r: &ReplicaRef, record: &mut SentPacket) -> bool {
         let Some(item) = self.recovery.items.get(&r.item) else { return false };
         let chunks: Vec<StreamChunk> = item.chunks.clone();
+        let datagrams = item.datagrams.clone();
         let mut parts = Vec::new();
         let mut wrote = false;
+        for id in datagrams {
+            let Some(d) = self.datagram_store.get(&id) else { continue };
+            let need = frame::datagram_header_len(d.len()) + d.len();
+            if buf.len() + need > max_end {
+                continue;
+            }
+            frame::write_datagram_header(buf, d.len());
+            buf.extend_from_slice(d);
+            record.datagrams.push(id);
+            wrote = true;
+        }
         for c in &chunks {
             self.streams.unacked_parts(c, &mut parts);
             for p in &parts {

@@ -64,6 +64,8 @@ pub(crate) struct SentPacket {
     /// Largest packet number acknowledged by an ACK frame in this packet.
     pub largest_acked: Option<u64>,
     pub stream_chunks: Vec<StreamChunk>,
+    /// DATAGRAM frames carried (ids into the connection's datagram store).
+    pub datagrams: Vec<u64>,
     pub retransmits: Vec<Retransmit>,
     pub rate: PacketRateState,
     /// Set when this packet carried a replica of lost data.
