@@ -5,11 +5,12 @@
 //! adopts a fixed redundancy level"). The R replicas of a round are sent back
 //! to back, subject to congestion control and pacing like any
 //! retransmission (no opportunism: that belongs to ART, journal §6.4).
-//! `fixed:1` behaves exactly like plain QUIC.
+//! `fixed:1` behaves exactly like plain QUIC. Lost DATAGRAM-only data is
+//! given up, as plain QUIC does (RFC 9221: unreliable by nature).
 
 use rand::RngCore;
 use transport::policy::{
-    Decision, LostData, PathView, PolicyFactory, RecoveryPolicy, MAX_REPLICAS,
+    DataKind, Decision, LostData, PathView, PolicyFactory, RecoveryPolicy, MAX_REPLICAS,
 };
 use wire::time::Instant;
 
@@ -50,10 +51,13 @@ impl RecoveryPolicy for FixedPolicy {
     fn on_data_lost(
         &mut self,
         now: Instant,
-        _lost: &LostData,
+        lost: &LostData,
         _path: &PathView,
         _rng: &mut dyn RngCore,
     ) -> Decision {
+        if lost.kind == DataKind::Datagram {
+            return Decision::Drop;
+        }
         Decision::Retransmit {
             send_at: vec![now; self.r as usize],
             opportunistic: false,
@@ -86,6 +90,7 @@ mod tests {
             round,
             retransmissions: 0,
             bytes: 1000,
+            kind: DataKind::Stream,
         }
     }
 
@@ -107,6 +112,20 @@ mod tests {
             }
             assert_eq!(p.name(), format!("fixed:{r}"));
         }
+    }
+
+    #[test]
+    fn datagrams_are_given_up() {
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        let mut p = FixedPolicy::new(3).unwrap().build();
+        let l = LostData {
+            kind: DataKind::Datagram,
+            ..lost(1)
+        };
+        assert_eq!(
+            p.on_data_lost(Instant::ZERO, &l, &PathView::default(), &mut rng),
+            Decision::Drop
+        );
     }
 
     #[test]

@@ -7,11 +7,12 @@
 //! variable redundancy level (R = 2n + 1)". Both are rules of the round alone:
 //! they do not look at the network. Replicas go back to back, subject to
 //! congestion control (not opportunistic), and R is capped at the
-//! transport's [`MAX_REPLICAS`].
+//! transport's [`MAX_REPLICAS`]. Lost DATAGRAM-only data is given up, as
+//! plain QUIC does (RFC 9221).
 
 use rand::RngCore;
 use transport::policy::{
-    Decision, LostData, PathView, PolicyFactory, RecoveryPolicy, MAX_REPLICAS,
+    DataKind, Decision, LostData, PathView, PolicyFactory, RecoveryPolicy, MAX_REPLICAS,
 };
 use wire::time::Instant;
 
@@ -73,6 +74,9 @@ impl RecoveryPolicy for RoundsPolicy {
         _path: &PathView,
         _rng: &mut dyn RngCore,
     ) -> Decision {
+        if lost.kind == DataKind::Datagram {
+            return Decision::Drop;
+        }
         let r = self.rule.level(lost.round);
         Decision::Retransmit {
             send_at: vec![now; r as usize],
@@ -107,6 +111,7 @@ mod tests {
             round,
             retransmissions: 0,
             bytes: 1,
+            kind: DataKind::Stream,
         }
     }
 
@@ -147,6 +152,14 @@ mod tests {
             }
         );
         assert_eq!(p.name(), "2n+1");
+        let l = LostData {
+            kind: DataKind::Datagram,
+            ..lost(1)
+        };
+        assert_eq!(
+            p.on_data_lost(now, &l, &PathView::default(), &mut rng),
+            Decision::Drop
+        );
     }
 
     proptest! {

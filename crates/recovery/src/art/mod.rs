@@ -18,6 +18,10 @@
 //! Opportunism is kept by every variant: it is ART's answer to
 //! congestion-limited traffic (§6.4), not part of the scheduler whose effect
 //! the ablations isolate.
+//!
+//! ART recovers reliable stream data (the papers' subject). Lost
+//! DATAGRAM-only data is given up, as plain QUIC does (RFC 9221), and does
+//! not touch the adapter's per-round levels or the bandit.
 
 pub mod adapter;
 pub mod mab;
@@ -25,7 +29,8 @@ pub mod scheduler;
 
 use rand::RngCore;
 use transport::policy::{
-    Decision, LostData, PacketFate, PathView, PolicyFactory, RecoveryPolicy, SentView, MAX_REPLICAS,
+    DataKind, Decision, LostData, PacketFate, PathView, PolicyFactory, RecoveryPolicy, SentView,
+    MAX_REPLICAS,
 };
 use wire::time::Instant;
 
@@ -301,6 +306,9 @@ impl RecoveryPolicy for ArtPolicy {
         path: &PathView,
         rng: &mut dyn RngCore,
     ) -> Decision {
+        if lost.kind == DataKind::Datagram {
+            return Decision::Drop;
+        }
         let r = match &mut self.level {
             Level::Adaptive(a) => a.on_data_lost(lost.round),
             Level::Fixed(r) => *r,

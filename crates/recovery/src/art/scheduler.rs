@@ -369,7 +369,7 @@ mod tests {
             let mut s = ReplicaScheduler::new(alpha, window);
             let mut now = Instant::from_nanos(now_ns / 2);
             for (index, dt) in lost {
-                now = now + Duration::from_nanos(dt);
+                now += Duration::from_nanos(dt);
                 s.on_packet_lost(now, index % 64, &p);
             }
             let space = s.escape_space(now, &p);

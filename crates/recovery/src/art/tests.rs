@@ -4,7 +4,7 @@
 use super::*;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use transport::policy::{ItemId, ReplicaRef};
+use transport::policy::{DataKind, ItemId, ReplicaRef};
 use wire::time::Duration;
 
 fn path() -> PathView {
@@ -26,6 +26,7 @@ fn lost(item: u64, round: u32) -> LostData {
         round,
         retransmissions: 0,
         bytes: 1200,
+        kind: DataKind::Stream,
     }
 }
 
@@ -304,4 +305,18 @@ fn tags_are_send_indices_so_bursts_ignore_pn_gaps() {
         p.on_packet_lost(now, &fate(pn, tag, None), &path());
     }
     assert_eq!(p.scheduler_mut().max_burst(now, &path()), 3);
+}
+
+#[test]
+fn datagrams_are_given_up_without_touching_the_levels() {
+    let mut p = ArtPolicy::new(ArtConfig::default()).unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(8);
+    let now = Instant::from_millis(1);
+    p.on_packet_lost(now, &fate(1, 1, Some((1, 1))), &path());
+    let l = LostData {
+        kind: DataKind::Datagram,
+        ..lost(1, 1)
+    };
+    assert_eq!(p.on_data_lost(now, &l, &path(), &mut rng), Decision::Drop);
+    assert_eq!(p.adapter().unwrap().level(1), 1);
 }
