@@ -1,0 +1,481 @@
+//! The papers' metrics, measured where the papers measure them (DESIGN.md
+//! principle 4, "Metrics").
+//!
+//! - At the **sender** (the server, which sends the file data): the
+//!   connection's counters ([`ConnectionStats`]: `data_packets`,
+//!   `lost_packets`, `replicas`, `n`/`k` histograms) and one
+//!   [`RecoveryRecord`] per lost item that got through (`n`, `k`, first send,
+//!   first loss detection, send time of the delivering copy).
+//! - At the **receiver** (the client): the first arrival time of every
+//!   stream byte ([`ArrivalMap`]), which ends `t_wait`, and the completion
+//!   time of every file (`fct_ms`).
+//!
+//! Both ends live in one simulation, so one [`Recorder`] is shared by a
+//! subscriber on each connection: when the sender learns that an item was
+//! recovered, the receiver has already seen its bytes (the acknowledgement
+//! that told the sender left the receiver after they arrived), and the
+//! item's `t_wait` is computed at once ([`ItemRecord`]).
+//!
+//! [`RunMetrics`] is the JSON object of `artq sim --json`; [`Summary`] the
+//! `{p50,p95,p99,max,mean}` of a distribution.
+
+pub mod arrivals;
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use serde::{Deserialize, Serialize};
+use transport::events::{RecoveryRecord, Subscriber};
+use transport::ConnectionStats;
+use wire::time::{Duration, Instant};
+use wire::StreamId;
+
+pub use arrivals::ArrivalMap;
+
+/// One recovered item (the stream data of one lost packet), as the per-packet
+/// CSV shows it.
+///
+/// Exists to keep what DESIGN.md defines per lost packet: `n`, `k`,
+/// `t_wait`, `recovery_latency`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ItemRecord {
+    /// The transport's item id (order of first loss).
+    pub item: u64,
+    /// Stream of the item's first chunk.
+    pub stream: u64,
+    /// Offset of the item's first chunk.
+    pub offset: u64,
+    /// Payload bytes of all the item's chunks.
+    pub len: u64,
+    /// Round that delivered the data (0: the original got through after all).
+    pub n: u32,
+    /// Retransmissions sent for the data (every replica counts).
+    pub k: u32,
+    /// First transmission of the data.
+    pub first_sent: Instant,
+    /// First loss detection.
+    pub first_lost: Instant,
+    /// `t_wait` (ART journal eq. 1-2): from the first transmission until every
+    /// byte of the item had first arrived at the receiver. `None` when the
+    /// receiver's record could not answer (a bare FIN, or data of a retired
+    /// stream).
+    pub t_wait: Option<Duration>,
+    /// `recovery_latency` (AutoRec §2.3): from the first loss detection to the
+    /// sending of the copy whose acknowledgement delivered the data. `None`
+    /// for `n = 0`: the original got through, no recovery packet exists.
+    pub recovery_latency: Option<Duration>,
+}
+
+impl ItemRecord {
+    /// Builds the record for `r`, reading first arrivals from `arrivals`.
+    pub fn from_record(r: &RecoveryRecord, arrivals: &ArrivalMap) -> ItemRecord {
+        let first = r
+            .chunks
+            .iter()
+            .find(|c| c.len > 0)
+            .or_else(|| r.chunks.first());
+        let len = r.chunks.iter().map(|c| u64::from(c.len)).sum();
+        let mut latest: Option<Instant> = None;
+        let mut complete = len > 0;
+        for c in r.chunks.iter().filter(|c| c.len > 0) {
+            match arrivals.all_arrived_at(c.id.0, c.offset, u64::from(c.len)) {
+                Some(at) => latest = Some(latest.map_or(at, |l| l.max(at))),
+                None => complete = false,
+            }
+        }
+        let t_wait = latest
+            .filter(|_| complete)
+            .map(|at| at.saturating_duration_since(r.first_sent));
+        let recovery_latency =
+            (r.round > 0).then(|| r.recovery_sent.saturating_duration_since(r.first_lost));
+        ItemRecord {
+            item: r.item.0,
+            stream: first.map_or(0, |c| c.id.0),
+            offset: first.map_or(0, |c| c.offset),
+            len,
+            n: r.round,
+            k: r.retransmissions,
+            first_sent: r.first_sent,
+            first_lost: r.first_lost,
+            t_wait,
+            recovery_latency,
+        }
+    }
+}
+
+/// What the two connections' subscribers share.
+#[derive(Debug, Default)]
+struct Shared {
+    arrivals: ArrivalMap,
+    items: Vec<ItemRecord>,
+}
+
+/// The metric recorder of one run: hands out a subscriber for each end and
+/// keeps what they saw.
+///
+/// Exists because the sender's records need the receiver's arrival times;
+/// cloning it shares the same state.
+#[derive(Clone, Debug, Default)]
+pub struct Recorder {
+    shared: Arc<Mutex<Shared>>,
+}
+
+impl Recorder {
+    /// A recorder with nothing recorded yet.
+    pub fn new() -> Self {
+        Recorder::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Shared> {
+        // A panic while holding the lock can only come from a bug in this
+        // module; the data is still usable, so poisoning is ignored.
+        self.shared
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The subscriber for the sender's (server's) connection.
+    pub fn sender_subscriber(&self) -> Box<dyn Subscriber> {
+        Box::new(SenderSubscriber {
+            recorder: self.clone(),
+        })
+    }
+
+    /// The subscriber for the receiver's (client's) connection.
+    pub fn receiver_subscriber(&self) -> Box<dyn Subscriber> {
+        Box::new(ReceiverSubscriber {
+            recorder: self.clone(),
+        })
+    }
+
+    /// The sender has had every byte of `stream` acknowledged: its arrival
+    /// times are no longer needed.
+    pub fn stream_finished(&self, stream: StreamId) {
+        self.lock().arrivals.retire(stream.0);
+    }
+
+    /// The recovered items so far, in the order the sender recovered them.
+    pub fn items(&self) -> Vec<ItemRecord> {
+        self.lock().items.clone()
+    }
+
+    /// Arrival segments held now (for memory checks).
+    pub fn arrival_segments(&self) -> usize {
+        self.lock().arrivals.segments()
+    }
+}
+
+/// Sender side: turns [`RecoveryRecord`]s into [`ItemRecord`]s.
+struct SenderSubscriber {
+    recorder: Recorder,
+}
+
+impl Subscriber for SenderSubscriber {
+    fn data_recovered(&mut self, _now: Instant, record: &RecoveryRecord) {
+        let mut shared = self.recorder.lock();
+        let item = ItemRecord::from_record(record, &shared.arrivals);
+        shared.items.push(item);
+    }
+}
+
+/// Receiver side: first arrival of every stream byte.
+struct ReceiverSubscriber {
+    recorder: Recorder,
+}
+
+impl Subscriber for ReceiverSubscriber {
+    fn stream_data_received(&mut self, now: Instant, id: StreamId, offset: u64, len: u64) {
+        self.recorder.lock().arrivals.record(id.0, offset, len, now);
+    }
+}
+
+/// `{p50, p95, p99, max, mean}` of a distribution of durations, in ms.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Median (nearest rank).
+    pub p50: f64,
+    /// 95th percentile (nearest rank).
+    pub p95: f64,
+    /// 99th percentile (nearest rank).
+    pub p99: f64,
+    /// Largest value.
+    pub max: f64,
+    /// Arithmetic mean.
+    pub mean: f64,
+}
+
+impl Summary {
+    /// The summary of `values` (reordered in place); `None` when empty.
+    /// Percentiles use the nearest-rank definition, so every reported value
+    /// is one of the samples; the mean is computed in integer nanoseconds.
+    pub fn of(values: &mut [Duration]) -> Option<Summary> {
+        values.sort_unstable();
+        let n = values.len();
+        let last = *values.last()?;
+        let rank = |p: usize| -> f64 {
+            // Nearest rank: the ceil(p/100 * n)-th smallest, 1-based.
+            let r = (p * n).div_ceil(100).clamp(1, n);
+            values.get(r - 1).map_or(0.0, |d| ms(*d))
+        };
+        let total: u128 = values.iter().map(Duration::as_nanos).sum();
+        let mean_ns = total / n as u128;
+        Some(Summary {
+            p50: rank(50),
+            p95: rank(95),
+            p99: rank(99),
+            max: ms(last),
+            mean: mean_ns as f64 / 1e6,
+        })
+    }
+}
+
+/// A duration in milliseconds.
+pub fn ms(d: Duration) -> f64 {
+    d.as_nanos() as f64 / 1e6
+}
+
+/// The JSON object of one run (`artq sim --json`): DESIGN.md's metric names,
+/// in a fixed order.
+///
+/// Exists as one typed struct so the CLI, the experiments and the tests read
+/// and write the same fields.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunMetrics {
+    /// The recovery scheme, as the registry names it.
+    pub scheme: String,
+    /// The scenario's master seed.
+    pub seed: u64,
+    /// Congestion controller (`cubic`, `newreno`, `bbr`).
+    pub cc: String,
+    /// Number of files in the workload.
+    pub files: u64,
+    /// Whole workload: from the client's connection start to the last byte
+    /// of the last file at the client.
+    pub fct_ms: f64,
+    /// Per-file completion times (request sent to last byte received), when
+    /// the workload has more than one file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fct_ms_per_file: Option<Summary>,
+    /// Application bytes delivered over `fct_ms`, in Mbit/s.
+    pub goodput_mbps: f64,
+    /// Application bytes delivered (files x size).
+    pub bytes: u64,
+    /// Packets carrying first transmissions of stream data (sender).
+    pub data_packets: u64,
+    /// Packets declared lost, replicas included (sender).
+    pub lost_packets: u64,
+    /// Packets sent to recover lost data, every replica (sender).
+    pub replicas: u64,
+    /// Replicas beyond one per round (sender).
+    pub extra_replicas: u64,
+    /// Largest round that delivered lost data.
+    pub n_max: u32,
+    /// Most retransmissions of one item.
+    pub k_max: u32,
+    /// `n_hist[n]`: recovered items delivered in round `n` (0: spurious loss).
+    pub n_hist: Vec<u64>,
+    /// `t_wait` of the recovered items; `null` when nothing was lost.
+    pub t_wait_ms: Option<Summary>,
+    /// `recovery_latency` of the items recovered by a retransmission;
+    /// `null` when there were none.
+    pub recovery_latency_ms: Option<Summary>,
+    /// Share of recovered items that needed two rounds or more.
+    pub recovery_deterioration_rate: f64,
+    /// `replicas / data_packets`.
+    pub retransmission_ratio: f64,
+    /// Packets declared lost and acknowledged afterwards.
+    pub spurious_retransmissions: u64,
+    /// Wall-clock time spent in the sender's (server node's) code, ms. Not
+    /// deterministic: present only when asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_ms: Option<f64>,
+}
+
+/// The inputs of [`RunMetrics::compute`] that are not counters.
+#[derive(Clone, Debug)]
+pub struct RunFacts {
+    /// Scheme name.
+    pub scheme: String,
+    /// Master seed.
+    pub seed: u64,
+    /// Congestion controller name.
+    pub cc: String,
+    /// Files in the workload.
+    pub files: u64,
+    /// Application bytes delivered.
+    pub bytes: u64,
+    /// Connection start at the client.
+    pub started: Instant,
+    /// Last byte of the last file at the client.
+    pub finished: Instant,
+    /// Per-file completion times.
+    pub per_file: Vec<Duration>,
+    /// Sender CPU time, when measured.
+    pub cpu: Option<std::time::Duration>,
+}
+
+impl RunMetrics {
+    /// Aggregates one run: `facts` from the client, `stats` of the sender's
+    /// connection, the recovered `items`.
+    pub fn compute(facts: RunFacts, stats: &ConnectionStats, items: &[ItemRecord]) -> RunMetrics {
+        let fct = facts.finished.saturating_duration_since(facts.started);
+        let fct_s = fct.as_secs_f64();
+        let goodput_mbps = if fct_s > 0.0 {
+            facts.bytes as f64 * 8.0 / fct_s / 1e6
+        } else {
+            0.0
+        };
+        let mut per_file = facts.per_file;
+        let fct_ms_per_file = if facts.files > 1 {
+            Summary::of(&mut per_file)
+        } else {
+            None
+        };
+        let mut t_wait: Vec<Duration> = items.iter().filter_map(|i| i.t_wait).collect();
+        let mut latency: Vec<Duration> = items.iter().filter_map(|i| i.recovery_latency).collect();
+        let recovered: u64 = stats.n_hist.iter().sum();
+        let deteriorated: u64 = stats.n_hist.iter().skip(2).sum();
+        RunMetrics {
+            scheme: facts.scheme,
+            seed: facts.seed,
+            cc: facts.cc,
+            files: facts.files,
+            fct_ms: ms(fct),
+            fct_ms_per_file,
+            goodput_mbps,
+            bytes: facts.bytes,
+            data_packets: stats.data_packets,
+            lost_packets: stats.lost_packets,
+            replicas: stats.replicas,
+            extra_replicas: stats.extra_replicas,
+            n_max: stats.n_max,
+            k_max: stats.k_max,
+            n_hist: stats.n_hist.clone(),
+            t_wait_ms: Summary::of(&mut t_wait),
+            recovery_latency_ms: Summary::of(&mut latency),
+            recovery_deterioration_rate: ratio(deteriorated, recovered),
+            retransmission_ratio: ratio(stats.replicas, stats.data_packets),
+            spurious_retransmissions: stats.spurious_retransmissions,
+            cpu_ms: facts.cpu.map(|d| d.as_secs_f64() * 1e3),
+        }
+    }
+}
+
+/// `a / b`, 0 when `b` is 0.
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 / b as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use transport::policy::ItemId;
+    use transport::streams::StreamChunk;
+
+    fn d(ms: u64) -> Duration {
+        Duration::from_millis(ms)
+    }
+
+    #[test]
+    fn summary_uses_nearest_rank() {
+        let mut v: Vec<Duration> = (1..=100).map(d).collect();
+        let s = Summary::of(&mut v).expect("non-empty");
+        assert_eq!((s.p50, s.p95, s.p99, s.max), (50.0, 95.0, 99.0, 100.0));
+        assert!((s.mean - 50.5).abs() < 1e-9);
+        let mut one = vec![d(7)];
+        let s = Summary::of(&mut one).expect("non-empty");
+        assert_eq!((s.p50, s.p99, s.max, s.mean), (7.0, 7.0, 7.0, 7.0));
+        assert!(Summary::of(&mut []).is_none());
+    }
+
+    fn record(round: u32, chunks: Vec<StreamChunk>) -> RecoveryRecord {
+        RecoveryRecord {
+            item: ItemId(3),
+            chunks,
+            first_sent: Instant::from_millis(100),
+            first_lost: Instant::from_millis(150),
+            round,
+            retransmissions: round,
+            recovery_sent: Instant::from_millis(170),
+            acked_at: Instant::from_millis(220),
+        }
+    }
+
+    fn chunk(offset: u64, len: u32) -> StreamChunk {
+        StreamChunk {
+            id: StreamId(0),
+            offset,
+            len,
+            fin: false,
+        }
+    }
+
+    #[test]
+    fn item_takes_t_wait_from_the_receiver_and_latency_from_the_sender() {
+        let mut arrivals = ArrivalMap::new();
+        arrivals.record(0, 0, 1000, Instant::from_millis(115));
+        arrivals.record(0, 1000, 1000, Instant::from_millis(185));
+        let r = record(1, vec![chunk(500, 1000)]);
+        let item = ItemRecord::from_record(&r, &arrivals);
+        assert_eq!(item.t_wait, Some(d(85)), "last byte first arrived at 185");
+        assert_eq!(item.recovery_latency, Some(d(20)));
+        assert_eq!(
+            (item.stream, item.offset, item.len, item.n, item.k),
+            (0, 500, 1000, 1, 1)
+        );
+        // n = 0: the original got through, no recovery packet.
+        let item = ItemRecord::from_record(&record(0, vec![chunk(0, 10)]), &arrivals);
+        assert_eq!(item.recovery_latency, None);
+        assert_eq!(item.t_wait, Some(d(15)));
+        // Bytes the receiver never saw, or a bare FIN: no t_wait.
+        let item = ItemRecord::from_record(&record(1, vec![chunk(1500, 1000)]), &arrivals);
+        assert_eq!(item.t_wait, None);
+        let item = ItemRecord::from_record(&record(1, vec![chunk(2000, 0)]), &arrivals);
+        assert_eq!((item.t_wait, item.len), (None, 0));
+    }
+
+    #[test]
+    fn run_metrics_follow_design_definitions() {
+        let mut stats = ConnectionStats::default();
+        stats.data_packets = 200;
+        stats.lost_packets = 6;
+        stats.replicas = 5;
+        stats.n_hist = vec![1, 3, 1];
+        stats.n_max = 2;
+        stats.k_max = 2;
+        let items = vec![ItemRecord::from_record(
+            &record(1, vec![chunk(0, 10)]),
+            &ArrivalMap::new(),
+        )];
+        let facts = RunFacts {
+            scheme: "quic".into(),
+            seed: 1,
+            cc: "cubic".into(),
+            files: 2,
+            bytes: 1_000_000,
+            started: Instant::ZERO,
+            finished: Instant::from_millis(800),
+            per_file: vec![d(300), d(500)],
+            cpu: None,
+        };
+        let m = RunMetrics::compute(facts, &stats, &items);
+        assert_eq!(m.fct_ms, 800.0);
+        assert!((m.goodput_mbps - 10.0).abs() < 1e-9);
+        assert!((m.recovery_deterioration_rate - 0.2).abs() < 1e-12);
+        assert!((m.retransmission_ratio - 0.025).abs() < 1e-12);
+        assert_eq!(m.fct_ms_per_file.map(|s| s.max), Some(500.0));
+        assert_eq!(m.t_wait_ms, None, "the receiver saw nothing");
+        assert_eq!(m.recovery_latency_ms.map(|s| s.p50), Some(20.0));
+        let json = serde_json::to_string(&m).expect("serialises");
+        assert!(!json.contains("cpu_ms"), "cpu_ms only when measured");
+        assert!(
+            json.starts_with("{\"scheme\":\"quic\",\"seed\":1,"),
+            "{json}"
+        );
+        let back: RunMetrics = serde_json::from_str(&json).expect("parses back");
+        assert_eq!(back, m);
+    }
+}

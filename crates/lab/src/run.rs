@@ -1,0 +1,289 @@
+//! Running one [`Scenario`]: two [`QuicNode`]s joined by an emulated link in
+//! the discrete-event simulator, then the metrics.
+//!
+//! Topology: the client at `127.0.0.1:50000`, the server at
+//! `127.0.0.1:4433` (the addresses are only labels), the "up" link carrying
+//! client-to-server datagrams, the "down" link the other way. Seeds: links
+//! `derive_seed(seed, "link/up" | "link/down")`, endpoints
+//! `derive_seed(seed, "endpoint/client" | "endpoint/server")`, file contents
+//! `derive_seed(seed, "workload/content")`.
+
+use std::io::{self, Write};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+
+use netem::seed::{LINK_DOWN, LINK_UP};
+use netem::{derive_seed, LinkConfig, LinkStats, RunOutcome, SimStats, Simulator};
+use transport::{ClientConfig, ServerConfig, TransportConfig};
+use wire::time::{Duration, Instant};
+
+use crate::metrics::{ms, ItemRecord, Recorder, RunFacts, RunMetrics};
+use crate::node::{tls_configs, ClientError, ClientReport, FileTimes, QuicNode};
+use crate::scenario::{Scenario, ScenarioError};
+
+/// The server's address in the simulation.
+pub const SERVER_ADDR: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 4433);
+/// The client's address in the simulation.
+pub const CLIENT_ADDR: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 50000);
+
+/// Virtual time between two progress reports.
+const PROGRESS_SLICE: Duration = Duration::from_millis(250);
+
+/// Where a run stands, for progress displays.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Progress {
+    /// Virtual time.
+    pub now: Instant,
+    /// Payload bytes the client has received and checked.
+    pub bytes_received: u64,
+    /// Payload bytes of the whole workload.
+    pub total_bytes: u64,
+    /// Files completed.
+    pub files_done: u64,
+}
+
+/// How to run a scenario, beyond the scenario itself.
+#[derive(Default)]
+pub struct RunOptions<'a> {
+    /// Use these (client-to-server, server-to-client) links instead of
+    /// building them from `scenario.link` (for callers that parse link
+    /// options themselves, like `artq sim`'s flags).
+    pub links: Option<(LinkConfig, LinkConfig)>,
+    /// Measure the sender's CPU time (`cpu_ms`; not deterministic).
+    pub measure_cpu: bool,
+    /// Called every 250 ms of virtual time.
+    pub progress: Option<&'a mut dyn FnMut(&Progress)>,
+}
+
+/// Everything one run produced.
+#[derive(Clone, Debug)]
+pub struct RunResult {
+    /// The JSON metrics.
+    pub metrics: RunMetrics,
+    /// One record per recovered item, in recovery order.
+    pub items: Vec<ItemRecord>,
+    /// Per-file request and completion times.
+    pub files: Vec<FileTimes>,
+    /// Virtual time when the simulation stopped (after the connection closed).
+    pub end: Instant,
+    /// Simulator counters (events, datagrams).
+    pub sim: SimStats,
+    /// Client-to-server link counters.
+    pub up: LinkStats,
+    /// Server-to-client link counters.
+    pub down: LinkStats,
+}
+
+impl RunResult {
+    /// The metrics as one line of JSON (fields in DESIGN.md order).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(&self.metrics).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+    }
+
+    /// Writes the per-packet CSV: a header, then one row per recovered item
+    /// (`item,stream,offset,len,n,k,first_sent_ms,t_wait_ms,recovery_latency_ms`;
+    /// `stream` and `offset` are the item's first chunk's, `len` all its
+    /// bytes; an empty cell where a value does not exist).
+    pub fn write_per_packet_csv(&self, mut out: impl Write) -> io::Result<()> {
+        writeln!(
+            out,
+            "item,stream,offset,len,n,k,first_sent_ms,t_wait_ms,recovery_latency_ms"
+        )?;
+        let cell = |v: Option<Duration>| v.map(|d| format!("{:.3}", ms(d))).unwrap_or_default();
+        for i in &self.items {
+            writeln!(
+                out,
+                "{},{},{},{},{},{},{:.3},{},{}",
+                i.item,
+                i.stream,
+                i.offset,
+                i.len,
+                i.n,
+                i.k,
+                ms(i.first_sent.since_epoch()),
+                cell(i.t_wait),
+                cell(i.recovery_latency),
+            )?;
+        }
+        out.flush()
+    }
+}
+
+/// Runs `scenario` with default options.
+pub fn run(scenario: &Scenario) -> Result<RunResult, ScenarioError> {
+    run_with(scenario, RunOptions::default())
+}
+
+/// Runs `scenario`: builds the links, the two nodes and the simulator, runs
+/// until the client has every file and the connection is closed (or the
+/// time limit), and computes the metrics.
+pub fn run_with(scenario: &Scenario, options: RunOptions<'_>) -> Result<RunResult, ScenarioError> {
+    scenario.validate()?;
+    let RunOptions {
+        links,
+        measure_cpu,
+        mut progress,
+    } = options;
+    let factory = recovery::parse_scheme(&scenario.scheme)
+        .map_err(|e| ScenarioError::Scheme(e.to_string()))?;
+    let (up, down) = match links {
+        Some(l) => l,
+        None => scenario.link.configs()?,
+    };
+    let (server_tls, client_tls) = tls_configs().map_err(ScenarioError::Setup)?;
+    let server_transport = TransportConfig {
+        congestion: scenario.cc,
+        policy: factory,
+        ..TransportConfig::default()
+    };
+    let mut client_transport = TransportConfig {
+        congestion: scenario.cc,
+        ..TransportConfig::default()
+    };
+    if let Some(w) = scenario.recv_window {
+        client_transport.streams = client_transport.streams.with_receive_window(w);
+    }
+    let seed = scenario.seed;
+    let workload = scenario.workload;
+    let content_seed = derive_seed(seed, "workload/content");
+    let recorder = Recorder::new();
+
+    let mut sim = Simulator::new();
+    let up_id = sim.add_link(up, derive_seed(seed, LINK_UP));
+    let down_id = sim.add_link(down, derive_seed(seed, LINK_DOWN));
+    let route = |e: netem::RouteError| ScenarioError::Setup(e.to_string());
+    sim.route(CLIENT_ADDR, SERVER_ADDR, &[up_id])
+        .map_err(route)?;
+    sim.route(SERVER_ADDR, CLIENT_ADDR, &[down_id])
+        .map_err(route)?;
+
+    let mut server = QuicNode::server(
+        SERVER_ADDR,
+        ServerConfig {
+            tls: server_tls,
+            transport: Arc::new(server_transport),
+        },
+        derive_seed(seed, "endpoint/server"),
+        workload,
+        content_seed,
+        Some(recorder.clone()),
+    );
+    server.set_measure_cpu(measure_cpu);
+    let client_config = ClientConfig {
+        tls: client_tls,
+        transport: Arc::new(client_transport),
+        server_name: "localhost".into(),
+    };
+    let client = QuicNode::client(
+        CLIENT_ADDR,
+        SERVER_ADDR,
+        &client_config,
+        derive_seed(seed, "endpoint/client"),
+        workload,
+        content_seed,
+        Some(recorder.clone()),
+    )
+    .map_err(|e| ScenarioError::Setup(e.to_string()))?;
+    let server_id = sim.add_node(SERVER_ADDR, server);
+    let client_id = sim.add_node(CLIENT_ADDR, client);
+
+    let limit = Instant::ZERO + Duration::from_secs_f64(scenario.time_limit);
+    let outcome = match progress.as_mut() {
+        None => sim.run_until(limit),
+        Some(report) => loop {
+            // Slicing the run changes nothing: run_until resumes exactly
+            // where it stopped.
+            let until = (sim.now() + PROGRESS_SLICE).min(limit);
+            let outcome = sim.run_until(until);
+            if let Some(c) = sim
+                .node::<QuicNode>(client_id)
+                .and_then(QuicNode::client_report)
+            {
+                report(&Progress {
+                    now: sim.now(),
+                    bytes_received: c.bytes_received,
+                    total_bytes: workload.total_bytes(),
+                    files_done: c.files.len() as u64,
+                });
+            }
+            if outcome != RunOutcome::DeadlineReached || until >= limit {
+                break outcome;
+            }
+        },
+    };
+
+    let end = sim.now();
+    let sim_stats = sim.stats();
+    let up_stats = sim.link_stats(up_id).unwrap_or_default();
+    let down_stats = sim.link_stats(down_id).unwrap_or_default();
+    let server = sim
+        .node::<QuicNode>(server_id)
+        .ok_or_else(|| ScenarioError::Setup("server node vanished".into()))?;
+    let client = sim
+        .node::<QuicNode>(client_id)
+        .ok_or_else(|| ScenarioError::Setup("client node vanished".into()))?;
+    let report = client.client_report().cloned().unwrap_or_default();
+    check_complete(&report, outcome, end, workload.files)?;
+    let done_at = report.done_at.unwrap_or(end);
+    let stats = server.sender_stats().unwrap_or_default();
+    let items = recorder.items();
+    let facts = RunFacts {
+        scheme: server
+            .sender_scheme()
+            .unwrap_or_else(|| scenario.scheme.clone()),
+        seed,
+        cc: scenario.cc.name().to_string(),
+        files: workload.files,
+        bytes: workload.total_bytes(),
+        started: Instant::ZERO,
+        finished: done_at,
+        per_file: report
+            .files
+            .iter()
+            .map(|f| f.completed.saturating_duration_since(f.requested))
+            .collect(),
+        cpu: server.cpu_time(),
+    };
+    let metrics = RunMetrics::compute(facts, &stats, &items);
+    Ok(RunResult {
+        metrics,
+        items,
+        files: report.files,
+        end,
+        sim: sim_stats,
+        up: up_stats,
+        down: down_stats,
+    })
+}
+
+/// An error unless the client received every file intact.
+fn check_complete(
+    report: &ClientReport,
+    outcome: RunOutcome,
+    end: Instant,
+    files: u64,
+) -> Result<(), ScenarioError> {
+    let incomplete = |reason: String| ScenarioError::Incomplete {
+        reason,
+        at_ms: ms(end.since_epoch()),
+        files_done: report.files.len() as u64,
+        files,
+        bytes_received: report.bytes_received,
+    };
+    match &report.error {
+        Some(e @ (ClientError::Mismatch { .. } | ClientError::WrongLength { .. })) => {
+            return Err(ScenarioError::Data(e.to_string()))
+        }
+        Some(e) => return Err(incomplete(e.to_string())),
+        None => {}
+    }
+    if report.done_at.is_some() {
+        return Ok(());
+    }
+    Err(incomplete(match outcome {
+        RunOutcome::DeadlineReached => "time limit reached".to_string(),
+        RunOutcome::Idle => "nothing left to simulate".to_string(),
+        RunOutcome::Stalled => "the simulation stalled (no progress at one instant)".to_string(),
+        RunOutcome::Finished => "the nodes stopped early".to_string(),
+    }))
+}
