@@ -47,6 +47,11 @@ pub struct Pair {
     pub rate: u64,
     /// Drop probability of every datagram, both directions.
     pub loss: f64,
+    /// Optional outages on the data (server to client) direction: each
+    /// datagram starts one with probability `.0`; it drops everything sent
+    /// for `.1` (a time-based loss burst, like a drop-tail queue overflow).
+    pub outages: Option<(f64, Duration)>,
+    outage_until: Instant,
     queue: BinaryHeap<Reverse<InFlight>>,
     link_free_at: [Instant; 2],
     seq: u64,
@@ -85,6 +90,8 @@ impl Pair {
             latency: Duration::from_millis(10),
             rate: 12_500_000,
             loss,
+            outages: None,
+            outage_until: Instant::ZERO,
             queue: BinaryHeap::new(),
             link_free_at: [Instant::ZERO; 2],
             seq: 0,
@@ -151,6 +158,16 @@ impl Pair {
         let dir = to_server as usize;
         let ser = Duration::from_nanos(data.len() as u64 * 1_000_000_000 / self.rate.max(1));
         let start = self.link_free_at[dir].max(self.now);
+        if let (false, Some((p, length))) = (to_server, self.outages) {
+            // Keyed on when the datagram takes the link.
+            if start < self.outage_until {
+                return;
+            }
+            if self.loss_rng.gen::<f64>() < p {
+                self.outage_until = start + length;
+                return;
+            }
+        }
         self.link_free_at[dir] = start + ser;
         let at = start + ser + self.latency;
         self.seq += 1;
