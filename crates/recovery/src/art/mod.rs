@@ -71,6 +71,10 @@ pub struct ArtConfig {
     pub fixed_r: Option<u32>,
     /// A bandit adapter instead of test-and-verification (`art-mab-*`).
     pub bandit: Option<BanditConfig>,
+    /// Replicas bypass the congestion window and pacing (journal §6.4;
+    /// default true). False sends them like QUIC's retransmissions: an
+    /// experiment knob (no command-line name), see docs/recovery.md.
+    pub opportunistic: bool,
 }
 
 impl Default for ArtConfig {
@@ -83,6 +87,7 @@ impl Default for ArtConfig {
             scheduler: true,
             fixed_r: None,
             bandit: None,
+            opportunistic: true,
         }
     }
 }
@@ -157,6 +162,9 @@ impl ArtConfig {
             "{base}[l_queue={},alpha={},burst_window_rtts={},r_max={}",
             self.l_queue, self.alpha, self.burst_window_rtts, self.r_max
         );
+        if !self.opportunistic {
+            s.push_str(",opportunistic=false");
+        }
         if let Some(b) = self.bandit {
             match b.strategy {
                 BanditStrategy::EpsilonGreedy { epsilon } => {
@@ -323,7 +331,7 @@ impl RecoveryPolicy for ArtPolicy {
         // ART journal §6.4: opportunism.
         Decision::Retransmit {
             send_at,
-            opportunistic: true,
+            opportunistic: self.config.opportunistic,
         }
     }
 

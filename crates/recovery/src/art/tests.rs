@@ -320,3 +320,26 @@ fn datagrams_are_given_up_without_touching_the_levels() {
     assert_eq!(p.on_data_lost(now, &l, &path(), &mut rng), Decision::Drop);
     assert_eq!(p.adapter().unwrap().level(1), 1);
 }
+
+#[test]
+fn opportunism_can_be_switched_off_for_experiments() {
+    let cfg = ArtConfig {
+        opportunistic: false,
+        ..ArtConfig::default()
+    };
+    let mut p = ArtPolicy::new(cfg).unwrap();
+    assert_eq!(
+        p.name(),
+        "art[l_queue=10,alpha=1,burst_window_rtts=8,r_max=8,opportunistic=false]"
+    );
+    let mut rng = ChaCha8Rng::seed_from_u64(9);
+    let now = Instant::from_millis(3);
+    let d = p.on_data_lost(now, &lost(1, 1), &path(), &mut rng);
+    assert_eq!(
+        d,
+        Decision::Retransmit {
+            send_at: vec![now],
+            opportunistic: false
+        }
+    );
+}
