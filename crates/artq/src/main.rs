@@ -7,6 +7,7 @@ mod hq;
 mod link_args;
 mod schemes;
 mod serve;
+mod sim;
 mod size;
 mod udp;
 
@@ -46,6 +47,12 @@ enum Command {
     /// The client is whoever sends to --listen; its datagrams cross the "up"
     /// link to --to, the replies cross the "down" link back.
     Link(LinkCmdArgs),
+    /// Simulate one scenario: the real QUIC stack over emulated links in
+    /// virtual time (deterministic for a given seed), and print its metrics.
+    ///
+    /// Defaults: 10 MB over 100 Mbit/s, 30 ms RTT, 1% loss both ways,
+    /// scheme quic, Cubic, seed 1. `--json` prints one JSON object.
+    Sim(sim::SimArgs),
 }
 
 #[derive(Args, Debug)]
@@ -202,6 +209,7 @@ fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Command::Link(a) => run_link(a),
+        Command::Sim(a) => sim::run(a),
     }
 }
 

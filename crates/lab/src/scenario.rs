@@ -54,13 +54,12 @@ pub const DEFAULT_TIME_LIMIT_S: f64 = 3600.0;
 #[non_exhaustive]
 pub enum ScenarioError {
     /// The scenario file could not be read.
-    #[error("cannot read scenario {path}: {source}")]
+    #[error("cannot read scenario {}: {error}", path.display())]
     Io {
         /// The file.
         path: PathBuf,
-        /// What the OS said.
-        #[source]
-        source: std::io::Error,
+        /// What the OS said (part of the message, so not a `source`).
+        error: std::io::Error,
     },
     /// The scenario file is not valid TOML or has unknown or ill-typed keys.
     #[error("malformed scenario {origin}: {message}")]
@@ -70,9 +69,11 @@ pub enum ScenarioError {
         /// The parser's message, with line and column.
         message: String,
     },
-    /// A trace or loss-pattern file is missing or malformed.
-    #[error(transparent)]
-    Trace(#[from] TraceError),
+    /// A trace or loss-pattern file is missing or malformed. The message
+    /// already names the file, line and OS error, so it has no `source`
+    /// (an error chain would print the OS error twice).
+    #[error("{0}")]
+    Trace(TraceError),
     /// A link parameter is out of range.
     #[error("invalid link: {0}")]
     Link(String),
@@ -103,6 +104,12 @@ pub enum ScenarioError {
         /// Payload bytes received.
         bytes_received: u64,
     },
+}
+
+impl From<TraceError> for ScenarioError {
+    fn from(e: TraceError) -> Self {
+        ScenarioError::Trace(e)
+    }
 }
 
 /// Loss process of a [`LinkSpec`] (the CLI's `--loss-model`).
@@ -365,9 +372,9 @@ impl Scenario {
     /// Loads a TOML scenario file. Relative trace and loss-pattern paths are
     /// taken relative to the file's directory.
     pub fn from_toml_file(path: &Path) -> Result<Scenario, ScenarioError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Io {
+        let text = std::fs::read_to_string(path).map_err(|error| ScenarioError::Io {
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
         let mut s = Scenario::from_toml_str(&text, &path.display().to_string())?;
         if let Some(dir) = path.parent() {

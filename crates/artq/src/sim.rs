@@ -1,0 +1,419 @@
+//! `artq sim`: one simulated scenario, the real transport over emulated
+//! links in virtual time (crate `lab`), and its metrics.
+//!
+//! The scenario comes either from flags (link options shared with
+//! `artq link`, workload, scheme) or from `--scenario FILE.toml`. The two
+//! are exclusive, except `--seed`, which overrides the file's seed (to sweep
+//! seeds over one scenario file); output options (`--json`, `--per-packet`,
+//! `--measure-cpu`) apply to both.
+//!
+//! Output: a few aligned lines on stdout, or with `--json` exactly one JSON
+//! object (DESIGN.md metric names). Progress goes to stderr, and only for
+//! runs that take more than a couple of seconds of wall time.
+
+use std::fs::File;
+use std::io::{BufWriter, IsTerminal, Write};
+use std::path::PathBuf;
+use std::time::{Duration as StdDuration, Instant as StdInstant};
+
+use anyhow::{Context, Result};
+use clap::Args;
+use lab::{RunOptions, RunResult, Scenario, Summary, Workload};
+use netem::{Capacity, LinkConfig, LossModel};
+use transport::congestion::CongestionAlgorithm;
+
+use crate::link_args::LinkArgs;
+use crate::{schemes, size};
+
+/// `--bw` default for `artq sim`, Mbit/s (= `lab::scenario::DEFAULT_BW_MBPS`).
+const DEFAULT_BW: &str = "100";
+/// `--rtt` default for `artq sim`, ms (= `lab::scenario::DEFAULT_RTT_MS`).
+const DEFAULT_RTT: &str = "30";
+/// `--loss` default for `artq sim` (= `lab::scenario::DEFAULT_LOSS`).
+const DEFAULT_LOSS: &str = "0.01";
+
+/// Wall time after which progress is shown.
+const PROGRESS_AFTER: StdDuration = StdDuration::from_secs(2);
+/// Wall time between progress updates.
+const PROGRESS_EVERY: StdDuration = StdDuration::from_secs(1);
+
+/// Options of `artq sim`.
+#[derive(Args, Debug)]
+#[command(
+    mut_arg("bw", |a| a.default_value(DEFAULT_BW)),
+    mut_arg("rtt", |a| a.default_value(DEFAULT_RTT)),
+    mut_arg("loss", |a| a.default_value(DEFAULT_LOSS)),
+)]
+pub struct SimArgs {
+    #[command(flatten)]
+    link: LinkArgs,
+    /// Size of each file: bytes, or with a unit (KB, MB, GB = powers of
+    /// 1000; KiB, MiB, GiB = powers of 1024).
+    #[arg(long, value_name = "SIZE", value_parser = size::parse_size, default_value = "10MB")]
+    size: u64,
+    /// Number of files of --size fetched one after another over one
+    /// connection.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    files: u64,
+    /// The client's receive window (flow-control credit: its receive
+    /// buffer), bytes or with a unit [default: 16MiB].
+    #[arg(long, value_name = "SIZE", value_parser = size::parse_size)]
+    recv_window: Option<u64>,
+    /// Congestion control of both ends: cubic, newreno or bbr.
+    #[arg(long, default_value = "cubic")]
+    cc: CongestionAlgorithm,
+    /// Loss recovery scheme of the sender (the server); `--scheme help`
+    /// lists them.
+    #[arg(long, alias = "recovery", default_value = "quic")]
+    scheme: String,
+    /// Master seed of the run: links, loss models, endpoints and file
+    /// contents all derive their seeds from it [default: 1, or the
+    /// scenario file's]. Overrides the seed of --scenario.
+    #[arg(long, value_name = "N")]
+    seed: Option<u64>,
+    /// Give up after this much virtual time, seconds [default: 3600].
+    #[arg(long, value_name = "SECS")]
+    time_limit: Option<f64>,
+    /// Run the scenario in this TOML file (see docs/sim.md) instead of the
+    /// link, workload and scheme flags.
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with_all = [
+            "bw", "up_bw", "down_bw", "trace", "up_trace", "down_trace", "rtt", "loss", "up_loss",
+            "down_loss", "loss_model", "burst", "loss_std", "loss_interval", "loss_pattern", "queue",
+            "queue_bytes", "size", "files", "recv_window", "cc", "scheme", "time_limit",
+        ]
+    )]
+    scenario: Option<PathBuf>,
+    /// Print exactly one JSON object with the metrics on stdout.
+    #[arg(long)]
+    json: bool,
+    /// Write one CSV row per recovered lost packet (item, stream, offset,
+    /// len, n, k, first_sent_ms, t_wait_ms, recovery_latency_ms) to FILE.
+    #[arg(long, value_name = "FILE")]
+    per_packet: Option<PathBuf>,
+    /// Also measure the sender's CPU time (`cpu_ms`: wall time spent in the
+    /// server's code; varies from run to run).
+    #[arg(long)]
+    measure_cpu: bool,
+}
+
+/// Runs `artq sim`.
+pub fn run(a: SimArgs) -> Result<()> {
+    let (scenario, links) = scenario_of(&a)?;
+    // The registry's error lists the schemes (`--scheme help` too).
+    schemes::factory(&scenario.scheme)?;
+    let link_text = describe_links(&links.0, &links.1);
+    let started = StdInstant::now();
+    let mut last_shown: Option<StdInstant> = None;
+    let terminal = std::io::stderr().is_terminal();
+    let mut show = |p: &lab::Progress| {
+        let wall = started.elapsed();
+        if wall < PROGRESS_AFTER || last_shown.is_some_and(|t| t.elapsed() < PROGRESS_EVERY) {
+            return;
+        }
+        last_shown = Some(StdInstant::now());
+        let pct = if p.total_bytes == 0 {
+            100.0
+        } else {
+            p.bytes_received as f64 * 100.0 / p.total_bytes as f64
+        };
+        let line = format!(
+            "artq sim: {pct:5.1}% ({} of {}, {} files), {:.1} s virtual, {:.1} s wall",
+            human_bytes(p.bytes_received),
+            human_bytes(p.total_bytes),
+            p.files_done,
+            p.now.since_epoch().as_secs_f64(),
+            wall.as_secs_f64()
+        );
+        if terminal {
+            eprint!("\r{line}");
+        } else {
+            eprintln!("{line}");
+        }
+    };
+    let options = RunOptions {
+        links: Some(links),
+        measure_cpu: a.measure_cpu,
+        progress: Some(&mut show),
+    };
+    let result = lab::run_with(&scenario, options);
+    if last_shown.is_some() && terminal {
+        eprintln!();
+    }
+    let result = result?;
+    if let Some(path) = &a.per_packet {
+        let file = File::create(path)
+            .with_context(|| format!("cannot create --per-packet {}", path.display()))?;
+        result
+            .write_per_packet_csv(BufWriter::new(file))
+            .with_context(|| format!("cannot write --per-packet {}", path.display()))?;
+    }
+    let mut out = std::io::stdout().lock();
+    if a.json {
+        writeln!(out, "{}", result.to_json())?;
+    } else {
+        write!(out, "{}", summary(&scenario, &link_text, &result))?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// The scenario to run and its (up, down) links, from the file or the flags.
+fn scenario_of(a: &SimArgs) -> Result<(Scenario, (LinkConfig, LinkConfig))> {
+    if let Some(path) = &a.scenario {
+        let mut s = Scenario::from_toml_file(path)?;
+        if let Some(seed) = a.seed {
+            s.seed = seed;
+        }
+        let links = s
+            .link
+            .configs()
+            .with_context(|| format!("in scenario {}", path.display()))?;
+        return Ok((s, links));
+    }
+    let links = a.link.configs().map_err(without_repeats)?;
+    let defaults = Scenario::default();
+    let s = Scenario {
+        scheme: a.scheme.clone(),
+        cc: a.cc,
+        seed: a.seed.unwrap_or(defaults.seed),
+        recv_window: a.recv_window,
+        time_limit: a.time_limit.unwrap_or(defaults.time_limit),
+        workload: Workload::files(a.files, a.size),
+        ..defaults
+    };
+    Ok((s, links))
+}
+
+/// The error with its chain folded into one message, leaving out a cause
+/// whose text its parent already ends with (netem's file errors print the
+/// OS error in their own message and also return it as their source).
+fn without_repeats(e: anyhow::Error) -> anyhow::Error {
+    let mut message = String::new();
+    for part in e.chain().map(|c| c.to_string()) {
+        if message.ends_with(&part) {
+            continue;
+        }
+        if !message.is_empty() {
+            message.push_str(": ");
+        }
+        message.push_str(&part);
+    }
+    anyhow::Error::msg(message)
+}
+
+/// The human-readable result: a few aligned lines.
+fn summary(s: &Scenario, link: &str, r: &RunResult) -> String {
+    let m = &r.metrics;
+    let files = if m.files == 1 {
+        "1 file".to_string()
+    } else {
+        format!("{} files", m.files)
+    };
+    let mut out = String::new();
+    let mut line = |l: String| {
+        out.push_str(l.trim_end());
+        out.push('\n');
+    };
+    line(format!(
+        "artq sim: {} ({}), seed {}: {} of {} over {link}",
+        m.scheme,
+        m.cc,
+        m.seed,
+        files,
+        human_bytes(s.workload.size)
+    ));
+    line(format!(
+        "  {:<22}{:>12.1} ms      {:<14}{:>8.2} Mbit/s",
+        "flow completion time", m.fct_ms, "goodput", m.goodput_mbps
+    ));
+    if let Some(f) = &m.fct_ms_per_file {
+        line(format!("  {:<22}{}", "per-file fct", dist(f)));
+    }
+    line(format!(
+        "  {:<22}{:>12}         {:<14}{:>8}",
+        "data packets", m.data_packets, "lost packets", m.lost_packets
+    ));
+    line(format!(
+        "  {:<22}{:>12}         {:<14}{:>8}   (ratio {:.4})",
+        "replicas", m.replicas, "extra replicas", m.extra_replicas, m.retransmission_ratio
+    ));
+    line(format!(
+        "  {:<22}{:>12}         {:<14}{:>8}   (n >= 2: {:.2}%)",
+        "n_max",
+        m.n_max,
+        "k_max",
+        m.k_max,
+        m.recovery_deterioration_rate * 100.0
+    ));
+    line(format!(
+        "  {:<22}{}",
+        "t_wait",
+        m.t_wait_ms.as_ref().map_or("-".into(), dist)
+    ));
+    line(format!(
+        "  {:<22}{}",
+        "recovery latency",
+        m.recovery_latency_ms.as_ref().map_or("-".into(), dist)
+    ));
+    line(format!(
+        "  {:<22}{:>12}",
+        "spurious losses", m.spurious_retransmissions
+    ));
+    if let Some(cpu) = m.cpu_ms {
+        line(format!("  {:<22}{:>12.1} ms", "sender cpu", cpu));
+    }
+    out
+}
+
+/// `p50 .. p95 .. p99 .. max .. mean .. ms`.
+fn dist(s: &Summary) -> String {
+    format!(
+        "p50 {:.1}  p95 {:.1}  p99 {:.1}  max {:.1}  mean {:.1} ms",
+        s.p50, s.p95, s.p99, s.max, s.mean
+    )
+}
+
+/// `10.0 MB`, `512 B`: powers of 1000, as the size flags.
+fn human_bytes(b: u64) -> String {
+    match b {
+        b if b >= 1_000_000_000 => format!("{:.2} GB", b as f64 / 1e9),
+        b if b >= 1_000_000 => format!("{:.1} MB", b as f64 / 1e6),
+        b if b >= 1_000 => format!("{:.1} KB", b as f64 / 1e3),
+        b => format!("{b} B"),
+    }
+}
+
+/// `100 Mbit/s, 30 ms RTT, 1% bernoulli loss` (directions shown apart when
+/// they differ).
+fn describe_links(up: &LinkConfig, down: &LinkConfig) -> String {
+    let rate = |c: &Capacity| match c {
+        Capacity::Constant { bits_per_sec } => format!("{} Mbit/s", *bits_per_sec as f64 / 1e6),
+        Capacity::Trace(t) => format!("trace {}", t.origin()),
+        Capacity::Unlimited => "unlimited rate".to_string(),
+    };
+    let loss = |l: &LossModel| match l {
+        LossModel::None => "no loss".to_string(),
+        LossModel::Bernoulli { p } => format!("{}% loss", p * 100.0),
+        LossModel::GilbertElliott { .. } => {
+            format!("{:.3}% burst loss", l.mean_loss_rate() * 100.0)
+        }
+        LossModel::Varying { mean, .. } => format!("{}% varying loss", mean * 100.0),
+        LossModel::Replay { .. } => format!("replayed loss ({:.3}%)", l.mean_loss_rate() * 100.0),
+    };
+    let rtt_ms = (up.delay + down.delay).as_secs_f64() * 1e3;
+    let both = |f: &dyn Fn(&LinkConfig) -> String| {
+        let (u, d) = (f(up), f(down));
+        if u == d {
+            u
+        } else {
+            format!("{d} down / {u} up")
+        }
+    };
+    format!(
+        "{}, {rtt_ms} ms RTT, {}",
+        both(&|l| rate(&l.capacity)),
+        both(&|l| loss(&l.loss))
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser, Debug)]
+    struct Cli {
+        #[command(flatten)]
+        sim: SimArgs,
+    }
+
+    fn parse(args: &[&str]) -> Result<SimArgs, clap::Error> {
+        let mut all = vec!["sim"];
+        all.extend_from_slice(args);
+        Cli::try_parse_from(all).map(|c| c.sim)
+    }
+
+    #[test]
+    fn defaults_are_the_lab_defaults() {
+        let a = parse(&[]).expect("no flags");
+        let (s, (up, down)) = scenario_of(&a).expect("default scenario");
+        let lab_default = Scenario::default();
+        assert_eq!(s, lab_default, "flag defaults = lab::Scenario::default()");
+        let (lab_up, lab_down) = lab_default.link.configs().expect("lab links");
+        assert_eq!((&up, &down), (&lab_up, &lab_down));
+        assert_eq!(
+            describe_links(&lab_up, &lab_down),
+            "100 Mbit/s, 30 ms RTT, 1% loss"
+        );
+    }
+
+    #[test]
+    fn flags_and_toml_build_the_same_links() {
+        let a = parse(&[
+            "--bw",
+            "20",
+            "--down-bw",
+            "12",
+            "--rtt",
+            "40",
+            "--loss",
+            "0.02",
+            "--up-loss",
+            "0",
+            "--loss-model",
+            "gilbert",
+            "--burst",
+            "4",
+            "--queue",
+            "64",
+        ])
+        .expect("flags");
+        let text = "[link]\nbw = 20\nrtt = 40\nloss = 0.02\nloss_model = \"gilbert\"\nburst = 4\nqueue = 64\n\
+                    [link.down]\nbw = 12\n[link.up]\nloss = 0\n";
+        let from_toml = Scenario::from_toml_str(text, "<test>").expect("toml");
+        assert_eq!(
+            a.link.configs().expect("flag links"),
+            from_toml.link.configs().expect("toml links")
+        );
+    }
+
+    #[test]
+    fn scenario_file_excludes_scenario_flags_but_not_seed() {
+        assert!(parse(&["--scenario", "s.toml", "--loss", "0.1"]).is_err());
+        assert!(parse(&["--scenario", "s.toml", "--size", "1MB"]).is_err());
+        assert!(parse(&["--scenario", "s.toml", "--scheme", "quic"]).is_err());
+        let a = parse(&["--scenario", "s.toml", "--seed", "9", "--json"])
+            .expect("seed and output flags combine");
+        assert_eq!(a.seed, Some(9));
+    }
+
+    #[test]
+    fn bad_flags_are_refused() {
+        assert!(parse(&["--files", "0"]).is_err());
+        assert!(parse(&["--size", "ten"]).is_err());
+        assert!(parse(&["--cc", "vegas"]).is_err());
+        let a = parse(&["--loss", "2"]).expect("parses");
+        assert!(scenario_of(&a).is_err(), "loss 2 is out of range");
+    }
+
+    #[test]
+    fn missing_trace_is_named_once() {
+        let a = parse(&["--trace", "/nonexistent/artq.trace"]).expect("parses");
+        let message = format!("{:#}", scenario_of(&a).expect_err("no such file"));
+        assert!(
+            message.starts_with("/nonexistent/artq.trace: "),
+            "{message}"
+        );
+        assert_eq!(message.matches("os error").count(), 1, "{message}");
+    }
+
+    #[test]
+    fn sizes_print_in_powers_of_1000() {
+        assert_eq!(human_bytes(10_000_000), "10.0 MB");
+        assert_eq!(human_bytes(1500), "1.5 KB");
+        assert_eq!(human_bytes(12), "12 B");
+    }
+}
