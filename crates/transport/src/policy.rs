@@ -152,8 +152,8 @@ pub enum Decision {
     Retransmit {
         /// When to send each replica (earlier than now = now).
         send_at: Vec<Instant>,
-        /// Replicas may be sent when the congestion window is full and skip
-        /// pacing: ART's *opportunism* (journal §6.4). Plain QUIC: false.
+        /// Replicas may be sent when the congestion window is full (still
+        /// paced): ART's *opportunism* (journal §6.4). Plain QUIC: false.
         opportunistic: bool,
     },
     /// Give the data up. Only honoured for data that may be abandoned.

@@ -9,8 +9,7 @@
 //! delivered: its round is recorded (`n`) with the number of replicas sent
 //! (`k`), and queued replicas are cancelled.
 
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::{BTreeMap, BTreeSet};
 
 use wire::frame::AckFrame;
 use wire::time::{Duration, Instant};
@@ -60,7 +59,8 @@ pub(crate) struct QueuedReplica {
 #[derive(Debug, Default)]
 pub(crate) struct RecoveryState {
     pub items: BTreeMap<ItemId, Item>,
-    pub queue: BinaryHeap<Reverse<QueuedReplica>>,
+    /// Ordered by send time (then insertion), so due replicas are a prefix.
+    pub queue: BTreeSet<QueuedReplica>,
     next_item: u64,
     next_seq: u64,
     /// 1-RTT packets declared lost, kept a while to spot spurious losses.
@@ -81,41 +81,42 @@ pub(crate) struct LostEntry {
 impl RecoveryState {
     /// The earliest queued replica's send time.
     pub fn next_send_at(&self) -> Option<Instant> {
-        self.queue.peek().map(|Reverse(q)| q.send_at)
+        self.queue.first().map(|q| q.send_at)
     }
 
     /// Pop the next due replica of a live item.
     pub fn pop_due(&mut self, now: Instant, allow_non_opportunistic: bool) -> Option<QueuedReplica> {
-        loop {
-            let Reverse(q) = *self.queue.peek()?;
-            if q.send_at > now {
-                return None;
+        // Drop stale entries at the front (their item is delivered or moved
+        // to a later round), then take the first due one that may go.
+        while let Some(q) = self.queue.first().copied() {
+            if q.send_at > now || self.is_live(&q) {
+                break;
             }
-            let Some(item) = self.items.get(&q.item) else {
-                self.queue.pop();
-                continue;
-            };
-            if item.round != q.round {
-                self.queue.pop();
-                continue;
-            }
-            if !item.opportunistic && !allow_non_opportunistic {
-                return None;
-            }
-            self.queue.pop();
-            return Some(q);
+            self.queue.pop_first();
         }
+        let q = *self
+            .queue
+            .iter()
+            .take_while(|q| q.send_at <= now)
+            .find(|q| self.is_live(q) && (allow_non_opportunistic || self.is_opportunistic(q)))?;
+        self.queue.remove(&q);
+        Some(q)
     }
 
     /// Whether a due replica can go now.
     pub fn has_due(&self, now: Instant, allow_non_opportunistic: bool) -> bool {
-        self.queue.iter().any(|Reverse(q)| {
-            q.send_at <= now
-                && self
-                    .items
-                    .get(&q.item)
-                    .is_some_and(|i| i.round == q.round && (allow_non_opportunistic || i.opportunistic))
-        })
+        self.queue
+            .iter()
+            .take_while(|q| q.send_at <= now)
+            .any(|q| self.is_live(q) && (allow_non_opportunistic || self.is_opportunistic(q)))
+    }
+
+    fn is_live(&self, q: &QueuedReplica) -> bool {
+        self.items.get(&q.item).is_some_and(|i| i.round == q.round)
+    }
+
+    fn is_opportunistic(&self, q: &QueuedReplica) -> bool {
+        self.items.get(&q.item).is_some_and(|i| i.opportunistic)
     }
 
     fn new_item(&mut self) -> ItemId {
@@ -127,7 +128,7 @@ impl RecoveryState {
     fn enqueue(&mut self, send_at: Instant, item: ItemId, round: u32, index: u16) {
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.queue.push(Reverse(QueuedReplica { send_at, seq, item, round, index }));
+        self.queue.insert(QueuedReplica { send_at, seq, item, round, index });
     }
 }
 
@@ -353,6 +354,15 @@ impl Connection {
         let mut congestion: Option<(Instant, u64)> = None; // (newest lost send time, bytes)
         let mut earliest_eliciting: Option<Instant> = None;
         let mut latest_eliciting: Option<Instant> = None;
+        if space == SpaceId::Data {
+            // The policy hears about every loss of this detection pass before
+            // any round starts, so a burst is known whole when the first of
+            // its items is scheduled (ART's B_max, journal §6.2).
+            let path = self.path_view();
+            for (pn, p) in &packets {
+                self.policy.on_packet_lost(now, &fate_of(*pn, p), &path);
+            }
+        }
         for (pn, p) in packets {
             self.stats.lost_packets += 1;
             for s in &mut self.subscribers {
@@ -406,9 +416,6 @@ impl Connection {
     /// A 1-RTT packet was declared lost: policy bookkeeping and rounds.
     /// Returns whether this loss should reach congestion control.
     fn on_data_packet_lost(&mut self, now: Instant, pn: u64, p: &SentPacket) -> bool {
-        let fate = fate_of(pn, p);
-        let path = self.path_view();
-        self.policy.on_packet_lost(now, &fate, &path);
         if let Some(r) = p.replica {
             let e = LostEntry { item: Some(r.item), round: r.round, time_sent: p.time_sent, lost_at: now };
             self.recovery.lost_history.insert(pn, e);

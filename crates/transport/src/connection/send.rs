@@ -128,7 +128,8 @@ impl Connection {
         let probing = SpaceId::ALL.iter().any(|&s| self.space(s).probes > 0);
         let cwnd_ok = self.congestion_allows() || probing;
         let mut pacing_ok = true;
-        if cwnd_ok && !probing && space == SpaceId::Data {
+        let replica_waiting = space == SpaceId::Data && self.recovery.has_due(now, false);
+        if (cwnd_ok || replica_waiting) && !probing && space == SpaceId::Data {
             let rate = self.pacing_rate();
             if let Some(t) = self.pacer.delay(now, u64::from(self.max_datagram_size), rate) {
                 pacing_ok = false;
@@ -137,8 +138,11 @@ impl Connection {
         }
         let may_elicit = cwnd_ok && pacing_ok;
         // Opportunistic replicas (ART journal §6.4) go even when the window
-        // is full or the pacer says wait.
-        let replica = if space == SpaceId::Data && self.handshake_complete {
+        // is full, but still at the pacing rate: "sent on time even when the
+        // congestion window is insufficient" asks nothing of pacing, and
+        // pacing is what keeps the first replicas of a burst of losses from
+        // leaving together and dying in the next outage together.
+        let replica = if space == SpaceId::Data && self.handshake_complete && pacing_ok {
             self.recovery.pop_due(now, may_elicit)
         } else {
             None
