@@ -42,6 +42,9 @@ const RESET_BAD_REQUEST: u64 = 0x10;
 /// Longest request line the server reads (`GET /18446744073709551615\r\n`
 /// is 28 bytes).
 const MAX_REQUEST: usize = 64;
+/// Capacity of a fresh transmit buffer: artq's 1350-byte datagrams and
+/// then some, so the endpoint never reallocates.
+const TX_CAPACITY: usize = 2048;
 /// Bytes generated or read per step.
 const CHUNK: usize = 64 * 1024;
 
@@ -262,8 +265,8 @@ impl QuicNode {
             addr,
             endpoint,
             role,
-            rx: Vec::with_capacity(2048),
-            tx: Vec::with_capacity(2048),
+            rx: Vec::with_capacity(TX_CAPACITY),
+            tx: Vec::with_capacity(TX_CAPACITY),
             cpu: None,
         }
     }
@@ -346,7 +349,9 @@ impl Node for QuicNode {
     fn poll_transmit(&mut self, now: Instant) -> Option<Datagram> {
         self.timed(|n| {
             let t = n.endpoint.poll_transmit(now, &mut n.tx)?;
-            let payload = n.tx.get(..t.size)?.to_vec();
+            // Hand the buffer itself over (no copy); the next one is fresh.
+            let mut payload = std::mem::replace(&mut n.tx, Vec::with_capacity(TX_CAPACITY));
+            payload.truncate(t.size);
             Some(Datagram::new(n.addr, t.destination, payload))
         })
     }

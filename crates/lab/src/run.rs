@@ -49,7 +49,8 @@ pub struct RunOptions<'a> {
     /// building them from `scenario.link` (for callers that parse link
     /// options themselves, like `artq sim`'s flags).
     pub links: Option<(LinkConfig, LinkConfig)>,
-    /// Measure the sender's CPU time (`cpu_ms`; not deterministic).
+    /// Measure the CPU time of both nodes (`cpu_ms` is the sender's; not
+    /// deterministic).
     pub measure_cpu: bool,
     /// Called every 250 ms of virtual time.
     pub progress: Option<&'a mut dyn FnMut(&Progress)>,
@@ -72,6 +73,14 @@ pub struct RunResult {
     pub up: LinkStats,
     /// Server-to-client link counters.
     pub down: LinkStats,
+    /// Wall time spent in the sender's (server node's) code, when measured.
+    pub sender_cpu: Option<std::time::Duration>,
+    /// Wall time spent in the receiver's (client node's) code, when measured.
+    pub receiver_cpu: Option<std::time::Duration>,
+    /// First-arrival segments the recorder still held at the end: files the
+    /// sender finished are dropped, so this stays small for any number of
+    /// files (a memory check).
+    pub arrival_segments: usize,
 }
 
 impl RunResult {
@@ -174,7 +183,7 @@ pub fn run_with(scenario: &Scenario, options: RunOptions<'_>) -> Result<RunResul
         transport: Arc::new(client_transport),
         server_name: "localhost".into(),
     };
-    let client = QuicNode::client(
+    let mut client = QuicNode::client(
         CLIENT_ADDR,
         SERVER_ADDR,
         &client_config,
@@ -184,6 +193,7 @@ pub fn run_with(scenario: &Scenario, options: RunOptions<'_>) -> Result<RunResul
         Some(recorder.clone()),
     )
     .map_err(|e| ScenarioError::Setup(e.to_string()))?;
+    client.set_measure_cpu(measure_cpu);
     let server_id = sim.add_node(SERVER_ADDR, server);
     let client_id = sim.add_node(CLIENT_ADDR, client);
 
@@ -253,6 +263,9 @@ pub fn run_with(scenario: &Scenario, options: RunOptions<'_>) -> Result<RunResul
         sim: sim_stats,
         up: up_stats,
         down: down_stats,
+        sender_cpu: server.cpu_time(),
+        receiver_cpu: client.cpu_time(),
+        arrival_segments: recorder.arrival_segments(),
     })
 }
 

@@ -7,9 +7,7 @@
 //! fly in chunks and the client regenerates the same stream to check every
 //! byte, so a 100 MB file is never held in memory whole.
 
-use rand::RngCore;
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
+use netem::derive_seed;
 use serde::{Deserialize, Deserializer, Serialize};
 
 /// Most files one workload may hold: the per-file records are kept in
@@ -140,22 +138,25 @@ pub(crate) fn deserialize_opt_size<'de, D: Deserializer<'de>>(
     deserialize_size(d).map(Some)
 }
 
-/// Keystream bytes generated per refill of [`FileContent`]'s block: a
-/// multiple of 4, because ChaCha's `fill_bytes` consumes whole 32-bit words
-/// and a partial word's unused bytes would be lost.
+/// Bytes generated per refill of [`FileContent`]'s block (a multiple of 8:
+/// the generator produces 64-bit words).
 const BLOCK: usize = 16 * 1024;
 
-/// The bytes of one file: a ChaCha8 keystream, sequential, generated on
+/// The bytes of one file: a pseudo-random stream, sequential, generated on
 /// demand.
 ///
 /// Exists so the server can send and the client can check files of any size
-/// in constant memory. File `index` of a workload with content seed `seed`
-/// is ChaCha8 keyed by `seed` on stream `index`, so files differ from each
-/// other and from run to run only through the seed. The bytes do not depend
-/// on how the reads are cut: the keystream is drawn in fixed blocks.
+/// in constant memory. The generator is wyrand (64-bit words, little-endian),
+/// seeded per file from the workload's content seed and the file's index, so
+/// files differ from each other and from run to run only through the seed.
+/// It is not cryptographic and need not be: random-looking bytes only have
+/// to make a misplaced, duplicated or dropped chunk visible, and generation
+/// runs twice per byte in every simulation (a cipher keystream cost about a
+/// tenth of a run's time). The bytes do not depend on how the reads are cut:
+/// they are drawn in fixed blocks.
 #[derive(Clone, Debug)]
 pub struct FileContent {
-    rng: ChaCha8Rng,
+    state: u64,
     remaining: u64,
     block: Vec<u8>,
     /// Next unused byte of `block` (`block.len()` when it is used up).
@@ -165,10 +166,12 @@ pub struct FileContent {
 impl FileContent {
     /// The content of file `index` (`size` bytes) for content seed `seed`.
     pub fn new(seed: u64, index: u64, size: u64) -> Self {
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        rng.set_stream(index);
+        let state = derive_seed(
+            seed.wrapping_add(index.wrapping_mul(0x9e37_79b9_7f4a_7c15)),
+            "file",
+        );
         FileContent {
-            rng,
+            state,
             remaining: size,
             block: vec![0; BLOCK],
             pos: BLOCK,
@@ -187,8 +190,7 @@ impl FileContent {
         let mut done = 0;
         while done < n {
             if self.pos >= self.block.len() {
-                self.rng.fill_bytes(&mut self.block);
-                self.pos = 0;
+                self.refill();
             }
             let take = (n - done).min(self.block.len() - self.pos);
             if let (Some(dst), Some(src)) = (
@@ -202,6 +204,18 @@ impl FileContent {
         }
         self.remaining -= n as u64;
         n
+    }
+
+    /// The next block of the stream: wyrand (Wang Yi's 64-bit generator:
+    /// add a constant, fold a 128-bit product).
+    fn refill(&mut self) {
+        for word in self.block.chunks_exact_mut(8) {
+            self.state = self.state.wrapping_add(0xa076_1d64_78bd_642f);
+            let t =
+                u128::from(self.state).wrapping_mul(u128::from(self.state ^ 0xe703_7ed1_a0b4_28db));
+            word.copy_from_slice(&(((t >> 64) as u64) ^ (t as u64)).to_le_bytes());
+        }
+        self.pos = 0;
     }
 }
 

@@ -143,6 +143,13 @@ fn many_files_over_one_connection_all_complete() {
     for w in r.files.windows(2) {
         assert!(w[1].requested >= w[0].completed);
     }
+    // Files the sender finished no longer hold receiver records: at most the
+    // last one or two files' segments are left.
+    assert!(
+        r.arrival_segments < 2 * 50_000 / 1000,
+        "{} segments left",
+        r.arrival_segments
+    );
     // Each file takes at least one round trip (request up, data down).
     assert!(per_file.p50 >= 40.0, "per-file p50 {} ms", per_file.p50);
     let single = run(&scenario(1_000_000, 0.01, 3)).expect("one file");
@@ -234,4 +241,20 @@ fn a_dead_link_ends_in_an_error_not_a_hang() {
     };
     let err = run(&s).unwrap_err();
     assert!(err.to_string().contains("time limit"), "{err}");
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 8, ..Default::default() })]
+    /// Whatever the seed and loss rate, every byte arrives intact (the client
+    /// checks each one against the generator and the run fails otherwise),
+    /// and the counters stay consistent.
+    #[test]
+    fn any_seed_and_loss_rate_delivers_byte_exact(seed in 0u64..1_000_000, loss in 0.0f64..0.15) {
+        let r = run(&scenario(150_000, loss, seed)).expect("byte-exact run");
+        let m = &r.metrics;
+        proptest::prop_assert_eq!(m.bytes, 150_000);
+        proptest::prop_assert!(m.replicas >= m.n_hist.iter().skip(1).sum::<u64>());
+        proptest::prop_assert_eq!(m.n_hist.iter().sum::<u64>(), r.items.len() as u64);
+        proptest::prop_assert!(m.fct_ms > 40.0);
+    }
 }

@@ -44,6 +44,12 @@ impl ArrivalMap {
             return;
         }
         let segs = self.streams.entry(stream).or_default();
+        // Fast path: in-order data, past everything seen on the stream.
+        let last_end = segs.last_key_value().map_or(0, |(_, &(e, _))| e);
+        if offset >= last_end {
+            insert_merging(segs, offset, end, at);
+            return;
+        }
         self.gaps.clear();
         let mut cursor = offset;
         if let Some((_, &(prev_end, _))) = segs.range(..=offset).next_back() {
