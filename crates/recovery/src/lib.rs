@@ -18,6 +18,8 @@
 //! - [`art`]: ART's Redundancy Adapter (journal §6.1), Replica Scheduler
 //!   (§6.2) and bandit adapters (Appendix A.1), combined by
 //!   [`art::ArtPolicy`] under one typed [`art::ArtConfig`].
+//! - [`fec`]: the block-FEC baseline (`fec:K`), the one scheme that needs
+//!   an artq receiver.
 //! - [`registry`]: scheme names (`art-fix:3`) to factories, with strict
 //!   parsing and helpful errors.
 //!
@@ -26,11 +28,13 @@
 #![warn(missing_docs)]
 
 pub mod art;
+pub mod fec;
 pub mod fixed;
 pub mod registry;
 pub mod rounds;
 
 pub use art::{ArtConfig, ArtFactory, ArtPolicy, BanditConfig, BanditStrategy};
+pub use fec::FecPolicy;
 pub use fixed::FixedPolicy;
 pub use registry::{parse_scheme, SchemeError, SCHEMES};
 pub use rounds::{RoundRule, RoundsPolicy};

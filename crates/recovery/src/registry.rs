@@ -10,6 +10,7 @@ use std::sync::Arc;
 use transport::policy::{PolicyFactory, QuicPolicy, MAX_REPLICAS};
 
 use crate::art::{ArtConfig, ArtFactory, BanditConfig};
+use crate::fec::FecPolicy;
 use crate::fixed::FixedPolicy;
 use crate::rounds::{RoundRule, RoundsPolicy};
 
@@ -52,6 +53,10 @@ pub const SCHEMES: &[(&str, &str)] = &[
     (
         "art-mab-ucb",
         "ART with a UCB bandit adapter (ART journal Appendix A.1)",
+    ),
+    (
+        "fec:K",
+        "block FEC, 1 XOR repair packet per K data packets (K in 1..=255; needs an artq receiver; Fig. 22)",
     ),
 ];
 
@@ -140,6 +145,7 @@ pub fn parse_scheme(name: &str) -> Result<Arc<dyn PolicyFactory>, SchemeError> {
             art(ArtConfig::bandit(BanditConfig::ucb()))?
         }
         "fixed" => Arc::new(FixedPolicy::new(level(name, param, "fixed")?)?),
+        "fec" => Arc::new(FecPolicy::new(block(name, param)?)?),
         "art-fix" => art(ArtConfig::fixed(level(name, param, "art-fix")?))?,
         "art-norand" => match param {
             None => art(ArtConfig::norand())?,
@@ -177,6 +183,20 @@ fn no_param(name: &str, param: Option<&str>, form: &str) -> Result<(), SchemeErr
     }
 }
 
+/// The block size K of `fec:K`.
+fn block(name: &str, param: Option<&str>) -> Result<u32, SchemeError> {
+    let form = format!("fec:K with K an integer in 1..={}", wire::frame::MAX_FEC_BLOCK);
+    let bad = |reason: String| SchemeError::BadParameter { name: name.into(), reason, form: form.clone() };
+    let Some(p) = param else { return Err(bad("the block size K is missing".into())) };
+    if p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad(format!("'{p}' is not a number")));
+    }
+    match p.parse::<u32>() {
+        Ok(k) if (1..=wire::frame::MAX_FEC_BLOCK as u32).contains(&k) => Ok(k),
+        _ => Err(bad(format!("K = {p} is out of range"))),
+    }
+}
+
 /// The redundancy level R of `base:R`.
 fn level(name: &str, param: Option<&str>, base: &str) -> Result<u32, SchemeError> {
     let form = format!("{base}:R with R an integer in 1..={MAX_REPLICAS}");
@@ -204,7 +224,7 @@ mod tests {
     #[test]
     fn parses_every_listed_name() {
         for (pattern, _) in SCHEMES {
-            let name = pattern.replace('R', "3");
+            let name = pattern.replace('R', "3").replace('K', "9");
             let f = parse_scheme(&name).unwrap_or_else(|e| panic!("{name}: {e}"));
             assert_eq!(f.name(), name, "the factory echoes its name");
             assert_eq!(f.build().name(), name);
@@ -264,13 +284,17 @@ mod tests {
 
     #[test]
     fn rejects_unknown_names_listing_the_valid_ones() {
-        for name in ["", "QUIC", "art ", " art", "fec", "2n-1", "art-mab"] {
+        for name in ["", "QUIC", "art ", " art", "fecc", "2n-1", "art-mab"] {
             let e = err(name);
             assert!(matches!(e, SchemeError::Unknown { .. }), "{name:?}: {e:?}");
             assert!(
                 e.to_string().contains("quic, fixed:R, 2n+1, or3, art"),
                 "{e}"
             );
+        }
+        for name in ["fec", "fec:0", "fec:256", "fec:x"] {
+            let e = err(name);
+            assert!(e.to_string().contains("fec:K with K an integer in 1..=255"), "{name}: {e}");
         }
         let e = err("art-dqn");
         assert!(matches!(e, SchemeError::NotImplemented { .. }));

@@ -20,6 +20,10 @@ fn names() -> Vec<String> {
             for r in [1, 3, 32] {
                 v.push(pattern.replace('R', &r.to_string()));
             }
+        } else if pattern.contains('K') {
+            for k in [1, 9, 255] {
+                v.push(pattern.replace('K', &k.to_string()));
+            }
         } else {
             v.push((*pattern).to_string());
         }

@@ -33,6 +33,9 @@ pub struct TransportConfig {
     pub max_datagram_frame_size: Option<u64>,
     /// How many connection IDs we keep issued to the peer (at most).
     pub active_connection_id_limit: u64,
+    /// Advertise that we decode artq's private FEC repair frames (the
+    /// `fec:K` baseline). Off makes us look like any unmodified receiver.
+    pub accept_fec: bool,
 }
 
 impl Default for TransportConfig {
@@ -48,6 +51,7 @@ impl Default for TransportConfig {
             max_datagram_size: 1350,
             max_datagram_frame_size: Some(65535),
             active_connection_id_limit: 4,
+            accept_fec: true,
         }
     }
 }

@@ -196,6 +196,14 @@ pub trait RecoveryPolicy: Send + fmt::Debug {
 
     /// A packet was declared lost.
     fn on_packet_lost(&mut self, _now: Instant, _fate: &PacketFate, _path: &PathView) {}
+
+    /// Block FEC (the `fec:K` baseline): send one repair packet after every
+    /// `K` packets of new stream data. Honoured only when the peer
+    /// advertised the `artq_fec` transport parameter (artq's receiver); the
+    /// default, `None`, sends no repair packets.
+    fn fec_block_size(&self) -> Option<u16> {
+        None
+    }
 }
 
 /// Builds a policy per connection (set in the transport config).

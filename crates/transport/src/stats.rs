@@ -39,6 +39,10 @@ pub struct ConnectionStats {
     pub recovered_items: u64,
     /// DATAGRAM payloads given up by the policy after a loss.
     pub datagrams_dropped: u64,
+    /// FEC repair packets sent (sender, `fec:K`).
+    pub fec_repairs: u64,
+    /// Packets rebuilt from FEC repair symbols (receiver).
+    pub fec_recovered: u64,
     /// Packets declared lost that were acknowledged later.
     pub spurious_retransmissions: u64,
     /// Largest retransmission round that delivered data (`n_max`).

@@ -53,6 +53,10 @@ pub mod param_id {
     pub const MAX_DATAGRAM_FRAME_SIZE: u64 = 0x20;
     /// grease_quic_bit (RFC 9287 §3, zero-length).
     pub const GREASE_QUIC_BIT: u64 = 0x2ab2;
+    /// artq private, zero-length: "I decode ARTQ_FEC repair frames". Only
+    /// artq receivers send it; any other peer ignores it as unknown
+    /// (RFC 9000 §18.1), so an FEC sender never sends repair frames to them.
+    pub const ARTQ_FEC: u64 = 0x3fa7_fec0;
 
     /// True for the reserved ids 31 * N + 27 that peers send to exercise
     /// unknown-parameter handling (RFC 9000 §18.1).
@@ -110,6 +114,8 @@ pub struct TransportParameters {
     pub max_datagram_frame_size: Option<u64>,
     /// The endpoint accepts packets with the Fixed Bit clear (RFC 9287).
     pub grease_quic_bit: bool,
+    /// artq private: the sender of these parameters decodes ARTQ_FEC frames.
+    pub artq_fec: bool,
 }
 
 impl Default for TransportParameters {
@@ -134,6 +140,7 @@ impl Default for TransportParameters {
             retry_source_connection_id: None,
             max_datagram_frame_size: None,
             grease_quic_bit: false,
+            artq_fec: false,
         }
     }
 }
@@ -194,6 +201,7 @@ fn known_index(id: u64) -> Option<u32> {
         0x00..=0x10 => Some(id as u32),
         param_id::MAX_DATAGRAM_FRAME_SIZE => Some(17),
         param_id::GREASE_QUIC_BIT => Some(18),
+        param_id::ARTQ_FEC => Some(19),
         _ => None,
     }
 }
@@ -283,6 +291,9 @@ impl TransportParameters {
         }
         if self.grease_quic_bit {
             put_bytes_param(out, id::GREASE_QUIC_BIT, &[]);
+        }
+        if self.artq_fec {
+            put_bytes_param(out, id::ARTQ_FEC, &[]);
         }
     }
 
@@ -404,6 +415,12 @@ impl TransportParameters {
                         return Err(invalid("grease_quic_bit is not empty"));
                     }
                     p.grease_quic_bit = true;
+                }
+                id::ARTQ_FEC => {
+                    if !value.is_empty() {
+                        return Err(invalid("artq_fec is not empty"));
+                    }
+                    p.artq_fec = true;
                 }
                 _ => {} // known_index lists exactly the ids above
             }

@@ -23,6 +23,7 @@
 //! - `timer`: the timer table.
 
 mod cids;
+mod fec;
 mod recovery;
 mod recv;
 mod send;
@@ -205,6 +206,10 @@ pub struct Connection {
     /// Event subscribers (qlog, metric recorders).
     subscribers: Vec<Box<dyn Subscriber>>,
     rng: ChaCha8Rng,
+    /// Block-FEC sender (when the policy asks for it and the peer decodes).
+    fec_tx: Option<fec::FecEncoder>,
+    /// Block-FEC receiver.
+    fec_rx: fec::FecDecoder,
     /// Test hook: raw frame bytes for the next 1-RTT packet.
     raw_frames: Vec<Vec<u8>>,
 }
@@ -292,6 +297,8 @@ impl Connection {
             subscribers: Vec::new(),
             rng,
             raw_frames: Vec::new(),
+            fec_tx: None,
+            fec_rx: fec::FecDecoder::default(),
             config,
         };
         conn.cids.set_local_limit(conn.config.active_connection_id_limit);
@@ -672,6 +679,13 @@ impl Connection {
         self.cc.on_mtu_update(u64::from(self.max_datagram_size));
         self.peer_max_datagram_frame = params.max_datagram_frame_size;
         self.cids.set_peer_limit(params.active_connection_id_limit);
+        if let Some(k) = self.policy.fec_block_size() {
+            if params.artq_fec {
+                self.fec_tx = Some(fec::FecEncoder::new(usize::from(k)));
+            } else {
+                tracing::warn!("the peer cannot decode FEC repair frames: sending none (plain ARQ)");
+            }
+        }
         self.peer_params = Some(params);
         Ok(())
     }
@@ -755,6 +769,8 @@ fn local_params(
     p.initial_source_connection_id = Some(local_cid);
     p.original_destination_connection_id = original_dcid;
     p.max_datagram_frame_size = config.max_datagram_frame_size;
+    // artq receivers decode block-FEC repair frames (the `fec:K` baseline).
+    p.artq_fec = config.accept_fec;
     p
 }
 

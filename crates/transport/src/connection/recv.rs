@@ -139,6 +139,9 @@ impl Connection {
             return Ok(());
         }
         self.stats.packets_received += 1;
+        if space == SpaceId::Data && self.fec_rx.is_active() {
+            self.fec_rx.store(pn, &packet[payload.clone()]);
+        }
         if let Some(scid) = self.pending_server_scid.take() {
             self.got_server_initial = true;
             self.cids.set_remote_cid(scid);
@@ -326,6 +329,14 @@ impl Connection {
                 // RFC 9001 §4.1.2: the client confirms the handshake.
                 self.confirm_handshake(now);
             }
+            Frame::ArtqFec(f) => {
+                if space != SpaceId::Data {
+                    return Err(TransportError::protocol_violation("FEC frame outside 1-RTT").with_frame(ty));
+                }
+                let pns: Vec<u64> = f.packet_numbers().collect();
+                let repair = f.repair.to_vec();
+                self.on_fec_repair(now, &pns, &repair)?;
+            }
             Frame::Datagram { data } => {
                 let max = self.config.max_datagram_frame_size.ok_or_else(|| {
                     TransportError::protocol_violation("DATAGRAM frames not negotiated").with_frame(ty)
@@ -338,6 +349,37 @@ impl Connection {
                     self.events.push_back(Event::DatagramReceived);
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// A block's repair symbol arrived: if exactly one of its packets is
+    /// missing, rebuild it and process it as if it had arrived.
+    fn on_fec_repair(&mut self, now: Instant, pns: &[u64], repair: &[u8]) -> Result<(), TransportError> {
+        self.fec_rx.activate();
+        let s = self.space(SpaceId::Data);
+        let mut missing = pns.iter().copied().filter(|&pn| pn >= s.received_floor && !s.received.contains(pn));
+        let (Some(lost), None) = (missing.next(), missing.next()) else { return Ok(()) };
+        let Some(payload) = self.fec_rx.recover(pns, lost, repair) else { return Ok(()) };
+        if !self.space_mut(SpaceId::Data).on_packet_received(lost, now) {
+            return Ok(());
+        }
+        self.stats.fec_recovered += 1;
+        self.fec_rx.store(lost, &payload);
+        let mut ack_eliciting = false;
+        for frame in FrameIter::new(&payload) {
+            let frame = frame.map_err(|e| TransportError::new(e.error_code(), "malformed frame in FEC-recovered packet"))?;
+            if matches!(frame, Frame::ArtqFec(_)) {
+                continue; // blocks never nest
+            }
+            ack_eliciting |= frame.is_ack_eliciting();
+            self.process_frame(now, SpaceId::Data, frame)?;
+            if self.is_closed() {
+                return Ok(());
+            }
+        }
+        if ack_eliciting {
+            self.on_ack_eliciting_received(now, SpaceId::Data, lost);
         }
         Ok(())
     }

@@ -221,7 +221,22 @@ impl Connection {
             }
         }
 
-        if elicit && record.replica.is_none() {
+        // A completed FEC block's repair symbol travels in its own packet.
+        let fec_ready = space == SpaceId::Data && may_elicit && record.replica.is_none();
+        if let Some((pns, repair)) = self.fec_tx.as_mut().filter(|_| fec_ready).and_then(|f| f.ready.take()) {
+            let deltas = super::fec::FecEncoder::deltas(&pns);
+            let first_pn = pns.first().copied().unwrap_or(0);
+            let f = Frame::ArtqFec(wire::frame::FecRepair { first_pn, count: pns.len() as u64, deltas: &deltas, repair: &repair });
+            let mut tmp = Vec::with_capacity(repair.len() + 16);
+            f.encode(&mut tmp);
+            if buf.len() + tmp.len() <= max_end {
+                buf.extend_from_slice(&tmp);
+                record.ack_eliciting = true;
+                self.stats.fec_repairs += 1;
+            } else {
+                tracing::debug!(len = tmp.len(), "FEC repair frame does not fit a packet; block skipped");
+            }
+        } else if elicit && record.replica.is_none() {
             self.write_eliciting_frames(now, space, buf, max_end, may_elicit, &mut record);
         }
 
@@ -265,6 +280,7 @@ impl Connection {
         }
         self.handshake_done_pending
             || !self.raw_frames.is_empty()
+            || self.fec_tx.as_ref().is_some_and(|f| f.ready.is_some())
             || !self.path_responses.is_empty()
             || !self.cids.pending_new.is_empty()
             || !self.cids.pending_retire.is_empty()
@@ -362,7 +378,13 @@ impl Connection {
             }
             // New stream data; room sized for the largest packet number so
             // that a replica of this data always fits in one packet.
-            let header_slack = MAX_PN_LEN.saturating_sub(self.pn_len_in_use(space));
+            let mut header_slack = MAX_PN_LEN.saturating_sub(self.pn_len_in_use(space));
+            if let Some(enc) = self.fec_tx.as_ref() {
+                // The block's repair frame must fit one packet: its symbol is
+                // the longest payload + 2, its header up to ~24 bytes plus one
+                // or two bytes per packet-number delta.
+                header_slack += enc.frame_overhead();
+            }
             loop {
                 let room = max_end.saturating_sub(buf.len() + header_slack);
                 if room < 8 {
@@ -436,6 +458,11 @@ impl Connection {
             SpaceId::Handshake => self.handshake_keys.as_ref().map(|k| &k.local),
             SpaceId::Data => self.one_rtt.as_ref().map(|k| &k.keys.local),
         };
+        if b.space == SpaceId::Data && b.record.new_data {
+            if let Some(enc) = self.fec_tx.as_mut() {
+                enc.add(b.pn, &buf[b.pn_offset + b.pn_len..end - TAG_LEN]);
+            }
+        }
         if let Some(keys) = keys {
             if crypto::seal(keys, &mut buf[b.start..end], b.pn_offset - b.start, b.pn_len, b.pn).is_err() {
                 tracing::error!("packet protection failed");

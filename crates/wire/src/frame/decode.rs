@@ -226,7 +226,27 @@ fn decode_body<'a>(ty: u64, r: &mut Reader<'a>) -> Result<Frame<'a>, DecodeError
                 data: r.bytes_u64(len)?,
             }
         }
-        // Includes t::ARTQ_FEC until the FEC frame lands.
+        t::ARTQ_FEC => {
+            let first_pn = r.varint()?;
+            let count = r.varint()?;
+            if count == 0 || count > super::MAX_FEC_BLOCK {
+                return Err(malformed(ty, "FEC block size out of range"));
+            }
+            let rest = r.peek_rest();
+            let start = r.position();
+            let mut pn = first_pn;
+            for _ in 1..count {
+                let d = r.varint()?;
+                if d == 0 {
+                    return Err(malformed(ty, "FEC packet numbers not increasing"));
+                }
+                pn = pn.checked_add(d).ok_or_else(|| malformed(ty, "FEC packet number overflow"))?;
+            }
+            let deltas = &rest[..r.position() - start];
+            let len = r.varint()?;
+            let repair = r.bytes_u64(len)?;
+            Frame::ArtqFec(super::FecRepair { first_pn, count, deltas, repair })
+        }
         _ => return Err(DecodeError::UnknownFrameType(ty)),
     };
     Ok(frame)

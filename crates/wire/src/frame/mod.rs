@@ -88,10 +88,11 @@ pub mod frame_type {
     pub const DATAGRAM: u64 = 0x30;
     /// DATAGRAM with a Length field (RFC 9221 §4).
     pub const DATAGRAM_LEN: u64 = 0x31;
-    /// Reserved for artq's block-FEC baseline: a private repair-symbol frame
-    /// that only an artq receiver understands (the FEC scheme is the one
-    /// policy that needs a receiver change; see DESIGN.md). Not yet decoded:
-    /// it is reported as an unknown frame type, like any peer would.
+    /// artq's block-FEC repair frame: a private type that only an artq
+    /// receiver understands (the FEC baseline is the one scheme that needs a
+    /// receiver change; see DESIGN.md). Sent only to peers that advertised
+    /// the `artq_fec` transport parameter; any other peer would close the
+    /// connection with FRAME_ENCODING_ERROR, as RFC 9000 §12.4 requires.
     pub const ARTQ_FEC: u64 = 0x3f_a7_00;
 }
 
@@ -256,7 +257,43 @@ pub enum Frame<'a> {
         /// The payload.
         data: &'a [u8],
     },
+    /// ARTQ_FEC: the repair symbol of one FEC block. Wire format: type,
+    /// first packet number, count, count−1 packet-number deltas (each ≥ 1),
+    /// repair length, repair bytes. The repair is the XOR of each protected
+    /// packet's `u16 length ‖ plaintext payload`, zero-padded to the longest.
+    ArtqFec(FecRepair<'a>),
 }
+
+/// The body of an ARTQ_FEC frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FecRepair<'a> {
+    /// Packet number of the block's first packet.
+    pub first_pn: u64,
+    /// Number of packets in the block (1..=255).
+    pub count: u64,
+    /// The count−1 varint-encoded deltas between consecutive packet numbers.
+    pub deltas: &'a [u8],
+    /// The repair symbol.
+    pub repair: &'a [u8],
+}
+
+impl FecRepair<'_> {
+    /// The packet numbers the block covers, in order. The deltas were
+    /// validated when the frame was decoded.
+    pub fn packet_numbers(&self) -> impl Iterator<Item = u64> + '_ {
+        let mut r = crate::coding::Reader::new(self.deltas);
+        let mut pn = Some(self.first_pn);
+        core::iter::from_fn(move || {
+            let cur = pn?;
+            pn = r.varint().ok().and_then(|d| cur.checked_add(d));
+            Some(cur)
+        })
+        .take(usize::try_from(self.count).unwrap_or(0))
+    }
+}
+
+/// Largest number of packets in one FEC block.
+pub const MAX_FEC_BLOCK: u64 = 255;
 
 impl Frame<'_> {
     /// The frame type this frame encodes as with [`Frame::encode`] (STREAM
@@ -300,6 +337,7 @@ impl Frame<'_> {
             } => t::CONNECTION_CLOSE_APP,
             Frame::HandshakeDone => t::HANDSHAKE_DONE,
             Frame::Datagram { .. } => t::DATAGRAM_LEN,
+            Frame::ArtqFec(_) => t::ARTQ_FEC,
         }
     }
 
@@ -456,6 +494,14 @@ impl Frame<'_> {
             Frame::Datagram { data } => {
                 write_datagram_header(out, data.len());
                 out.put_slice(data);
+            }
+            Frame::ArtqFec(f) => {
+                out.put_varint(t::ARTQ_FEC);
+                out.put_varint(f.first_pn);
+                out.put_varint(f.count);
+                out.put_slice(f.deltas);
+                out.put_varint(f.repair.len() as u64);
+                out.put_slice(f.repair);
             }
         }
     }

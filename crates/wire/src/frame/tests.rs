@@ -288,12 +288,32 @@ fn validation_errors() {
 #[test]
 fn unknown_types() {
     assert_eq!(first_err(&[0x21]), DecodeError::UnknownFrameType(0x21));
-    let mut b = Vec::new();
-    b.put_varint(frame_type::ARTQ_FEC);
-    b.extend_from_slice(&[1, 2, 3]);
-    let err = first_err(&b);
-    assert_eq!(err, DecodeError::UnknownFrameType(frame_type::ARTQ_FEC));
+    let err = first_err(&[0x40, 0x22]);
+    assert_eq!(err, DecodeError::UnknownFrameType(0x22));
     assert_eq!(err.error_code(), TransportErrorCode::FRAME_ENCODING_ERROR);
+}
+
+#[test]
+fn artq_fec_round_trip_and_validation() {
+    let mut deltas = Vec::new();
+    deltas.put_varint(1);
+    deltas.put_varint(3);
+    let f = Frame::ArtqFec(FecRepair { first_pn: 100, count: 3, deltas: &deltas, repair: &[1, 2, 3] });
+    let bytes = encoded(&f);
+    let back = FrameIter::new(&bytes).next().unwrap().unwrap();
+    assert_eq!(back, f);
+    let Frame::ArtqFec(r) = back else { unreachable!() };
+    assert_eq!(r.packet_numbers().collect::<Vec<_>>(), vec![100, 101, 104]);
+    // Zero delta, zero count and oversized count are malformed.
+    for (count, delta) in [(2u64, 0u64), (0, 1), (256, 1)] {
+        let mut b = Vec::new();
+        b.put_varint(frame_type::ARTQ_FEC);
+        b.put_varint(5);
+        b.put_varint(count);
+        b.put_varint(delta);
+        b.put_varint(0);
+        assert!(matches!(first_err(&b), DecodeError::MalformedFrame { .. }), "count {count} delta {delta}");
+    }
 }
 
 #[test]

@@ -251,6 +251,7 @@ prop_compose! {
             retry_source_connection_id: rscid.filter(|_| server),
             max_datagram_frame_size: dgram,
             grease_quic_bit: grease,
+            artq_fec: grease && dam,
         }
     }
 }
