@@ -296,6 +296,7 @@ fn describe_links(up: &LinkConfig, down: &LinkConfig) -> String {
     };
     let loss = |l: &LossModel| match l {
         LossModel::None => "no loss".to_string(),
+        LossModel::Bernoulli { p } if *p == 0.0 => "no loss".to_string(),
         LossModel::Bernoulli { p } => format!("{}% loss", p * 100.0),
         LossModel::GilbertElliott { .. } => {
             format!("{:.3}% burst loss", l.mean_loss_rate() * 100.0)
