@@ -480,11 +480,15 @@ mod tests {
         s.link.trace = Some(PathBuf::from("/nonexistent/trace"));
         let err = s.link.configs().unwrap_err();
         assert!(err.to_string().contains("/nonexistent/trace"), "{err}");
-        let mut s = Scenario::default();
-        s.recv_window = Some(10);
+        let s = Scenario {
+            recv_window: Some(10),
+            ..Scenario::default()
+        };
         assert!(s.validate().is_err());
-        s.recv_window = None;
-        s.time_limit = f64::NAN;
+        let s = Scenario {
+            time_limit: f64::NAN,
+            ..Scenario::default()
+        };
         assert!(s.validate().is_err());
         let missing = Scenario::from_toml_file(Path::new("/nonexistent/s.toml")).unwrap_err();
         assert!(matches!(missing, ScenarioError::Io { .. }), "{missing}");
