@@ -5,7 +5,7 @@
 //! server whose sender uses one recovery scheme, and a client) inside
 //! `netem`'s deterministic discrete-event simulator, over emulated links,
 //! and measures DESIGN.md's metrics where the papers measure them. A
-//! [`Scenario`] plus its seed fully determines a run; [`run`] turns it into
+//! [`Scenario`] plus its seed fully determines a run; [`run()`](fn@run) turns it into
 //! a [`RunResult`] whose [`RunMetrics`] is `artq sim --json`'s object.
 //!
 //! What it is not: a protocol implementation (that is `transport`), a link
