@@ -205,7 +205,7 @@ impl App for FileServer {
                         if let Some(c) = ep.connection(h) {
                             let s = c.stats();
                             eprintln!(
-                                "connection {} from {} ended ({reason}): sent {} packets ({} bytes), lost {}, replicas {}, n_max {}, cwnd {} B, srtt {:.1} ms, min_rtt {:.1} ms",
+                                "connection {} from {} ended ({reason}): sent {} packets ({} bytes), lost {}, replicas {}, n_max {}, n_hist {:?}, cwnd {} B, srtt {:.1} ms, min_rtt {:.1} ms",
                                 h.0,
                                 c.remote_address(),
                                 s.packets_sent,
@@ -213,6 +213,7 @@ impl App for FileServer {
                                 s.lost_packets,
                                 s.replicas,
                                 s.n_max,
+                                s.n_hist,
                                 s.cwnd,
                                 s.srtt.as_secs_f64() * 1e3,
                                 s.min_rtt.as_secs_f64() * 1e3,
