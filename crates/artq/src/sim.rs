@@ -173,7 +173,7 @@ fn scenario_of(a: &SimArgs) -> Result<(Scenario, (LinkConfig, LinkConfig))> {
             .with_context(|| format!("in scenario {}", path.display()))?;
         return Ok((s, links));
     }
-    let links = a.link.configs().map_err(without_repeats)?;
+    let links = a.link.configs()?;
     let defaults = Scenario::default();
     let s = Scenario {
         scheme: a.scheme.clone(),
@@ -185,23 +185,6 @@ fn scenario_of(a: &SimArgs) -> Result<(Scenario, (LinkConfig, LinkConfig))> {
         ..defaults
     };
     Ok((s, links))
-}
-
-/// The error with its chain folded into one message, leaving out a cause
-/// whose text its parent already ends with (netem's file errors print the
-/// OS error in their own message and also return it as their source).
-fn without_repeats(e: anyhow::Error) -> anyhow::Error {
-    let mut message = String::new();
-    for part in e.chain().map(|c| c.to_string()) {
-        if message.ends_with(&part) {
-            continue;
-        }
-        if !message.is_empty() {
-            message.push_str(": ");
-        }
-        message.push_str(&part);
-    }
-    anyhow::Error::msg(message)
 }
 
 /// The human-readable result: a few aligned lines.

@@ -180,9 +180,9 @@ impl LossModel {
     /// line. Errors name the file and line.
     pub fn replay_from_file(path: &Path) -> Result<LossModel, TraceError> {
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| TraceError::Io {
+        let text = std::fs::read_to_string(path).map_err(|error| TraceError::Io {
             path: shown.clone(),
-            source,
+            error,
         })?;
         LossModel::parse_replay(&text, &shown)
     }

@@ -45,14 +45,14 @@ const OPPORTUNITY_BIT_MS: u64 = OPPORTUNITY_BYTES * 8 * 1000;
 /// can go straight to the broken line.
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
-    /// The file could not be read.
-    #[error("{path}: {source}")]
+    /// The file could not be read. The OS error is part of the message
+    /// (not also a `source`, so error chains do not print it twice).
+    #[error("{path}: {error}")]
     Io {
         /// The file.
         path: String,
         /// What the OS said.
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// A line is not what the format allows.
     #[error("{path}:{line}: {reason}")]
@@ -92,9 +92,9 @@ impl Trace {
     /// Loads a Mahimahi trace file.
     pub fn from_file(path: &Path) -> Result<Trace, TraceError> {
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| TraceError::Io {
+        let text = std::fs::read_to_string(path).map_err(|error| TraceError::Io {
             path: shown.clone(),
-            source,
+            error,
         })?;
         Trace::parse(&text, &shown)
     }
