@@ -2,12 +2,11 @@
 //! directions unless prefixed `--up-` (client to server) or `--down-`.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
-use anyhow::{bail, Context, Result};
+use anyhow::Result;
 use clap::{Args, ValueEnum};
-use netem::{Capacity, LinkConfig, LossModel, QueueLimit, Trace};
-use wire::time::Duration;
+use lab::scenario::{DirSpec, LinkSpec};
+use netem::LinkConfig;
 
 /// Random loss process.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
@@ -80,87 +79,33 @@ pub struct LinkArgs {
 }
 
 impl LinkArgs {
-    fn capacity(&self, bw: Option<f64>, trace: &Option<PathBuf>) -> Result<Capacity> {
-        if let Some(path) = trace.as_ref().or(self.trace.as_ref()) {
-            let t = Trace::from_file(path)?;
-            return Ok(Capacity::Trace(Arc::new(t)));
+    /// The options as the lab's link description, which both `artq link`
+    /// and `artq sim` turn into link models (one implementation of the
+    /// rules: trace over rate, direction overrides, loss models, queues).
+    pub fn spec(&self) -> LinkSpec {
+        LinkSpec {
+            bw: self.bw,
+            trace: self.trace.clone(),
+            rtt: self.rtt,
+            loss: self.loss,
+            loss_model: match self.loss_model {
+                LossKind::Bernoulli => lab::scenario::LossKind::Bernoulli,
+                LossKind::Gilbert => lab::scenario::LossKind::Gilbert,
+                LossKind::Varying => lab::scenario::LossKind::Varying,
+            },
+            burst: self.burst,
+            loss_std: self.loss_std,
+            loss_interval: self.loss_interval,
+            loss_pattern: self.loss_pattern.clone(),
+            queue: self.queue,
+            queue_bytes: self.queue_bytes,
+            up: DirSpec { bw: self.up_bw, trace: self.up_trace.clone(), loss: self.up_loss },
+            down: DirSpec { bw: self.down_bw, trace: self.down_trace.clone(), loss: self.down_loss },
         }
-        match bw.or(self.bw) {
-            None => Ok(Capacity::Unlimited),
-            Some(mbps) => {
-                if !(mbps.is_finite() && mbps > 0.0 && mbps <= 1e6) {
-                    bail!("bandwidth {mbps} Mbit/s is out of range (0 < bw <= 1e6)");
-                }
-                Ok(Capacity::Constant { bits_per_sec: (mbps * 1e6).round() as u64 })
-            }
-        }
-    }
-
-    fn loss(&self, p: Option<f64>, replay: bool) -> Result<LossModel> {
-        if replay {
-            if let Some(path) = &self.loss_pattern {
-                return Ok(LossModel::replay_from_file(path)?);
-            }
-        }
-        let Some(p) = p.or(self.loss) else { return Ok(LossModel::None) };
-        if !(0.0..=1.0).contains(&p) {
-            bail!("loss probability {p} is not in 0..1");
-        }
-        let model = match self.loss_model {
-            LossKind::Bernoulli => LossModel::Bernoulli { p },
-            LossKind::Gilbert => {
-                if p >= 1.0 {
-                    bail!("gilbert loss needs --loss below 1");
-                }
-                LossModel::gilbert_from_mean(p, self.burst)
-            }
-            LossKind::Varying => {
-                if !(self.loss_interval.is_finite() && self.loss_interval > 0.0) {
-                    bail!("--loss-interval must be positive");
-                }
-                LossModel::Varying {
-                    mean: p,
-                    std_dev: self.loss_std,
-                    interval: Duration::from_secs_f64(self.loss_interval / 1e3),
-                }
-            }
-        };
-        model.validate().map_err(anyhow::Error::msg).context("invalid loss model")?;
-        Ok(model)
-    }
-
-    fn queue(&self) -> QueueLimit {
-        match (self.queue, self.queue_bytes) {
-            (Some(p), _) => QueueLimit::Packets(p),
-            (None, Some(b)) => QueueLimit::Bytes(b),
-            (None, None) => QueueLimit::Unlimited,
-        }
-    }
-
-    fn one_way_delay(&self) -> Result<Duration> {
-        if !(self.rtt.is_finite() && self.rtt >= 0.0 && self.rtt <= 1e7) {
-            bail!("--rtt {} ms is out of range", self.rtt);
-        }
-        Ok(Duration::from_secs_f64(self.rtt / 2e3))
     }
 
     /// The (client-to-server, server-to-client) link configurations.
     pub fn configs(&self) -> Result<(LinkConfig, LinkConfig)> {
-        let delay = self.one_way_delay()?;
-        let up = LinkConfig {
-            capacity: self.capacity(self.up_bw, &self.up_trace)?,
-            delay,
-            queue: self.queue(),
-            loss: self.loss(self.up_loss, false)?,
-        };
-        let down = LinkConfig {
-            capacity: self.capacity(self.down_bw, &self.down_trace)?,
-            delay,
-            queue: self.queue(),
-            loss: self.loss(self.down_loss, true)?,
-        };
-        up.validate().map_err(anyhow::Error::msg).context("invalid client-to-server link")?;
-        down.validate().map_err(anyhow::Error::msg).context("invalid server-to-client link")?;
-        Ok((up, down))
+        Ok(self.spec().configs()?)
     }
 }

@@ -8,7 +8,6 @@ mod link_args;
 mod schemes;
 mod serve;
 mod sim;
-mod size;
 mod udp;
 
 use std::net::SocketAddr;
@@ -77,7 +76,7 @@ struct TransportArgs {
     #[arg(long, default_value = "cubic")]
     cc: CongestionAlgorithm,
     /// The receiver's flow-control window (its receive buffer), e.g. 8MB.
-    #[arg(long, value_parser = size::parse_size)]
+    #[arg(long, value_parser = lab::workload::parse_size)]
     recv_window: Option<u64>,
     /// Largest UDP payload to send, bytes (1200..=65527).
     #[arg(long, default_value_t = 1350, value_parser = clap::value_parser!(u16).range(1200..=65527))]

@@ -23,7 +23,7 @@ use netem::{Capacity, LinkConfig, LossModel};
 use transport::congestion::CongestionAlgorithm;
 
 use crate::link_args::LinkArgs;
-use crate::{schemes, size};
+use crate::schemes;
 
 /// `--bw` default for `artq sim`, Mbit/s (= `lab::scenario::DEFAULT_BW_MBPS`).
 const DEFAULT_BW: &str = "100";
@@ -49,7 +49,7 @@ pub struct SimArgs {
     link: LinkArgs,
     /// Size of each file: bytes, or with a unit (KB, MB, GB = powers of
     /// 1000; KiB, MiB, GiB = powers of 1024).
-    #[arg(long, value_name = "SIZE", value_parser = size::parse_size, default_value = "10MB")]
+    #[arg(long, value_name = "SIZE", value_parser = lab::workload::parse_size, default_value = "10MB")]
     size: u64,
     /// Number of files of --size fetched one after another over one
     /// connection.
@@ -57,7 +57,7 @@ pub struct SimArgs {
     files: u64,
     /// The client's receive window (flow-control credit: its receive
     /// buffer), bytes or with a unit [default: 16MiB].
-    #[arg(long, value_name = "SIZE", value_parser = size::parse_size)]
+    #[arg(long, value_name = "SIZE", value_parser = lab::workload::parse_size)]
     recv_window: Option<u64>,
     /// Congestion control of both ends: cubic, newreno or bbr.
     #[arg(long, default_value = "cubic")]
