@@ -39,8 +39,9 @@ const STALL_LIMIT: u64 = 10_000_000;
 /// The simulator drives it sans-IO, in quinn's verb style: `handle_*` feeds
 /// input, `poll_*` takes output.
 pub trait Node {
-    /// A datagram from `from` arrived for this node (at address `to`).
-    fn handle_datagram(&mut self, now: Instant, from: SocketAddr, to: SocketAddr, payload: &[u8]);
+    /// A datagram from `from` arrived for this node (at address `to`). The
+    /// buffer is the node's to use: a QUIC endpoint decrypts it in place.
+    fn handle_datagram(&mut self, now: Instant, from: SocketAddr, to: SocketAddr, payload: &mut [u8]);
     /// The next datagram this node wants to send now, if any. Called after
     /// every input until it returns `None`. The datagram's `src` should be
     /// the node's address; routing uses `(src, dst)` as given.
@@ -57,7 +58,7 @@ pub trait Node {
 }
 
 impl Node for Box<dyn Node> {
-    fn handle_datagram(&mut self, now: Instant, from: SocketAddr, to: SocketAddr, payload: &[u8]) {
+    fn handle_datagram(&mut self, now: Instant, from: SocketAddr, to: SocketAddr, payload: &mut [u8]) {
         (**self).handle_datagram(now, from, to, payload);
     }
     fn poll_transmit(&mut self, now: Instant) -> Option<Datagram> {
@@ -523,7 +524,7 @@ impl Simulator {
     }
 
     /// Hands `datagram` to the node at its destination and polls that node.
-    fn deliver(&mut self, datagram: Datagram) {
+    fn deliver(&mut self, mut datagram: Datagram) {
         let Some(&n) = self.by_addr.get(&datagram.dst) else {
             self.stats.undeliverable = self.stats.undeliverable.saturating_add(1);
             return;
@@ -534,7 +535,7 @@ impl Simulator {
         };
         self.stats.delivered = self.stats.delivered.saturating_add(1);
         slot.node
-            .handle_datagram(self.now, datagram.src, datagram.dst, &datagram.payload);
+            .handle_datagram(self.now, datagram.src, datagram.dst, &mut datagram.payload);
         self.poll_node(n);
     }
 

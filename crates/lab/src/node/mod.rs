@@ -77,7 +77,6 @@ pub struct QuicNode {
     addr: SocketAddr,
     endpoint: Endpoint,
     role: Role,
-    rx: Vec<u8>,
     tx: Vec<u8>,
     cpu: Option<std::time::Duration>,
 }
@@ -133,7 +132,6 @@ impl QuicNode {
             addr,
             endpoint,
             role,
-            rx: Vec::with_capacity(TX_CAPACITY),
             tx: Vec::with_capacity(TX_CAPACITY),
             cpu: None,
         }
@@ -205,11 +203,10 @@ impl QuicNode {
 }
 
 impl Node for QuicNode {
-    fn handle_datagram(&mut self, now: Instant, from: SocketAddr, _to: SocketAddr, payload: &[u8]) {
+    fn handle_datagram(&mut self, now: Instant, from: SocketAddr, _to: SocketAddr, payload: &mut [u8]) {
         self.timed(|n| {
-            n.rx.clear();
-            n.rx.extend_from_slice(payload);
-            n.endpoint.handle_datagram(now, from, &mut n.rx);
+            // Decrypted in place: the simulator hands the buffer over.
+            n.endpoint.handle_datagram(now, from, payload);
             n.drive(now);
         });
     }

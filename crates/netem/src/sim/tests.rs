@@ -56,7 +56,7 @@ impl Pinger {
 }
 
 impl Node for Pinger {
-    fn handle_datagram(&mut self, now: Instant, from: SocketAddr, to: SocketAddr, payload: &[u8]) {
+    fn handle_datagram(&mut self, now: Instant, from: SocketAddr, to: SocketAddr, payload: &mut [u8]) {
         self.observe(now);
         assert_eq!((from, to), (self.peer, self.me));
         let seq = u32::from_be_bytes(payload[..4].try_into().expect("4 bytes"));
@@ -103,7 +103,7 @@ struct Echo {
 }
 
 impl Node for Echo {
-    fn handle_datagram(&mut self, now: Instant, from: SocketAddr, to: SocketAddr, payload: &[u8]) {
+    fn handle_datagram(&mut self, now: Instant, from: SocketAddr, to: SocketAddr, payload: &mut [u8]) {
         let seq = u32::from_be_bytes(payload[..4].try_into().expect("4 bytes"));
         self.log.push((now, from, seq));
         *self.bytes_from.entry(from).or_default() += payload.len() as u64;
@@ -217,7 +217,7 @@ struct Blaster {
 }
 
 impl Node for Blaster {
-    fn handle_datagram(&mut self, _: Instant, _: SocketAddr, _: SocketAddr, _: &[u8]) {}
+    fn handle_datagram(&mut self, _: Instant, _: SocketAddr, _: SocketAddr, _: &mut [u8]) {}
     fn poll_transmit(&mut self, now: Instant) -> Option<Datagram> {
         if now >= self.next && now < self.stop {
             let jitter = 0.5 + crate::seed::unit_f64(&mut self.rng);
@@ -345,7 +345,7 @@ struct Clockwatcher {
 }
 
 impl Node for Clockwatcher {
-    fn handle_datagram(&mut self, _: Instant, _: SocketAddr, _: SocketAddr, _: &[u8]) {}
+    fn handle_datagram(&mut self, _: Instant, _: SocketAddr, _: SocketAddr, _: &mut [u8]) {}
     fn poll_transmit(&mut self, _: Instant) -> Option<Datagram> {
         None
     }
@@ -454,7 +454,7 @@ fn zero_delay_ping_pong_stalls_instead_of_hanging() {
     // Make them never "finished" so the run keeps going.
     struct Kick(SocketAddr, SocketAddr, bool);
     impl Node for Kick {
-        fn handle_datagram(&mut self, _: Instant, _: SocketAddr, _: SocketAddr, _: &[u8]) {}
+        fn handle_datagram(&mut self, _: Instant, _: SocketAddr, _: SocketAddr, _: &mut [u8]) {}
         fn poll_transmit(&mut self, _: Instant) -> Option<Datagram> {
             if std::mem::replace(&mut self.2, false) {
                 Some(Datagram::new(self.0, self.1, vec![0; 8]))
@@ -481,7 +481,7 @@ fn simultaneous_arrivals_keep_send_order() {
     let (a, b) = (addr(1, 1), addr(2, 2));
     struct Burst(SocketAddr, SocketAddr, u32);
     impl Node for Burst {
-        fn handle_datagram(&mut self, _: Instant, _: SocketAddr, _: SocketAddr, _: &[u8]) {}
+        fn handle_datagram(&mut self, _: Instant, _: SocketAddr, _: SocketAddr, _: &mut [u8]) {}
         fn poll_transmit(&mut self, _: Instant) -> Option<Datagram> {
             if self.2 == 0 {
                 return None;
