@@ -18,9 +18,12 @@
 //! - [`metrics`]: the subscribers that record at both ends, and the
 //!   aggregation into [`RunMetrics`];
 //! - [`scenario`]: [`Scenario`] (TOML) and [`ScenarioError`];
-//! - [`run`](mod@run): one scenario through the simulator.
+//! - [`run`](mod@run): one scenario through the simulator;
+//! - [`experiments`]: the ART paper's evaluation as named, seeded
+//!   experiments, aggregated and judged against the paper (`artq reproduce`).
 #![warn(missing_docs)]
 
+pub mod experiments;
 pub mod metrics;
 pub mod node;
 pub mod run;

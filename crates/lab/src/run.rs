@@ -81,6 +81,10 @@ pub struct RunResult {
     /// sender finished are dropped, so this stays small for any number of
     /// files (a memory check).
     pub arrival_segments: usize,
+    /// The sender's (server's) connection counters at the end, for figures
+    /// that need more than [`RunMetrics`] has (`fec_repairs`, the FEC
+    /// repair packets that count towards `fec:K`'s redundancy cost).
+    pub sender_stats: transport::ConnectionStats,
 }
 
 impl RunResult {
@@ -266,6 +270,7 @@ pub fn run_with(scenario: &Scenario, options: RunOptions<'_>) -> Result<RunResul
         sender_cpu: server.cpu_time(),
         receiver_cpu: client.cpu_time(),
         arrival_segments: recorder.arrival_segments(),
+        sender_stats: stats,
     })
 }
 

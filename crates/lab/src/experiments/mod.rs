@@ -1,0 +1,482 @@
+//! The ART paper's evaluation as named, seeded experiments (`artq reproduce`).
+//!
+//! Why this exists: issue 4's acceptance asks for the journal's Figs. 16-24
+//! settings to be run with seeds averaged and reported beside the paper's
+//! own numbers. An [`Experiment`] is a named set of [`Case`]s (one scenario
+//! per group and scheme), each run once per seed; [`run_experiment`] runs
+//! them and [`aggregate`] folds the runs into [`AggRow`]s (mean, min and max
+//! over seeds). Every [`Claim`] of the paper is then judged from those rows
+//! ([`Verdict`]), never from hard-coded numbers. [`report`] writes the CSV,
+//! JSON and Markdown outputs.
+//!
+//! Everything is deterministic: a run depends only on its scenario and seed,
+//! results are stored by case index (whatever order worker threads finish
+//! in), and maps are `BTreeMap`s.
+//!
+//! Layout: [`defs`] holds the experiment definitions and the paper's claims,
+//! [`report`] the writers; this module the data types, running and
+//! aggregation.
+
+pub mod defs;
+pub mod report;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use serde::Serialize;
+
+use crate::run::{run_with, RunOptions, RunResult};
+use crate::scenario::Scenario;
+
+pub use defs::{experiment, EXPERIMENTS};
+
+/// How big the experiments are.
+///
+/// Exists because the paper's sizes (100 MB, 1000 files) take minutes per
+/// experiment, while a smoke check must take seconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scale {
+    /// The paper's sizes, three seeds.
+    Full,
+    /// About a tenth of the sizes, two seeds: the whole set in about two
+    /// minutes of release wall time.
+    Quick,
+    /// Tiny transfers, one seed: for the test suite (debug builds).
+    Tiny,
+}
+
+impl Scale {
+    /// The seeds every case is run with.
+    pub fn seeds(self) -> Vec<u64> {
+        match self {
+            Scale::Full => vec![1, 2, 3],
+            Scale::Quick => vec![1, 2],
+            Scale::Tiny => vec![1],
+        }
+    }
+
+    /// Picks the value for this scale.
+    pub fn pick<T>(self, full: T, quick: T, tiny: T) -> T {
+        match self {
+            Scale::Full => full,
+            Scale::Quick => quick,
+            Scale::Tiny => tiny,
+        }
+    }
+
+    /// The lower-case name (`full`, `quick`, `tiny`).
+    pub fn name(self) -> &'static str {
+        self.pick("full", "quick", "tiny")
+    }
+}
+
+/// One scenario of an experiment: a group (a setting such as `loss=1%
+/// size=1MB`) and a scheme. The scenario's seed is replaced per run.
+#[derive(Clone, Debug)]
+pub struct Case {
+    /// The setting, as shown in tables (`loss=1% size=1MB`).
+    pub group: String,
+    /// The recovery scheme (equal to `scenario.scheme`).
+    pub scheme: String,
+    /// What to run.
+    pub scenario: Scenario,
+}
+
+/// What our numbers say about one claim of the paper.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    /// Our numbers agree with the claim.
+    Reproduced,
+    /// They agree in direction but not in size, or only in some settings.
+    Partially,
+    /// They disagree.
+    #[serde(rename = "not reproduced")]
+    NotReproduced,
+    /// The runs needed to judge failed or are missing.
+    Undecided,
+}
+
+impl Verdict {
+    /// The word used in report.md.
+    pub fn word(self) -> &'static str {
+        match self {
+            Verdict::Reproduced => "reproduced",
+            Verdict::Partially => "partially reproduced",
+            Verdict::NotReproduced => "not reproduced",
+            Verdict::Undecided => "undecided (runs missing)",
+        }
+    }
+}
+
+/// A claim of the paper and how to judge it from our aggregated rows.
+#[derive(Clone, Copy)]
+pub struct Claim {
+    /// Where the paper says it (`§7.2, Fig. 19`).
+    pub source: &'static str,
+    /// The claim, transcribed (with the paper's numbers when it gives any).
+    pub paper: &'static str,
+    /// Judges the claim; the string is our evidence, numbers from the runs.
+    pub judge: fn(&[AggRow]) -> (Verdict, String),
+}
+
+/// A named experiment: its cases, seeds and the paper's claims.
+#[derive(Clone)]
+pub struct Experiment {
+    /// Name on the command line (`fig19`).
+    pub name: &'static str,
+    /// What it reproduces (`Fig. 19: overall comparison`).
+    pub title: &'static str,
+    /// The common setting in words (with any deviation from the paper).
+    pub setting: String,
+    /// The paper's reported numbers or qualitative findings, transcribed.
+    pub paper_numbers: &'static [&'static str],
+    /// Metrics shown in the report's table, in order.
+    pub table_metrics: &'static [&'static str],
+    /// Scenarios, each run once per seed.
+    pub cases: Vec<Case>,
+    /// Seeds.
+    pub seeds: Vec<u64>,
+    /// Claims judged from the rows.
+    pub claims: Vec<Claim>,
+}
+
+/// Metrics recorded per run, in CSV column order, with their meaning.
+pub const METRICS: &[(&str, &str)] = &[
+    ("fct_ms", "completion time of the whole workload, ms"),
+    ("goodput_mbps", "application bytes over fct, Mbit/s"),
+    ("data_packets", "first transmissions of stream data"),
+    ("lost_packets", "packets declared lost (replicas included)"),
+    ("replicas", "retransmitted packets, every replica"),
+    ("extra_replicas", "replicas beyond one per round"),
+    ("fec_repairs", "FEC repair packets (fec:K only)"),
+    (
+        "redundancy",
+        "redundancy cost: replicas + fec_repairs, packets",
+    ),
+    ("redundancy_ratio", "redundancy / data_packets"),
+    ("n_max", "largest retransmission round that delivered data"),
+    (
+        "share_n_ge_2",
+        "share of recovered items needing >= 2 rounds",
+    ),
+    (
+        "t_wait_p99_ms",
+        "99th percentile t_wait, ms (0: nothing lost)",
+    ),
+];
+
+/// One run: a case with one seed, and its metrics (or why it failed).
+#[derive(Clone, Debug, Serialize)]
+pub struct RunRow {
+    /// The case's group.
+    pub group: String,
+    /// The scheme.
+    pub scheme: String,
+    /// The seed.
+    pub seed: u64,
+    /// The failure, when the run did not complete.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// [`METRICS`] by name (empty on failure).
+    pub metrics: BTreeMap<String, f64>,
+}
+
+impl RunRow {
+    /// The row of a finished run.
+    pub fn from_result(case: &Case, seed: u64, r: &RunResult) -> RunRow {
+        let m = &r.metrics;
+        let repairs = r.sender_stats.fec_repairs;
+        let redundancy = m.replicas.saturating_add(repairs);
+        let ratio = if m.data_packets == 0 {
+            0.0
+        } else {
+            redundancy as f64 / m.data_packets as f64
+        };
+        let values = [
+            m.fct_ms,
+            m.goodput_mbps,
+            m.data_packets as f64,
+            m.lost_packets as f64,
+            m.replicas as f64,
+            m.extra_replicas as f64,
+            repairs as f64,
+            redundancy as f64,
+            ratio,
+            f64::from(m.n_max),
+            m.recovery_deterioration_rate,
+            m.t_wait_ms.map_or(0.0, |s| s.p99),
+        ];
+        let metrics = METRICS
+            .iter()
+            .zip(values)
+            .map(|((name, _), v)| (name.to_string(), round6(v)))
+            .collect();
+        RunRow {
+            group: case.group.clone(),
+            scheme: case.scheme.clone(),
+            seed,
+            error: None,
+            metrics,
+        }
+    }
+}
+
+/// Rounds to 6 decimals, so outputs do not depend on the last float bits of
+/// a formatting routine.
+pub fn round6(v: f64) -> f64 {
+    if v.is_finite() {
+        (v * 1e6).round() / 1e6
+    } else {
+        0.0
+    }
+}
+
+/// Mean, min and max of one metric over the seeds of a case.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Stat {
+    /// Arithmetic mean.
+    pub mean: f64,
+    /// Smallest value.
+    pub min: f64,
+    /// Largest value.
+    pub max: f64,
+}
+
+/// A case aggregated over its successful seeds.
+#[derive(Clone, Debug, Serialize)]
+pub struct AggRow {
+    /// The case's group.
+    pub group: String,
+    /// The scheme.
+    pub scheme: String,
+    /// Seeds that completed.
+    pub runs: usize,
+    /// Seeds that failed.
+    pub failed: usize,
+    /// [`METRICS`] by name (empty when every seed failed).
+    pub metrics: BTreeMap<String, Stat>,
+}
+
+impl AggRow {
+    /// Mean of `metric`, when at least one seed completed.
+    pub fn mean(&self, metric: &str) -> Option<f64> {
+        self.metrics.get(metric).map(|s| s.mean)
+    }
+}
+
+/// Finds the row of `group` and `scheme`.
+pub fn find<'a>(rows: &'a [AggRow], group: &str, scheme: &str) -> Option<&'a AggRow> {
+    rows.iter().find(|r| r.group == group && r.scheme == scheme)
+}
+
+/// Mean of `metric` in the row of `group` and `scheme`.
+pub fn mean_of(rows: &[AggRow], group: &str, scheme: &str, metric: &str) -> Option<f64> {
+    find(rows, group, scheme).and_then(|r| r.mean(metric))
+}
+
+/// Folds runs into one row per case (in case order).
+pub fn aggregate(cases: &[Case], runs: &[RunRow]) -> Vec<AggRow> {
+    cases
+        .iter()
+        .map(|c| {
+            let mine: Vec<&RunRow> = runs
+                .iter()
+                .filter(|r| r.group == c.group && r.scheme == c.scheme)
+                .collect();
+            let ok: Vec<&RunRow> = mine.iter().copied().filter(|r| r.error.is_none()).collect();
+            let mut metrics = BTreeMap::new();
+            for (name, _) in METRICS {
+                let vals: Vec<f64> = ok
+                    .iter()
+                    .filter_map(|r| r.metrics.get(*name))
+                    .copied()
+                    .collect();
+                if vals.is_empty() {
+                    continue;
+                }
+                let mean = vals.iter().sum::<f64>() / vals.len() as f64;
+                let min = vals.iter().copied().fold(f64::INFINITY, f64::min);
+                let max = vals.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                metrics.insert(
+                    name.to_string(),
+                    Stat {
+                        mean: round6(mean),
+                        min,
+                        max,
+                    },
+                );
+            }
+            AggRow {
+                group: c.group.clone(),
+                scheme: c.scheme.clone(),
+                runs: ok.len(),
+                failed: mine.len() - ok.len(),
+                metrics,
+            }
+        })
+        .collect()
+}
+
+/// One run's completion, for progress displays.
+#[derive(Clone, Debug)]
+pub struct RunDone<'a> {
+    /// Runs finished so far in this experiment (this one included).
+    pub done: usize,
+    /// Runs in the experiment.
+    pub total: usize,
+    /// The run's row.
+    pub row: &'a RunRow,
+    /// Wall time of the run.
+    pub wall: std::time::Duration,
+}
+
+/// Runs every case of `exp` with every seed on `jobs` threads (at least
+/// one). `on_done` is called after each run (from the calling thread's
+/// lock, in completion order; the returned rows are in case-then-seed order
+/// whatever the completion order).
+pub fn run_experiment(
+    exp: &Experiment,
+    jobs: usize,
+    on_done: &mut (dyn FnMut(&RunDone<'_>) + Send),
+) -> Vec<RunRow> {
+    let work: Vec<(usize, u64)> = exp
+        .cases
+        .iter()
+        .enumerate()
+        .flat_map(|(i, _)| exp.seeds.iter().map(move |s| (i, *s)))
+        .collect();
+    let total = work.len();
+    let next = AtomicUsize::new(0);
+    let slots: Mutex<(
+        Vec<Option<RunRow>>,
+        usize,
+        &mut (dyn FnMut(&RunDone<'_>) + Send),
+    )> = Mutex::new((vec![None; total], 0, on_done));
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.clamp(1, 64) {
+            scope.spawn(|| loop {
+                let idx = next.fetch_add(1, Ordering::Relaxed);
+                let Some(&(case_idx, seed)) = work.get(idx) else {
+                    break;
+                };
+                let Some(case) = exp.cases.get(case_idx) else {
+                    break;
+                };
+                let started = std::time::Instant::now();
+                let row = run_case(case, seed);
+                let wall = started.elapsed();
+                let mut guard = slots
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                let (rows, done, report) = &mut *guard;
+                *done += 1;
+                report(&RunDone {
+                    done: *done,
+                    total,
+                    row: &row,
+                    wall,
+                });
+                if let Some(slot) = rows.get_mut(idx) {
+                    *slot = Some(row);
+                }
+            });
+        }
+    });
+    let (rows, _, _) = slots
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    rows.into_iter().flatten().collect()
+}
+
+/// Runs one case with one seed; a failed run becomes a row with `error`.
+pub fn run_case(case: &Case, seed: u64) -> RunRow {
+    let scenario = Scenario {
+        seed,
+        ..case.scenario.clone()
+    };
+    match run_with(&scenario, RunOptions::default()) {
+        Ok(r) => RunRow::from_result(case, seed, &r),
+        Err(e) => RunRow {
+            group: case.group.clone(),
+            scheme: case.scheme.clone(),
+            seed,
+            error: Some(e.to_string()),
+            metrics: BTreeMap::new(),
+        },
+    }
+}
+
+/// An experiment's complete outcome.
+#[derive(Clone, Debug, Serialize)]
+pub struct ExperimentResult {
+    /// The experiment's name.
+    pub name: String,
+    /// Its title.
+    pub title: String,
+    /// Its setting in words.
+    pub setting: String,
+    /// The seeds used.
+    pub seeds: Vec<u64>,
+    /// Every run.
+    pub runs: Vec<RunRow>,
+    /// One row per case.
+    pub rows: Vec<AggRow>,
+    /// The paper's claims with our verdicts.
+    pub claims: Vec<JudgedClaim>,
+}
+
+/// A claim with our verdict.
+#[derive(Clone, Debug, Serialize)]
+pub struct JudgedClaim {
+    /// Where the paper says it.
+    pub source: String,
+    /// What the paper says.
+    pub paper: String,
+    /// What our numbers say.
+    pub verdict: Verdict,
+    /// Our numbers behind the verdict.
+    pub ours: String,
+}
+
+/// Runs `exp`, aggregates and judges it.
+pub fn evaluate(
+    exp: &Experiment,
+    jobs: usize,
+    on_done: &mut (dyn FnMut(&RunDone<'_>) + Send),
+) -> ExperimentResult {
+    let runs = run_experiment(exp, jobs, on_done);
+    judge(exp, runs)
+}
+
+/// Aggregates `runs` of `exp` and judges its claims.
+pub fn judge(exp: &Experiment, runs: Vec<RunRow>) -> ExperimentResult {
+    let rows = aggregate(&exp.cases, &runs);
+    let claims = exp
+        .claims
+        .iter()
+        .map(|c| {
+            let (verdict, ours) = (c.judge)(&rows);
+            JudgedClaim {
+                source: c.source.to_string(),
+                paper: c.paper.to_string(),
+                verdict,
+                ours,
+            }
+        })
+        .collect();
+    ExperimentResult {
+        name: exp.name.to_string(),
+        title: exp.title.to_string(),
+        setting: exp.setting.clone(),
+        seeds: exp.seeds.clone(),
+        runs,
+        rows,
+        claims,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,198 @@
+//! Unit and property tests of the experiment layer: aggregation, verdicts
+//! from synthetic rows, definitions, and one tiny real experiment.
+
+use std::collections::BTreeMap;
+
+use proptest::prelude::*;
+
+use super::*;
+
+fn row(group: &str, scheme: &str, seed: u64, vals: &[(&str, f64)]) -> RunRow {
+    RunRow {
+        group: group.into(),
+        scheme: scheme.into(),
+        seed,
+        error: None,
+        metrics: vals.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+    }
+}
+
+fn case(group: &str, scheme: &str) -> Case {
+    Case {
+        group: group.into(),
+        scheme: scheme.into(),
+        scenario: Scenario::default(),
+    }
+}
+
+#[test]
+fn aggregate_takes_mean_min_max_and_skips_failures() {
+    let cases = [case("g", "art"), case("g", "or3")];
+    let mut failed = row("g", "art", 3, &[]);
+    failed.error = Some("boom".into());
+    let runs = vec![
+        row("g", "art", 1, &[("replicas", 10.0)]),
+        row("g", "art", 2, &[("replicas", 20.0)]),
+        failed,
+    ];
+    let rows = aggregate(&cases, &runs);
+    assert_eq!(rows.len(), 2);
+    let art = &rows[0];
+    assert_eq!((art.runs, art.failed), (2, 1));
+    assert_eq!(
+        art.metrics.get("replicas"),
+        Some(&Stat {
+            mean: 15.0,
+            min: 10.0,
+            max: 20.0
+        })
+    );
+    assert_eq!(rows[1].runs, 0);
+    assert_eq!(rows[1].mean("replicas"), None);
+}
+
+fn agg(group: &str, scheme: &str, vals: &[(&str, f64)]) -> AggRow {
+    AggRow {
+        group: group.into(),
+        scheme: scheme.into(),
+        runs: 1,
+        failed: 0,
+        metrics: vals
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.to_string(),
+                    Stat {
+                        mean: *v,
+                        min: *v,
+                        max: *v,
+                    },
+                )
+            })
+            .collect::<BTreeMap<_, _>>(),
+    }
+}
+
+fn judge_with(exp: &str, claim: usize, rows: &[AggRow]) -> Verdict {
+    let e = experiment(exp, Scale::Tiny).expect("known experiment");
+    let c = e.claims.get(claim).expect("claim exists");
+    (c.judge)(rows).0
+}
+
+#[test]
+fn fig20_cost_claim_follows_the_numbers() {
+    let with = |art: f64| {
+        vec![
+            agg(
+                "a",
+                "or3",
+                &[("redundancy", 100.0), ("extra_replicas", 10.0)],
+            ),
+            agg("a", "art", &[("redundancy", art), ("extra_replicas", 1.0)]),
+        ]
+    };
+    assert_eq!(judge_with("fig20", 0, &with(20.0)), Verdict::Reproduced);
+    assert_eq!(judge_with("fig20", 0, &with(60.0)), Verdict::Partially);
+    assert_eq!(judge_with("fig20", 0, &with(120.0)), Verdict::NotReproduced);
+    assert_eq!(judge_with("fig20", 0, &[]), Verdict::Undecided);
+    // 10% loss: 12-40% lower.
+    assert_eq!(judge_with("fig21", 0, &with(70.0)), Verdict::Reproduced);
+    assert_eq!(judge_with("fig21", 0, &with(20.0)), Verdict::Partially);
+}
+
+#[test]
+fn fig19_claims_follow_the_numbers() {
+    let rows = |art_n: f64, art_r: f64| {
+        vec![
+            agg("g", "quic", &[("n_max", 4.0), ("redundancy", 100.0)]),
+            agg("g", "2n+1", &[("n_max", 3.0), ("redundancy", 300.0)]),
+            agg("g", "or3", &[("n_max", 3.0), ("redundancy", 200.0)]),
+            agg("g", "art", &[("n_max", art_n), ("redundancy", art_r)]),
+        ]
+    };
+    assert_eq!(
+        judge_with("fig19", 0, &rows(2.0, 150.0)),
+        Verdict::Reproduced
+    );
+    assert_eq!(
+        judge_with("fig19", 0, &rows(3.0, 150.0)),
+        Verdict::Partially
+    );
+    assert_eq!(
+        judge_with("fig19", 0, &rows(5.0, 150.0)),
+        Verdict::NotReproduced
+    );
+    assert_eq!(
+        judge_with("fig19", 1, &rows(2.0, 150.0)),
+        Verdict::Reproduced
+    );
+    assert_eq!(
+        judge_with("fig19", 1, &rows(2.0, 250.0)),
+        Verdict::Partially
+    );
+    assert_eq!(
+        judge_with("fig19", 1, &rows(2.0, 350.0)),
+        Verdict::NotReproduced
+    );
+}
+
+#[test]
+fn every_named_experiment_exists_at_every_scale() {
+    for scale in [Scale::Full, Scale::Quick, Scale::Tiny] {
+        for name in EXPERIMENTS {
+            let e = experiment(name, scale).expect("defined");
+            assert_eq!(e.name, *name);
+            assert!(!e.cases.is_empty() && !e.claims.is_empty());
+            assert_eq!(e.seeds, scale.seeds());
+            for c in &e.cases {
+                assert_eq!(c.scheme, c.scenario.scheme);
+                recovery::parse_scheme(&c.scheme).expect("scheme is registered");
+                c.scenario.validate().expect("valid scenario");
+                c.scenario.link.configs().expect("valid link");
+            }
+        }
+    }
+    assert!(experiment("fig23", Scale::Quick).is_none());
+    assert_eq!(Scale::Full.seeds().len(), 3);
+}
+
+#[test]
+fn tiny_fig22_runs_deterministically_and_counts_fec_repairs() {
+    let e = experiment("fig22", Scale::Tiny).expect("defined");
+    let mut seen = 0;
+    let a = evaluate(&e, 2, &mut |_d: &RunDone<'_>| seen += 1);
+    assert_eq!(seen, e.cases.len() * e.seeds.len());
+    let b = evaluate(&e, 1, &mut |_d: &RunDone<'_>| {});
+    assert_eq!(
+        report::results_json(Scale::Tiny, &[a.clone()]),
+        report::results_json(Scale::Tiny, &[b])
+    );
+    assert!(a.runs.iter().all(|r| r.error.is_none()), "{:?}", a.runs);
+    let fec = find(&a.rows, &a.rows[0].group, "fec:9").expect("fec row");
+    let repairs = fec.mean("fec_repairs").expect("measured");
+    assert!(repairs > 0.0, "fec:9 sends repair packets");
+    assert_eq!(
+        fec.mean("redundancy"),
+        Some(round6(fec.mean("replicas").unwrap_or(0.0) + repairs))
+    );
+    let quic = find(&a.rows, &a.rows[0].group, "quic").expect("quic row");
+    assert_eq!(quic.mean("fec_repairs"), Some(0.0));
+    let md = report::report_md(Scale::Tiny, &[e], &[a]);
+    assert!(md.contains("## fig22") && md.contains("| fec:9 |"), "{md}");
+}
+
+proptest! {
+    #[test]
+    fn aggregated_mean_lies_between_min_and_max(vals in proptest::collection::vec(0.0f64..1e9, 1..8)) {
+        let cases = [case("g", "s")];
+        let runs: Vec<RunRow> = vals
+            .iter()
+            .enumerate()
+            .map(|(i, v)| row("g", "s", i as u64, &[("fct_ms", *v)]))
+            .collect();
+        let rows = aggregate(&cases, &runs);
+        let s = rows[0].metrics.get("fct_ms").copied().expect("present");
+        prop_assert!(s.min <= s.mean + 1e-6 && s.mean <= s.max + 1e-6);
+        prop_assert_eq!(rows[0].runs, vals.len());
+    }
+}
