@@ -5,6 +5,7 @@
 mod get;
 mod hq;
 mod link_args;
+mod reproduce;
 mod schemes;
 mod serve;
 mod sim;
@@ -52,6 +53,12 @@ enum Command {
     /// Defaults: 10 MB over 100 Mbit/s, 30 ms RTT, 1% loss both ways,
     /// scheme quic, Cubic, seed 1. `--json` prints one JSON object.
     Sim(sim::SimArgs),
+    /// Regenerate the ART paper's evaluation (Figs. 16-24) in simulation:
+    /// CSV, results.json and report.md beside the paper's numbers.
+    ///
+    /// Experiments: fig19, fig20, fig21, fig22, fig24, ablation (all when
+    /// none is named). Deterministic: the same command gives the same files.
+    Reproduce(reproduce::ReproduceArgs),
 }
 
 #[derive(Args, Debug)]
@@ -209,6 +216,7 @@ fn run(cli: Cli) -> Result<()> {
         }
         Command::Link(a) => run_link(a),
         Command::Sim(a) => sim::run(a),
+        Command::Reproduce(a) => reproduce::run(a),
     }
 }
 

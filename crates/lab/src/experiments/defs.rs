@@ -354,7 +354,7 @@ fn fig22(scale: Scale) -> Experiment {
         name: "fig22",
         title: "Fig. 22: ART against block FEC 9:1 (FCT and redundancy cost)",
         setting: format!(
-            "one {} file (the paper does not give the size; 100MB as in Fig. 19), \
+            "one {} file (the paper does not give the size; the full scale uses 100MB as in Fig. 19), \
              100 Mbit/s, 20 ms RTT, 4% Bernoulli loss both ways, Cubic; schemes quic, \
              fec:9 (9 data + 1 repair packet per block), art. Redundancy = replicas + \
              FEC repair packets",

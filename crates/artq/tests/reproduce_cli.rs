@@ -1,0 +1,133 @@
+//! `artq reproduce` end to end: outputs, unknown names, determinism.
+//!
+//! Uses the hidden `--tiny` scale (one seed, small transfers) so the test
+//! stays fast in debug builds; the quick and full scales share every code
+//! path but the sizes.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn artq(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_artq"))
+        .args(args)
+        .output()
+        .expect("artq runs")
+}
+
+fn reproduce_fig22(out: &Path) -> Output {
+    let out = out.to_str().expect("utf-8 temp path");
+    artq(&["reproduce", "--tiny", "--jobs", "2", "fig22", "--out", out])
+}
+
+#[test]
+fn fig22_writes_csvs_json_and_report_with_every_scheme() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = reproduce_fig22(dir.path());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    // Progress on stderr, only the written paths on stdout.
+    assert!(stderr.contains("[fig22]"), "{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for name in [
+        "fig22_runs.csv",
+        "fig22_summary.csv",
+        "results.json",
+        "report.md",
+    ] {
+        assert!(dir.path().join(name).is_file(), "{name} missing");
+        assert!(stdout.contains(name), "{stdout}");
+    }
+    let runs = std::fs::read_to_string(dir.path().join("fig22_runs.csv")).expect("runs csv");
+    let lines: Vec<&str> = runs.lines().collect();
+    assert!(
+        lines[0].starts_with("experiment,group,scheme,seed,error,fct_ms"),
+        "{runs}"
+    );
+    assert_eq!(lines.len(), 1 + 3, "three schemes x one seed: {runs}");
+    for scheme in ["quic", "fec:9", "art"] {
+        let row = lines
+            .iter()
+            .find(|l| l.split(',').nth(2) == Some(scheme))
+            .unwrap_or_else(|| panic!("no {scheme} row in {runs}"));
+        assert_eq!(row.split(',').nth(4), Some(""), "run failed: {row}");
+    }
+    let summary = std::fs::read_to_string(dir.path().join("fig22_summary.csv")).expect("summary");
+    assert_eq!(summary.lines().count(), 1 + 3, "{summary}");
+    assert!(summary
+        .lines()
+        .next()
+        .unwrap_or("")
+        .contains("redundancy_mean"));
+
+    let json: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("results.json")).expect("json"),
+    )
+    .expect("valid JSON");
+    assert_eq!(json["scale"], "tiny");
+    let fig = &json["experiments"]["fig22"];
+    assert_eq!(fig["rows"].as_array().map(Vec::len), Some(3));
+    let fec = fig["rows"]
+        .as_array()
+        .and_then(|r| r.iter().find(|x| x["scheme"] == "fec:9"))
+        .expect("fec row");
+    let repairs = fec["metrics"]["fec_repairs"]["mean"]
+        .as_f64()
+        .expect("repairs");
+    let replicas = fec["metrics"]["replicas"]["mean"]
+        .as_f64()
+        .expect("replicas");
+    let redundancy = fec["metrics"]["redundancy"]["mean"]
+        .as_f64()
+        .expect("redundancy");
+    assert!(repairs > 0.0);
+    assert!((redundancy - (repairs + replicas)).abs() < 1e-6);
+    assert_eq!(fig["claims"].as_array().map(Vec::len), Some(2));
+
+    let report = std::fs::read_to_string(dir.path().join("report.md")).expect("report");
+    assert!(report.contains("## fig22"), "{report}");
+    assert!(report.contains("| size=500KB | fec:9 | 1 |"), "{report}");
+    assert!(report.contains("Fig. 22"), "{report}");
+    assert!(
+        report.contains("**reproduced**")
+            || report.contains("**partially reproduced**")
+            || report.contains("**not reproduced**"),
+        "{report}"
+    );
+}
+
+#[test]
+fn unknown_experiment_is_a_clear_error_listing_the_valid_ones() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = artq(&[
+        "reproduce",
+        "--tiny",
+        "fig99",
+        "--out",
+        dir.path().to_str().expect("utf-8"),
+    ]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("unknown experiment 'fig99'"), "{stderr}");
+    for name in ["fig19", "fig20", "fig21", "fig22", "fig24", "ablation"] {
+        assert!(stderr.contains(name), "{stderr}");
+    }
+    assert!(!dir.path().join("results.json").exists());
+}
+
+#[test]
+fn running_twice_gives_identical_results() {
+    let a = tempfile::tempdir().expect("temp dir");
+    let b = tempfile::tempdir().expect("temp dir");
+    assert!(reproduce_fig22(a.path()).status.success());
+    assert!(reproduce_fig22(b.path()).status.success());
+    for name in [
+        "results.json",
+        "report.md",
+        "fig22_runs.csv",
+        "fig22_summary.csv",
+    ] {
+        let x = std::fs::read(a.path().join(name)).expect("first");
+        let y = std::fs::read(b.path().join(name)).expect("second");
+        assert!(x == y, "{name} differs between two runs");
+    }
+}
