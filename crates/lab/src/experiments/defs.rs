@@ -552,12 +552,15 @@ fn ablation(scale: Scale) -> Experiment {
     let schemes = &["art", "art-norand", "art-fix:3", "art-norand:3"];
     let wl = Workload::files(files, size);
     let mut all = Vec::new();
-    for (mean, burst) in [(0.02, 4.0), (0.04, 8.0)] {
+    for (mean, burst) in [(0.02, 4.0), (0.03, 6.0)] {
         let group = format!("gilbert loss={}% burst={burst}", mean * 100.0);
         all.extend(cases(&group, schemes, |s| {
             let mut sc = base(s, 100.0, 30.0, mean, wl);
             sc.link.loss_model = LossKind::Gilbert;
             sc.link.burst = burst;
+            // Bursts on the data direction only: acknowledgement bursts of
+            // 8 lost the handshake to PTO backoff past the idle timeout.
+            sc.link.up.loss = Some(0.0);
             sc
         }));
     }
@@ -572,9 +575,10 @@ fn ablation(scale: Scale) -> Experiment {
         title: "Figs. 16-18: the Replica Scheduler under burst loss (ablation)",
         setting: format!(
             "{files} files of 200KB, 100 Mbit/s, 30 ms RTT, Cubic; Gilbert-Elliott loss \
-             (mean 2%, bursts of 4; mean 4%, bursts of 8) both ways, and a 16-packet \
-             drop-tail queue with 1% random loss; schemes art, art-norand (no scheduler), \
-             art-fix:3 and art-norand:3 (R = 3 fixed, with and without the scheduler)"
+             on the server-to-client (data) direction only (mean 2%, bursts of 4; mean 3%, \
+             bursts of 6; with bursts of 8 on both directions the handshake itself timed \
+             out), and a 16-packet drop-tail queue with 1% random loss both ways; schemes \
+             art, art-norand (no scheduler), art-fix:3 and art-norand:3 (R = 3 fixed, with and without the scheduler)"
         ),
         paper_numbers: &[
             "§6.2, Figs. 16-17: replicas sent back to back are lost together in a burst; \
