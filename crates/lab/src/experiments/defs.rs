@@ -307,21 +307,34 @@ fn cost_vs_or3(rows: &[AggRow], lo: f64, hi: f64) -> (Verdict, String) {
     let mut outcomes = Vec::new();
     let mut parts = Vec::new();
     for g in groups(rows) {
-        let red = |m: &str| {
-            let art = mean_of(rows, &g, "art", m)?;
-            let or3 = mean_of(rows, &g, "or3", m)?;
-            reduction_pct(art, or3)
+        let pair = |m: &str| Some((mean_of(rows, &g, "art", m)?, mean_of(rows, &g, "or3", m)?));
+        let (Some((art, or3)), Some((art_x, or3_x))) = (pair("redundancy"), pair("extra_replicas"))
+        else {
+            outcomes.push(None);
+            continue;
         };
-        let total = red("redundancy");
-        let extra = red("extra_replicas");
+        let total = reduction_pct(art, or3);
         parts.push(format!(
-            "{g}: replicas {}% lower, extra replicas {}% lower",
-            total.map_or("-".into(), num),
-            extra.map_or("-".into(), num)
+            "{g}: redundancy art {} vs or3 {} ({} vs or3), extra replicas art {} vs or3 {} ({} vs or3)",
+            num(art),
+            num(or3),
+            pct(total),
+            num(art_x),
+            num(or3_x),
+            pct(reduction_pct(art_x, or3_x))
         ));
         outcomes.push(total.map(|r| (r >= lo && r <= hi, r > 0.0)));
     }
     (combine(&outcomes), parts.join("; "))
+}
+
+/// A reduction as a signed change for prose (a 20% reduction is `-20%`);
+/// `-` when undefined.
+fn pct(reduction: Option<f64>) -> String {
+    reduction.map_or("-".into(), |r| {
+        let change = if r == 0.0 { 0.0 } else { -r };
+        format!("{}{}%", if change > 0.0 { "+" } else { "" }, num(change))
+    })
 }
 
 fn nmax_vs_or3(rows: &[AggRow]) -> (Verdict, String) {
@@ -335,10 +348,10 @@ fn nmax_vs_or3(rows: &[AggRow]) -> (Verdict, String) {
             continue;
         };
         parts.push(format!(
-            "{g}: n_max art {} vs or3 {} ({}% lower)",
+            "{g}: n_max art {} vs or3 {} ({} vs or3)",
             num(a),
             num(o),
-            reduction_pct(a, o).map_or("-".into(), num)
+            pct(reduction_pct(a, o))
         ));
         outcomes.push(Some((a < o, a <= o)));
     }
