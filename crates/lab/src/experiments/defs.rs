@@ -526,9 +526,10 @@ fn fig24_goodput(rows: &[AggRow]) -> (Verdict, String) {
             at8 = Some(gain);
         }
         parts.push(format!(
-            "{g}: art {} vs quic {} Mbit/s ({}%)",
+            "{g}: art {} vs quic {} Mbit/s ({}{}%)",
             num(a),
             num(q),
+            if gain > 0.0 { "+" } else { "" },
             num(gain)
         ));
     }
