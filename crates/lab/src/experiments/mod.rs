@@ -333,15 +333,14 @@ pub struct RunDone<'a> {
     pub wall: std::time::Duration,
 }
 
+/// A progress callback of [`run_experiment`] and [`evaluate`].
+pub type OnDone<'a> = dyn FnMut(&RunDone<'_>) + Send + 'a;
+
 /// Runs every case of `exp` with every seed on `jobs` threads (at least
 /// one). `on_done` is called after each run (from the calling thread's
 /// lock, in completion order; the returned rows are in case-then-seed order
 /// whatever the completion order).
-pub fn run_experiment(
-    exp: &Experiment,
-    jobs: usize,
-    on_done: &mut (dyn FnMut(&RunDone<'_>) + Send),
-) -> Vec<RunRow> {
+pub fn run_experiment(exp: &Experiment, jobs: usize, on_done: &mut OnDone<'_>) -> Vec<RunRow> {
     let work: Vec<(usize, u64)> = exp
         .cases
         .iter()
@@ -350,11 +349,10 @@ pub fn run_experiment(
         .collect();
     let total = work.len();
     let next = AtomicUsize::new(0);
-    let slots: Mutex<(
-        Vec<Option<RunRow>>,
-        usize,
-        &mut (dyn FnMut(&RunDone<'_>) + Send),
-    )> = Mutex::new((vec![None; total], 0, on_done));
+    // The rows by work index, runs done, and the progress callback: one
+    // lock, so the callback sees `done` counts in order.
+    type Slots<'s> = (Vec<Option<RunRow>>, usize, &'s mut OnDone<'s>);
+    let slots: Mutex<Slots<'_>> = Mutex::new((vec![None; total], 0, on_done));
     std::thread::scope(|scope| {
         for _ in 0..jobs.clamp(1, 64) {
             scope.spawn(|| loop {
@@ -442,11 +440,7 @@ pub struct JudgedClaim {
 }
 
 /// Runs `exp`, aggregates and judges it.
-pub fn evaluate(
-    exp: &Experiment,
-    jobs: usize,
-    on_done: &mut (dyn FnMut(&RunDone<'_>) + Send),
-) -> ExperimentResult {
+pub fn evaluate(exp: &Experiment, jobs: usize, on_done: &mut OnDone<'_>) -> ExperimentResult {
     let runs = run_experiment(exp, jobs, on_done);
     judge(exp, runs)
 }
