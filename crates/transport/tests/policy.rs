@@ -227,3 +227,18 @@ fn fec_is_never_sent_to_a_receiver_that_does_not_decode_it() {
     assert!(got == data);
     assert_eq!(pair.server().stats().fec_repairs, 0);
 }
+
+/// Regression: a packet declared lost and then acknowledged (here: rebuilt
+/// by FEC at the receiver) must count as acknowledged in the stream layer
+/// even after its item and queued replicas are gone; otherwise the send
+/// buffer never frees and the transfer stalls once it is full.
+#[test]
+fn late_acknowledged_losses_free_the_send_buffer() {
+    let mut server = transport_with(Arc::new(Fec(9)));
+    server.streams.send_buffer = 256 * 1024;
+    let mut pair = Pair::new(server, TransportConfig::default()).with_random_loss(0.03);
+    let data = content(3_000_000, 23);
+    let got = pair.download(&data, Duration::from_secs(120));
+    assert!(got == data);
+    assert!(pair.server().stats().spurious_retransmissions > 0, "the scenario must produce late acknowledgements");
+}

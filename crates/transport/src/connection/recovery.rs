@@ -68,7 +68,7 @@ pub(crate) struct RecoveryState {
 }
 
 /// A 1-RTT packet declared lost, remembered for spurious-loss detection.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct LostEntry {
     /// The item whose data it carried, if any.
     pub item: Option<ItemId>,
@@ -76,6 +76,12 @@ pub(crate) struct LostEntry {
     pub round: u32,
     pub time_sent: Instant,
     pub lost_at: Instant,
+    /// The stream data it carried: acknowledged in the stream layer if the
+    /// packet turns out to have arrived (its item may be gone by then, with
+    /// its replicas cancelled, so nothing else would acknowledge it).
+    pub chunks: Vec<StreamChunk>,
+    /// The DATAGRAM payloads it carried.
+    pub datagrams: Vec<u64>,
 }
 
 impl RecoveryState {
@@ -305,6 +311,12 @@ impl Connection {
             for pn in found {
                 if let Some(e) = self.recovery.lost_history.remove(&pn) {
                     self.stats.spurious_retransmissions += 1;
+                    for c in &e.chunks {
+                        self.streams.on_chunk_acked(c);
+                    }
+                    for d in &e.datagrams {
+                        self.datagram_store.remove(d);
+                    }
                     if let Some(item) = e.item {
                         // The packet got through after all: the round it was
                         // sent in delivered the data (0 for the original).
@@ -417,7 +429,14 @@ impl Connection {
     /// Returns whether this loss should reach congestion control.
     fn on_data_packet_lost(&mut self, now: Instant, pn: u64, p: &SentPacket) -> bool {
         if let Some(r) = p.replica {
-            let e = LostEntry { item: Some(r.item), round: r.round, time_sent: p.time_sent, lost_at: now };
+            let e = LostEntry {
+                item: Some(r.item),
+                round: r.round,
+                time_sent: p.time_sent,
+                lost_at: now,
+                chunks: p.stream_chunks.clone(),
+                datagrams: p.datagrams.clone(),
+            };
             self.recovery.lost_history.insert(pn, e);
             let Some(item) = self.recovery.items.get_mut(&r.item) else { return false };
             if item.round != r.round {
@@ -434,12 +453,26 @@ impl Connection {
         }
         let datagrams: Vec<u64> = p.datagrams.iter().copied().filter(|id| self.datagram_store.contains_key(id)).collect();
         if p.stream_chunks.is_empty() && datagrams.is_empty() {
-            let e = LostEntry { item: None, round: 0, time_sent: p.time_sent, lost_at: now };
+            let e = LostEntry {
+                item: None,
+                round: 0,
+                time_sent: p.time_sent,
+                lost_at: now,
+                chunks: Vec::new(),
+                datagrams: Vec::new(),
+            };
             self.recovery.lost_history.insert(pn, e);
             return p.ack_eliciting;
         }
         let id = self.recovery.new_item();
-        let e = LostEntry { item: Some(id), round: 0, time_sent: p.time_sent, lost_at: now };
+        let e = LostEntry {
+            item: Some(id),
+            round: 0,
+            time_sent: p.time_sent,
+            lost_at: now,
+            chunks: p.stream_chunks.clone(),
+            datagrams: p.datagrams.clone(),
+        };
         self.recovery.lost_history.insert(pn, e);
         self.recovery.items.insert(
             id,
