@@ -4,8 +4,14 @@
 //! Loop: send everything the endpoint has, wait for readability or the next
 //! timer, read every datagram that is there, fire timers, let the
 //! application act, repeat.
+//!
+//! Socket I/O goes through `quinn-udp` (a maintained crate for the solved
+//! problem of UDP offloads): consecutive equal-size datagrams to one
+//! destination leave in one `sendmsg` with generic segmentation offload, and
+//! received datagrams may arrive coalesced (GRO), split here by their stride.
+//! Where the kernel lacks either, it falls back to one datagram per call.
 
-use std::io;
+use std::io::{self, IoSliceMut};
 use std::net::SocketAddr;
 use std::time::{Duration as StdDuration, Instant as StdInstant};
 
@@ -19,6 +25,10 @@ const SOCKET: Token = Token(0);
 const SOCKET_BUFFER: usize = 8 << 20;
 /// Largest datagram we read.
 const MAX_DATAGRAM: usize = 65_536;
+/// Most datagrams batched into one GSO send.
+const MAX_BATCH: usize = 32;
+/// Largest GSO send, bytes (the UDP payload limit).
+const MAX_BATCH_BYTES: usize = 65_000;
 
 /// Maps the wall clock onto the sans-IO clock (nanoseconds since start).
 #[derive(Clone, Copy, Debug)]
@@ -56,11 +66,20 @@ pub trait App {
 /// A UDP socket driving an endpoint.
 pub struct Driver {
     socket: UdpSocket,
+    state: quinn_udp::UdpSocketState,
     poll: Poll,
     clock: Clock,
     recv_buf: Vec<u8>,
-    send_buf: Vec<u8>,
-    blocked_send: Option<(SocketAddr, usize)>,
+    /// One datagram from the endpoint.
+    one: Vec<u8>,
+    /// The batch being assembled: equal-size datagrams to one destination.
+    batch: Vec<u8>,
+    batch_dst: Option<SocketAddr>,
+    batch_segment: usize,
+    /// A datagram that did not fit the previous batch.
+    stash: Option<(SocketAddr, Vec<u8>)>,
+    /// The batch could not be sent (socket buffer full): retry it first.
+    blocked: bool,
 }
 
 impl Driver {
@@ -74,15 +93,22 @@ impl Driver {
         sock.set_nonblocking(true)?;
         sock.bind(&addr.into())?;
         let mut socket = UdpSocket::from_std(sock.into());
+        let state = quinn_udp::UdpSocketState::new((&socket).into())?;
         let poll = Poll::new()?;
         poll.registry().register(&mut socket, SOCKET, Interest::READABLE)?;
+        let recv_len = MAX_DATAGRAM.max(1500 * state.gro_segments());
         Ok(Driver {
             socket,
+            state,
             poll,
             clock: Clock::new(),
-            recv_buf: vec![0; MAX_DATAGRAM],
-            send_buf: Vec::with_capacity(MAX_DATAGRAM),
-            blocked_send: None,
+            recv_buf: vec![0; recv_len],
+            one: Vec::with_capacity(MAX_DATAGRAM),
+            batch: Vec::with_capacity(MAX_DATAGRAM),
+            batch_dst: None,
+            batch_segment: 0,
+            stash: None,
+            blocked: false,
         })
     }
 
@@ -133,14 +159,29 @@ impl Driver {
         }
     }
 
-    /// Read every datagram waiting on the socket.
+    /// Read every datagram waiting on the socket (GRO: one read may carry
+    /// several, `stride` bytes apart).
     fn receive_all(&mut self, endpoint: &mut Endpoint) -> io::Result<()> {
         loop {
-            match self.socket.recv_from(&mut self.recv_buf) {
-                Ok((n, from)) => {
+            let mut meta = [quinn_udp::RecvMeta::default()];
+            let result = {
+                let mut bufs = [IoSliceMut::new(&mut self.recv_buf)];
+                self.state.recv((&self.socket).into(), &mut bufs, &mut meta)
+            };
+            match result {
+                Ok(n) if n > 0 => {
+                    let m = meta[0];
                     let now = self.clock.now();
-                    endpoint.handle_datagram(now, from, &mut self.recv_buf[..n]);
+                    let len = m.len.min(self.recv_buf.len());
+                    let stride = if m.stride == 0 { len } else { m.stride };
+                    let mut start = 0;
+                    while start < len {
+                        let end = (start + stride).min(len);
+                        endpoint.handle_datagram(now, m.addr, &mut self.recv_buf[start..end]);
+                        start = end;
+                    }
                 }
+                Ok(_) => return Ok(()),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 // ICMP errors (port unreachable) surface here on some systems.
@@ -150,34 +191,81 @@ impl Driver {
         }
     }
 
-    /// Send what the endpoint has. False if the socket buffer filled up.
-    fn flush(&mut self, endpoint: &mut Endpoint) -> io::Result<bool> {
-        if let Some((dst, len)) = self.blocked_send {
-            match self.socket.send_to(&self.send_buf[..len], dst) {
-                Ok(_) => self.blocked_send = None,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
-                Err(_) => self.blocked_send = None,
+    /// Send the assembled batch. False if the socket buffer is full (the
+    /// batch stays and goes first next time).
+    fn send_batch(&mut self) -> bool {
+        let Some(dst) = self.batch_dst else { return true };
+        let segments = self.batch.len().div_ceil(self.batch_segment.max(1));
+        let transmit = quinn_udp::Transmit {
+            destination: dst,
+            ecn: None,
+            contents: &self.batch,
+            segment_size: (segments > 1).then_some(self.batch_segment),
+            src_ip: None,
+        };
+        match self.state.send((&self.socket).into(), &transmit) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                self.blocked = true;
+                false
+            }
+            // Other errors were logged by quinn-udp: a datagram the network
+            // refuses is a lost datagram.
+            _ => {
+                self.blocked = false;
+                self.batch.clear();
+                self.batch_dst = None;
+                true
             }
         }
+    }
+
+    /// Send what the endpoint has, batching equal-size datagrams to one
+    /// destination. False if the socket buffer filled up.
+    fn flush(&mut self, endpoint: &mut Endpoint) -> io::Result<bool> {
+        if self.blocked && !self.send_batch() {
+            return Ok(false);
+        }
+        let max_segments = self.state.max_gso_segments().clamp(1, MAX_BATCH);
         // Interleave reads so a fast sender does not starve its own ACK input.
         let mut budget = 64;
         loop {
-            let now = self.clock.now();
-            let Some(t) = endpoint.poll_transmit(now, &mut self.send_buf) else { return Ok(true) };
-            match self.socket.send_to(&self.send_buf[..t.size], t.destination) {
-                Ok(_) => {}
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    self.blocked_send = Some((t.destination, t.size));
+            let (dst, size) = match self.stash.take() {
+                Some((dst, data)) => {
+                    self.one.clear();
+                    self.one.extend_from_slice(&data);
+                    (dst, data.len())
+                }
+                None => {
+                    let now = self.clock.now();
+                    match endpoint.poll_transmit(now, &mut self.one) {
+                        Some(t) => (t.destination, t.size),
+                        None => return Ok(self.send_batch()),
+                    }
+                }
+            };
+            let fits = self.batch_dst == Some(dst)
+                && size <= self.batch_segment
+                && self.batch.len() % self.batch_segment.max(1) == 0
+                && self.batch.len() + size <= MAX_BATCH_BYTES
+                && self.batch.len() / self.batch_segment.max(1) < max_segments;
+            if !fits && self.batch_dst.is_some() {
+                // Send the current batch, then start a new one with this.
+                self.stash = Some((dst, self.one[..size].to_vec()));
+                if !self.send_batch() {
                     return Ok(false);
                 }
-                // A datagram the network refuses is a lost datagram.
-                Err(e) => tracing::debug!(error = %e, "send failed"),
+                budget -= 1;
+                if budget == 0 {
+                    budget = 64;
+                    self.receive_all(endpoint)?;
+                }
+                continue;
             }
-            budget -= 1;
-            if budget == 0 {
-                budget = 64;
-                self.receive_all(endpoint)?;
+            if self.batch_dst.is_none() {
+                self.batch_dst = Some(dst);
+                self.batch_segment = size;
             }
+            self.batch.extend_from_slice(&self.one[..size]);
         }
     }
 }
