@@ -3,14 +3,18 @@
 
 use std::sync::Arc;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use transport::policy::PolicyFactory;
 
-/// The factory for a scheme name; `help` lists them.
+/// The factory for a scheme name. `help` (or `list`) prints the schemes
+/// on stdout and ends the program successfully: it is what the user asked.
 pub fn factory(name: &str) -> Result<Arc<dyn PolicyFactory>> {
     if name == "help" || name == "list" {
-        let list: Vec<String> = recovery::SCHEMES.iter().map(|(n, d)| format!("  {n:<12} {d}")).collect();
-        bail!("available recovery schemes:\n{}", list.join("\n"));
+        println!("available recovery schemes:");
+        for (n, d) in recovery::SCHEMES {
+            println!("  {n:<12} {d}");
+        }
+        std::process::exit(0);
     }
     Ok(recovery::parse_scheme(name)?)
 }

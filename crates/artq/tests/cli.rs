@@ -122,3 +122,16 @@ fn link_rejects_bad_parameters() {
         assert!(out.stderr.contains(needle), "{extra:?}: {}", out.stderr);
     }
 }
+
+/// `--recovery help` answers the question: the list on stdout, success.
+#[test]
+fn recovery_help_lists_the_schemes() {
+    let scratch = Scratch::new();
+    let mut cmd = artq();
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--recovery", "help", "--root"]).arg(scratch.root());
+    let out = process::run_with_deadline(cmd, DEADLINE).unwrap();
+    assert!(out.status.success(), "{}", out.stderr);
+    for name in ["quic", "art", "or3", "fec:K"] {
+        assert!(out.stdout.contains(name), "{name} missing from: {}", out.stdout);
+    }
+}
