@@ -4,7 +4,6 @@
 mod common;
 
 use common::{content, Pair};
-use transport::streams::WriteError;
 use transport::{ConnectionError, Event, TransportConfig};
 use wire::time::Duration;
 use wire::Dir;

@@ -27,7 +27,7 @@
 
 use wire::time::Instant;
 
-use super::{initial_window, minimum_window, Controller, RateSample};
+use super::{initial_window, minimum_window, Controller};
 use crate::rtt::RttEstimator;
 
 /// Multiplicative decrease factor β_cubic (RFC 9438 §4.6).
@@ -201,16 +201,6 @@ impl Controller for Cubic {
             // Unreachable with finite inputs; keep the window usable anyway.
             self.cwnd = self.min_window();
         }
-    }
-
-    fn on_end_acks(
-        &mut self,
-        _now: Instant,
-        _bytes_in_flight: u64,
-        _app_limited: bool,
-        _sample: Option<&RateSample>,
-        _rtt: &RttEstimator,
-    ) {
     }
 
     fn on_congestion_event(

@@ -85,14 +85,16 @@ pub trait Controller: Send + fmt::Debug {
     /// Called once after all packets newly acknowledged by one ACK frame;
     /// `sample` is the delivery-rate sample of that ACK (BBR needs it),
     /// `bytes_in_flight` is the total after removing acked and lost packets.
+    /// The default does nothing: only rate-based controllers (BBR) need it.
     fn on_end_acks(
         &mut self,
-        now: Instant,
-        bytes_in_flight: u64,
-        app_limited: bool,
-        sample: Option<&RateSample>,
-        rtt: &RttEstimator,
-    );
+        _now: Instant,
+        _bytes_in_flight: u64,
+        _app_limited: bool,
+        _sample: Option<&RateSample>,
+        _rtt: &RttEstimator,
+    ) {
+    }
 
     /// A congestion event: packets were declared lost. `sent_time` is the send
     /// time of the newest lost packet; events for packets sent before the

@@ -9,7 +9,7 @@
 
 use wire::time::Instant;
 
-use super::{initial_window, minimum_window, Controller, RateSample};
+use super::{initial_window, minimum_window, Controller};
 use crate::rtt::RttEstimator;
 
 /// Window reduction on a congestion event (`kLossReductionFactor`,
@@ -85,16 +85,6 @@ impl Controller for NewReno {
                 self.cwnd = self.cwnd.saturating_add(self.max_datagram_size);
             }
         }
-    }
-
-    fn on_end_acks(
-        &mut self,
-        _now: Instant,
-        _bytes_in_flight: u64,
-        _app_limited: bool,
-        _sample: Option<&RateSample>,
-        _rtt: &RttEstimator,
-    ) {
     }
 
     fn on_congestion_event(

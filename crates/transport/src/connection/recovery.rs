@@ -283,14 +283,8 @@ impl Connection {
         // A replica that could not carry every unacknowledged part (rare: the
         // data was split by other acknowledgements) does not finish the item:
         // start another round for what is left.
-        let mut parts = Vec::new();
-        let mut left = false;
-        for c in &it.chunks {
-            self.streams.unacked_parts(c, &mut parts);
-            left |= !parts.is_empty();
-        }
-        left |= it.datagrams.iter().any(|d| self.datagram_store.contains_key(d));
-        if left {
+        let (stream_bytes, datagram_bytes) = self.unacked_bytes(it);
+        if stream_bytes + datagram_bytes > 0 {
             if it.queued == 0 && it.outstanding <= 1 {
                 self.start_round(now, item);
             }
@@ -492,20 +486,22 @@ impl Connection {
         true
     }
 
+    /// What of an item is still unacknowledged: (stream bytes, a bare FIN
+    /// counting as one; DATAGRAM payload bytes still held).
+    fn unacked_bytes(&self, item: &Item) -> (u64, u64) {
+        let mut parts = Vec::new();
+        let mut stream = 0u64;
+        for c in &item.chunks {
+            self.streams.unacked_parts(c, &mut parts);
+            stream += parts.iter().map(|p| u64::from(p.len).max(u64::from(p.fin))).sum::<u64>();
+        }
+        let datagrams = item.datagrams.iter().filter_map(|d| self.datagram_store.get(d)).map(|d| d.len() as u64).sum();
+        (stream, datagrams)
+    }
+
     /// Begin the next round of `id`: ask the policy for replicas.
     fn start_round(&mut self, now: Instant, id: ItemId) {
-        let mut parts = Vec::new();
-        let mut bytes = 0u64;
-        let mut datagram_bytes = 0u64;
-        if let Some(item) = self.recovery.items.get(&id) {
-            for c in &item.chunks {
-                self.streams.unacked_parts(c, &mut parts);
-                bytes += parts.iter().map(|p| u64::from(p.len)).sum::<u64>();
-                bytes += parts.iter().filter(|p| p.fin && p.len == 0).count() as u64;
-            }
-            datagram_bytes =
-                item.datagrams.iter().filter_map(|d| self.datagram_store.get(d)).map(|d| d.len() as u64).sum();
-        }
+        let (bytes, datagram_bytes) = self.recovery.items.get(&id).map_or((0, 0), |item| self.unacked_bytes(item));
         if bytes == 0 && datagram_bytes == 0 {
             // Everything already acknowledged (or the stream was reset).
             self.recovery.items.remove(&id);

@@ -1,7 +1,6 @@
 //! The send path: packet assembly, coalescing, padding and protection
 //! (RFC 9000 §12.2, §13, §14.1; RFC 9001 §5).
 
-use wire::cid::ConnectionId;
 use wire::frame::{self, Frame};
 use wire::packet::{self, LongHeaderLayout, LongType};
 use wire::time::Instant;
@@ -163,19 +162,7 @@ impl Connection {
         let start = buf.len();
         let pn = self.space(space).next_pn;
         let pn_len = packet::pn_len_for(pn, self.space(space).largest_acked);
-        let dcid = self.cids.remote_cid();
-        let (layout, pn_offset) = match space {
-            SpaceId::Data => {
-                let phase = self.one_rtt.as_ref().is_some_and(|k| k.phase);
-                (None, packet::write_short_header(buf, false, phase, &dcid, pn, pn_len))
-            }
-            _ => {
-                let ty = if space == SpaceId::Initial { LongType::Initial } else { LongType::Handshake };
-                let scid = self.cids.issued(0).map(|c| c.cid).unwrap_or_default();
-                let l = packet::write_long_header(buf, ty, packet::QUIC_V1, &dcid, &scid, &[], pn, pn_len);
-                (Some(l), l.pn_offset)
-            }
-        };
+        let (layout, pn_offset) = self.write_header(space, buf, pn, pn_len);
         let max_end = limit.saturating_sub(TAG_LEN);
         let mut record = SentPacket {
             time_sent: now,
@@ -453,17 +440,13 @@ impl Connection {
         if let Some(layout) = b.layout.as_ref() {
             packet::set_long_length(buf, layout, end);
         }
-        let keys = match b.space {
-            SpaceId::Initial => self.initial_keys.as_ref().map(|k| &k.local),
-            SpaceId::Handshake => self.handshake_keys.as_ref().map(|k| &k.local),
-            SpaceId::Data => self.one_rtt.as_ref().map(|k| &k.keys.local),
-        };
+
         if b.space == SpaceId::Data && b.record.new_data {
             if let Some(enc) = self.fec_tx.as_mut() {
                 enc.add(b.pn, &buf[b.pn_offset + b.pn_len..end - TAG_LEN]);
             }
         }
-        if let Some(keys) = keys {
+        if let Some(keys) = self.local_keys(b.space) {
             if crypto::seal(keys, &mut buf[b.start..end], b.pn_offset - b.start, b.pn_len, b.pn).is_err() {
                 tracing::error!("packet protection failed");
             }
@@ -501,6 +484,34 @@ impl Connection {
         s.sent.insert(b.pn, b.record);
     }
 
+    /// Write the header of a `space` packet numbered `pn` at the end of
+    /// `buf`: long (Initial/Handshake, with a Length placeholder) or short.
+    /// Returns the long-header layout, if any, and the packet-number offset.
+    fn write_header(&self, space: SpaceId, buf: &mut Vec<u8>, pn: u64, pn_len: usize) -> (Option<LongHeaderLayout>, usize) {
+        let dcid = self.cids.remote_cid();
+        match space {
+            SpaceId::Data => {
+                let phase = self.one_rtt.as_ref().is_some_and(|k| k.phase);
+                (None, packet::write_short_header(buf, false, phase, &dcid, pn, pn_len))
+            }
+            _ => {
+                let ty = if space == SpaceId::Initial { LongType::Initial } else { LongType::Handshake };
+                let scid = self.cids.issued(0).map(|c| c.cid).unwrap_or_default();
+                let l = packet::write_long_header(buf, ty, packet::QUIC_V1, &dcid, &scid, &[], pn, pn_len);
+                (Some(l), l.pn_offset)
+            }
+        }
+    }
+
+    /// Our sealing keys for `space`, if we have them.
+    fn local_keys(&self, space: SpaceId) -> Option<&crypto::DirectionalKeys> {
+        match space {
+            SpaceId::Initial => self.initial_keys.as_ref().map(|k| &k.local),
+            SpaceId::Handshake => self.handshake_keys.as_ref().map(|k| &k.local),
+            SpaceId::Data => self.one_rtt.as_ref().map(|k| &k.keys.local),
+        }
+    }
+
     /// CONNECTION_CLOSE while closing (RFC 9000 §10.2.1).
     fn poll_close(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
         if !self.close_resend {
@@ -515,16 +526,7 @@ impl Connection {
         let pn = self.space(space).next_pn;
         self.space_mut(space).next_pn += 1;
         let pn_len = packet::pn_len_for(pn, self.space(space).largest_acked);
-        let dcid: ConnectionId = self.cids.remote_cid();
-        let (layout, pn_offset) = match space {
-            SpaceId::Data => (None, packet::write_short_header(buf, false, self.one_rtt.as_ref().is_some_and(|k| k.phase), &dcid, pn, pn_len)),
-            _ => {
-                let ty = if space == SpaceId::Initial { LongType::Initial } else { LongType::Handshake };
-                let scid = self.cids.issued(0).map(|c| c.cid).unwrap_or_default();
-                let l = packet::write_long_header(buf, ty, packet::QUIC_V1, &dcid, &scid, &[], pn, pn_len);
-                (Some(l), l.pn_offset)
-            }
-        };
+        let (layout, pn_offset) = self.write_header(space, buf, pn, pn_len);
         // RFC 9000 §10.2.3: an application close in Initial/Handshake packets
         // becomes a transport close with APPLICATION_ERROR.
         let reason_len = close.reason.len().min(256);
@@ -546,11 +548,7 @@ impl Connection {
         if let Some(l) = layout.as_ref() {
             packet::set_long_length(buf, l, end);
         }
-        let keys = match space {
-            SpaceId::Initial => self.initial_keys.as_ref().map(|k| &k.local),
-            SpaceId::Handshake => self.handshake_keys.as_ref().map(|k| &k.local),
-            SpaceId::Data => self.one_rtt.as_ref().map(|k| &k.keys.local),
-        }?;
+        let keys = self.local_keys(space)?;
         crypto::seal(keys, &mut buf[..], pn_offset, pn_len, pn).ok()?;
         let _ = now;
         self.stats.datagrams_sent += 1;
