@@ -47,7 +47,13 @@ impl RecoveryPolicy for FecPolicy {
         format!("fec:{}", self.k)
     }
 
-    fn on_data_lost(&mut self, now: Instant, lost: &LostData, _path: &PathView, _rng: &mut dyn RngCore) -> Decision {
+    fn on_data_lost(
+        &mut self,
+        now: Instant,
+        lost: &LostData,
+        _path: &PathView,
+        _rng: &mut dyn RngCore,
+    ) -> Decision {
         match lost.kind {
             DataKind::Stream => Decision::single(now),
             DataKind::Datagram => Decision::Drop,

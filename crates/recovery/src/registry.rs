@@ -35,6 +35,10 @@ pub const SCHEMES: &[(&str, &str)] = &[
         "ART: redundancy adapter + replica scheduler, opportunistic (ART journal §6)",
     ),
     (
+        "art-or3start",
+        "ART with each round's level starting at OR3's 2n-1, as in the authors' artifact",
+    ),
+    (
         "art-fix:R",
         "ART with a fixed level R and the replica scheduler (ablation, Fig. 18)",
     ),
@@ -136,6 +140,10 @@ pub fn parse_scheme(name: &str) -> Result<Arc<dyn PolicyFactory>, SchemeError> {
             no_param(name, param, "art (ART with its default parameters)")?;
             art(ArtConfig::default())?
         }
+        "art-or3start" => {
+            no_param(name, param, "art-or3start")?;
+            art(ArtConfig::or3_start())?
+        }
         "art-mab-eg" => {
             no_param(name, param, "art-mab-eg")?;
             art(ArtConfig::bandit(BanditConfig::epsilon_greedy()))?
@@ -185,9 +193,18 @@ fn no_param(name: &str, param: Option<&str>, form: &str) -> Result<(), SchemeErr
 
 /// The block size K of `fec:K`.
 fn block(name: &str, param: Option<&str>) -> Result<u32, SchemeError> {
-    let form = format!("fec:K with K an integer in 1..={}", wire::frame::MAX_FEC_BLOCK);
-    let bad = |reason: String| SchemeError::BadParameter { name: name.into(), reason, form: form.clone() };
-    let Some(p) = param else { return Err(bad("the block size K is missing".into())) };
+    let form = format!(
+        "fec:K with K an integer in 1..={}",
+        wire::frame::MAX_FEC_BLOCK
+    );
+    let bad = |reason: String| SchemeError::BadParameter {
+        name: name.into(),
+        reason,
+        form: form.clone(),
+    };
+    let Some(p) = param else {
+        return Err(bad("the block size K is missing".into()));
+    };
     if p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()) {
         return Err(bad(format!("'{p}' is not a number")));
     }
@@ -294,7 +311,10 @@ mod tests {
         }
         for name in ["fec", "fec:0", "fec:256", "fec:x"] {
             let e = err(name);
-            assert!(e.to_string().contains("fec:K with K an integer in 1..=255"), "{name}: {e}");
+            assert!(
+                e.to_string().contains("fec:K with K an integer in 1..=255"),
+                "{name}: {e}"
+            );
         }
         let e = err("art-dqn");
         assert!(matches!(e, SchemeError::NotImplemented { .. }));

@@ -122,6 +122,18 @@ pub struct Claim {
     pub judge: fn(&[AggRow]) -> (Verdict, String),
 }
 
+/// A further reading of an experiment's runs that is not a claim of the
+/// paper: how a comparison changes under another reading of the paper, for
+/// example. Exists so such analyses are computed from the runs of the same
+/// invocation, never written by hand.
+#[derive(Clone, Copy)]
+pub struct Aside {
+    /// What is compared, in words.
+    pub what: &'static str,
+    /// Our numbers for it.
+    pub compute: fn(&[AggRow]) -> String,
+}
+
 /// A named experiment: its cases, seeds and the paper's claims.
 #[derive(Clone)]
 pub struct Experiment {
@@ -141,6 +153,8 @@ pub struct Experiment {
     pub seeds: Vec<u64>,
     /// Claims judged from the rows.
     pub claims: Vec<Claim>,
+    /// Further readings of the rows (not the paper's claims).
+    pub asides: Vec<Aside>,
 }
 
 /// Metrics recorded per run, in CSV column order, with their meaning.
@@ -158,6 +172,10 @@ pub const METRICS: &[(&str, &str)] = &[
     ),
     ("redundancy_ratio", "redundancy / data_packets"),
     ("n_max", "largest retransmission round that delivered data"),
+    (
+        "n_max_file_mean",
+        "mean over the files of each file's n_max (files without loss count 0; single-file runs: n_max)",
+    ),
     (
         "share_n_ge_2",
         "share of recovered items needing >= 2 rounds",
@@ -206,6 +224,7 @@ impl RunRow {
             redundancy as f64,
             ratio,
             f64::from(m.n_max),
+            m.n_max_file_mean.unwrap_or(f64::from(m.n_max)),
             m.recovery_deterioration_rate,
             m.t_wait_ms.map_or(0.0, |s| s.p99),
         ];
@@ -424,6 +443,8 @@ pub struct ExperimentResult {
     pub rows: Vec<AggRow>,
     /// The paper's claims with our verdicts.
     pub claims: Vec<JudgedClaim>,
+    /// Further readings of the rows: (what, our numbers).
+    pub asides: Vec<(String, String)>,
 }
 
 /// A claim with our verdict.
@@ -461,6 +482,11 @@ pub fn judge(exp: &Experiment, runs: Vec<RunRow>) -> ExperimentResult {
             }
         })
         .collect();
+    let asides = exp
+        .asides
+        .iter()
+        .map(|a| (a.what.to_string(), (a.compute)(&rows)))
+        .collect();
     ExperimentResult {
         name: exp.name.to_string(),
         title: exp.title.to_string(),
@@ -469,6 +495,7 @@ pub fn judge(exp: &Experiment, runs: Vec<RunRow>) -> ExperimentResult {
         runs,
         rows,
         claims,
+        asides,
     }
 }
 

@@ -185,6 +185,15 @@ pub fn report_md(scale: Scale, experiments: &[Experiment], results: &[Experiment
                 c.ours
             );
         }
+        if !r.asides.is_empty() {
+            let _ = writeln!(
+                out,
+                "\nFurther readings of the same runs (not claims of the paper):\n"
+            );
+            for (what, ours) in &r.asides {
+                let _ = writeln!(out, "- {what}: {ours}.");
+            }
+        }
         let failed: Vec<String> = r
             .runs
             .iter()

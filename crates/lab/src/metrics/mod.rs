@@ -21,6 +21,7 @@
 
 pub mod arrivals;
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde::{Deserialize, Serialize};
@@ -269,6 +270,11 @@ pub struct RunMetrics {
     pub extra_replicas: u64,
     /// Largest round that delivered lost data.
     pub n_max: u32,
+    /// Mean over the files of each file's own `n_max` (a file with no lost
+    /// data counts 0), when the workload has more than one file: the
+    /// "average value" of N_max over 1000 files in ART journal Figs. 20-21.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub n_max_file_mean: Option<f64>,
     /// Most retransmissions of one item.
     pub k_max: u32,
     /// `n_hist[n]`: recovered items delivered in round `n` (0: spurious loss).
@@ -348,6 +354,7 @@ impl RunMetrics {
             replicas: stats.replicas,
             extra_replicas: stats.extra_replicas,
             n_max: stats.n_max,
+            n_max_file_mean: (facts.files > 1).then(|| n_max_file_mean(items, facts.files)),
             k_max: stats.k_max,
             n_hist: stats.n_hist.clone(),
             t_wait_ms: Summary::of(&mut t_wait),
@@ -358,6 +365,19 @@ impl RunMetrics {
             cpu_ms: facts.cpu.map(|d| d.as_secs_f64() * 1e3),
         }
     }
+}
+
+/// Mean over `files` files of each file's largest delivering round. Every
+/// file has its own stream, so items are grouped by stream; files without a
+/// lost item count 0.
+fn n_max_file_mean(items: &[ItemRecord], files: u64) -> f64 {
+    let mut per_stream: BTreeMap<u64, u32> = BTreeMap::new();
+    for i in items {
+        let m = per_stream.entry(i.stream).or_insert(0);
+        *m = (*m).max(i.n);
+    }
+    let sum: u64 = per_stream.values().map(|&n| u64::from(n)).sum();
+    sum as f64 / files.max(1) as f64
 }
 
 /// `a / b`, 0 when `b` is 0.
@@ -438,6 +458,20 @@ mod tests {
     }
 
     #[test]
+    fn per_file_n_max_takes_each_streams_worst_item() {
+        let item = |stream: u64, n: u32| {
+            let mut i = ItemRecord::from_record(&record(n, vec![chunk(0, 10)]), &ArrivalMap::new());
+            i.stream = stream;
+            i
+        };
+        // Stream 0: rounds 1 and 3; stream 4: round 2; stream 8: a spurious
+        // loss (n = 0); a fourth file lost nothing.
+        let items = [item(0, 1), item(0, 3), item(4, 2), item(8, 0)];
+        assert_eq!(n_max_file_mean(&items, 4), 5.0 / 4.0);
+        assert_eq!(n_max_file_mean(&[], 0), 0.0);
+    }
+
+    #[test]
     fn run_metrics_follow_design_definitions() {
         let mut stats = ConnectionStats::default();
         stats.data_packets = 200;
@@ -467,6 +501,8 @@ mod tests {
         assert!((m.recovery_deterioration_rate - 0.2).abs() < 1e-12);
         assert!((m.retransmission_ratio - 0.025).abs() < 1e-12);
         assert_eq!(m.fct_ms_per_file.map(|s| s.max), Some(500.0));
+        // One file's worst item took round 1, the other file lost nothing.
+        assert_eq!(m.n_max_file_mean, Some(0.5));
         assert_eq!(m.t_wait_ms, None, "the receiver saw nothing");
         assert_eq!(m.recovery_latency_ms.map(|s| s.p50), Some(20.0));
         let json = serde_json::to_string(&m).expect("serialises");

@@ -203,7 +203,13 @@ impl QuicNode {
 }
 
 impl Node for QuicNode {
-    fn handle_datagram(&mut self, now: Instant, from: SocketAddr, _to: SocketAddr, payload: &mut [u8]) {
+    fn handle_datagram(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        _to: SocketAddr,
+        payload: &mut [u8],
+    ) {
         self.timed(|n| {
             // Decrypted in place: the simulator hands the buffer over.
             n.endpoint.handle_datagram(now, from, payload);

@@ -3,7 +3,8 @@
 //!
 //! The sender keeps a sliding bitmap of the fates of the last `L_queue`
 //! replicas (1 = lost again, 0 = acknowledged); `p_r` is the share of ones.
-//! Each retransmission round n has its own level R_n, starting at 1. When data
+//! Each retransmission round n has its own level R_n, starting at 1 (or at
+//! OR3's 2n − 1, as the authors' artifact does: [`StartLevels`]). When data
 //! enters round n the adapter computes the expected number of replicas that
 //! get through, `E = R_n · (1 − p_r)` (eq. 5), and steps R_n toward E ≈ 1:
 //! E < 1 → R_n + 1, E ≥ 2 → R_n − 1 (never below 1), otherwise unchanged.
@@ -107,6 +108,45 @@ impl ReplicaWindow {
     }
 }
 
+/// The level R_n each round has before its first adaptation step.
+///
+/// Exists because the paper does not say where R_n starts, and the choice
+/// decides what the rarely visited later rounds send: round n ≥ 2 sees one
+/// adaptation step per item that reaches it, so its level stays near its
+/// start for most of a connection.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum StartLevels {
+    /// R_n = 1 in every round: start as plain QUIC (our default, the
+    /// cheapest start; the reading of the paper).
+    #[default]
+    One,
+    /// R_n = 2n − 1: start as OR3. The authors' artifact (litonglab/quic-art,
+    /// `sc_rounds_map[n] = 2*n - 1` in `lsquic_send_ctl.c`) initialises its
+    /// per-round table this way.
+    Or3,
+}
+
+impl StartLevels {
+    /// The starting level of `round` (1-based; 0 is read as 1), capped at
+    /// `r_max`.
+    pub fn level(self, round: u32, r_max: u32) -> u32 {
+        let n = round.max(1);
+        let start = match self {
+            StartLevels::One => 1,
+            StartLevels::Or3 => n.saturating_mul(2).saturating_sub(1),
+        };
+        start.clamp(1, r_max.max(1))
+    }
+
+    /// The name used in scheme descriptions (`one`, `or3`).
+    pub fn name(self) -> &'static str {
+        match self {
+            StartLevels::One => "one",
+            StartLevels::Or3 => "or3",
+        }
+    }
+}
+
 /// The test-and-verification Redundancy Adapter: per-round levels R_n driven
 /// by the replica loss rate (ART journal §6.1, eq. 5).
 #[derive(Clone, Debug)]
@@ -115,16 +155,23 @@ pub struct RedundancyAdapter {
     /// `levels[n - 1]` = R_n; grown on demand up to [`TRACKED_ROUNDS`].
     levels: Vec<u32>,
     r_max: u32,
+    start: StartLevels,
 }
 
 impl RedundancyAdapter {
     /// An adapter with a window of `l_queue` replica fates and levels capped
-    /// at `r_max` (at least 1).
+    /// at `r_max` (at least 1), every R_n starting at 1.
     pub fn new(l_queue: usize, r_max: u32) -> Self {
+        Self::with_start(l_queue, r_max, StartLevels::One)
+    }
+
+    /// As [`RedundancyAdapter::new`], with the levels starting at `start`.
+    pub fn with_start(l_queue: usize, r_max: u32, start: StartLevels) -> Self {
         RedundancyAdapter {
             window: ReplicaWindow::new(l_queue),
             levels: Vec::new(),
             r_max: r_max.max(1),
+            start,
         }
     }
 
@@ -143,17 +190,22 @@ impl RedundancyAdapter {
         self.window.on_lost(pn);
     }
 
-    /// The current R_n of `round`, without adjusting it (1 if never used).
+    /// The current R_n of `round`, without adjusting it (its start level if
+    /// never used).
     pub fn level(&self, round: u32) -> u32 {
-        self.levels.get(slot(round)).copied().unwrap_or(1)
+        self.levels
+            .get(slot(round))
+            .copied()
+            .unwrap_or_else(|| self.start.level(slot_round(round), self.r_max))
     }
 
     /// Data enters `round`: compute E with the current R_n (eq. 5), step R_n
     /// (Fig. 14), and return the adjusted R_n: the replicas to send.
     pub fn on_data_lost(&mut self, round: u32) -> u32 {
         let i = slot(round);
-        if self.levels.len() <= i {
-            self.levels.resize(i + 1, 1);
+        while self.levels.len() <= i {
+            let n = self.levels.len() as u32 + 1;
+            self.levels.push(self.start.level(n, self.r_max));
         }
         let len = self.window.len() as u64;
         let delivered = len - self.window.ones() as u64;
@@ -180,6 +232,12 @@ impl RedundancyAdapter {
 /// Index into the level table for a 1-based round (0 is read as 1).
 fn slot(round: u32) -> usize {
     (round.max(1) as usize).min(TRACKED_ROUNDS) - 1
+}
+
+/// The round whose level `round` uses (rounds past [`TRACKED_ROUNDS`] share
+/// the last one).
+fn slot_round(round: u32) -> u32 {
+    slot(round) as u32 + 1
 }
 
 #[cfg(test)]
@@ -269,6 +327,27 @@ mod tests {
         assert_eq!(a.on_data_lost(1), 2);
         assert_eq!(a.level(2), 3);
         assert_eq!(a.level(3), 1);
+    }
+
+    #[test]
+    fn or3_start_levels_adapt_from_two_n_minus_one() {
+        let mut a = RedundancyAdapter::with_start(10, 8, StartLevels::Or3);
+        assert_eq!((a.level(1), a.level(2), a.level(3)), (1, 3, 5));
+        // Capped at r_max, and rounds past the table share the last level.
+        assert_eq!(a.level(5), 8);
+        assert_eq!(a.level(u32::MAX), 8);
+        // Replicas all delivered (p_r = 0): E = R_n, so 3 → 2 on round 2's
+        // first loss, and round 3 is untouched.
+        for pn in 0..10 {
+            a.on_replica_acked(pn);
+        }
+        assert_eq!(a.on_data_lost(2), 2);
+        assert_eq!(a.level(3), 5);
+        // Every replica lost (p_r = 1): E = 0 < 1 raises from the start level.
+        for pn in 10..20 {
+            a.on_replica_lost(pn);
+        }
+        assert_eq!(a.on_data_lost(3), 6);
     }
 
     #[test]

@@ -34,7 +34,7 @@ use transport::policy::{
 };
 use wire::time::Instant;
 
-pub use adapter::{RedundancyAdapter, ReplicaWindow};
+pub use adapter::{RedundancyAdapter, ReplicaWindow, StartLevels};
 pub use mab::{BanditAdapter, BanditConfig, BanditStrategy};
 pub use scheduler::{BurstTracker, ReplicaScheduler};
 
@@ -71,6 +71,10 @@ pub struct ArtConfig {
     pub fixed_r: Option<u32>,
     /// A bandit adapter instead of test-and-verification (`art-mab-*`).
     pub bandit: Option<BanditConfig>,
+    /// Where the per-round levels R_n start (default 1; `or3` for 2n − 1 as
+    /// in the authors' artifact). Only the test-and-verification adapter
+    /// uses it.
+    pub start_levels: StartLevels,
     /// Replicas bypass the congestion window and pacing (journal §6.4;
     /// default true). False sends them like QUIC's retransmissions: an
     /// experiment knob (no command-line name), see docs/recovery.md.
@@ -87,6 +91,7 @@ impl Default for ArtConfig {
             scheduler: true,
             fixed_r: None,
             bandit: None,
+            start_levels: StartLevels::One,
             opportunistic: true,
         }
     }
@@ -119,6 +124,15 @@ impl ArtConfig {
         }
     }
 
+    /// `art-or3start`: ART whose per-round levels start at OR3's 2n − 1, as
+    /// the authors' artifact initialises them (see [`StartLevels::Or3`]).
+    pub fn or3_start() -> Self {
+        ArtConfig {
+            start_levels: StartLevels::Or3,
+            ..ArtConfig::default()
+        }
+    }
+
     /// `art-mab-eg` / `art-mab-ucb`: the bandit adapter with the scheduler.
     pub fn bandit(bandit: BanditConfig) -> Self {
         ArtConfig {
@@ -136,6 +150,7 @@ impl ArtConfig {
             },
             (None, Some(r), true) => format!("art-fix:{r}"),
             (None, Some(r), false) => format!("art-norand:{r}"),
+            (None, None, true) if self.start_levels == StartLevels::Or3 => "art-or3start".into(),
             (None, None, true) => "art".into(),
             (None, None, false) => "art-norand".into(),
         }
@@ -152,6 +167,7 @@ impl ArtConfig {
             }),
             (None, Some(r), true) => ArtConfig::fixed(r),
             (None, Some(r), false) => ArtConfig::fixed_norand(r),
+            (None, None, true) if self.start_levels == StartLevels::Or3 => ArtConfig::or3_start(),
             (None, None, true) => ArtConfig::default(),
             (None, None, false) => ArtConfig::norand(),
         };
@@ -164,6 +180,9 @@ impl ArtConfig {
         );
         if !self.opportunistic {
             s.push_str(",opportunistic=false");
+        }
+        if self.start_levels != StartLevels::One {
+            s.push_str(&format!(",start={}", self.start_levels.name()));
         }
         if let Some(b) = self.bandit {
             match b.strategy {
@@ -254,7 +273,11 @@ impl ArtPolicy {
         let level = match (config.bandit, config.fixed_r) {
             (Some(b), _) => Level::Bandit(BanditAdapter::new(b, config.r_max)),
             (None, Some(r)) => Level::Fixed(r),
-            (None, None) => Level::Adaptive(RedundancyAdapter::new(config.l_queue, config.r_max)),
+            (None, None) => Level::Adaptive(RedundancyAdapter::with_start(
+                config.l_queue,
+                config.r_max,
+                config.start_levels,
+            )),
         };
         let scheduler = ReplicaScheduler::new(config.alpha, config.burst_window_rtts);
         Ok(ArtPolicy {
