@@ -22,8 +22,9 @@ fn qlog_files_are_valid_json_seq() {
     scratch.served_file("f", 300_000, 3);
     let qdir = scratch.path().join("qlog");
     let qdir_s = qdir.to_string_lossy().into_owned();
-    let (mut server, addr) = process::spawn_artq_serve(&scratch.root(), &scratch.logs(), &["--qlog", &qdir_s])
-        .unwrap_or_else(|e| panic!("{e}"));
+    let (mut server, addr) =
+        common::spawn_artq_serve(&scratch.root(), &scratch.logs(), &["--qlog", &qdir_s])
+            .unwrap_or_else(|e| panic!("{e}"));
     let client_qlog = scratch.path().join("client.sqlog");
     let mut get = artq();
     get.arg("get")
@@ -35,9 +36,18 @@ fn qlog_files_are_valid_json_seq() {
         .arg("--qlog")
         .arg(&client_qlog);
     let out = process::run_with_deadline(get, DEADLINE).unwrap_or_else(|e| panic!("{e}"));
-    assert!(out.status.success(), "get failed: {}\nserver: {}", out.stderr, server.describe());
+    assert!(
+        out.status.success(),
+        "get failed: {}\nserver: {}",
+        out.stderr,
+        server.describe()
+    );
     // --stats: a JSON object with the transport counters.
-    let stats_line = out.stderr.lines().find(|l| l.starts_with('{')).expect("stats JSON on stderr");
+    let stats_line = out
+        .stderr
+        .lines()
+        .find(|l| l.starts_with('{'))
+        .expect("stats JSON on stderr");
     let stats: serde_json::Value = serde_json::from_str(stats_line).expect("stats parse");
     assert!(stats["packets_received"].as_u64().unwrap() > 100);
     assert!(stats["srtt"].is_object() || stats["srtt"].is_number() || stats["srtt"].is_string());
@@ -50,7 +60,9 @@ fn qlog_files_are_valid_json_seq() {
             .map(|r| serde_json::from_str(r.trim()).expect("each record is JSON"))
             .collect();
         assert_eq!(records[0]["qlog_format"], "JSON-SEQ");
-        assert!(records.iter().any(|r| r["name"] == "transport:packet_received"));
+        assert!(records
+            .iter()
+            .any(|r| r["name"] == "transport:packet_received"));
         assert!(records.iter().any(|r| r["name"] == "transport:packet_sent"));
     }
     drop(server);
@@ -62,17 +74,39 @@ fn qlog_files_are_valid_json_seq() {
 fn unknown_recovery_scheme_is_a_clear_error() {
     let scratch = Scratch::new();
     let mut cmd = artq();
-    cmd.args(["serve", "--listen", "127.0.0.1:0", "--recovery", "nope", "--root"]).arg(scratch.root());
+    cmd.args([
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--recovery",
+        "nope",
+        "--root",
+    ])
+    .arg(scratch.root());
     let out = process::run_with_deadline(cmd, DEADLINE).unwrap();
     assert!(!out.status.success());
-    assert!(out.stderr.contains("unknown recovery scheme 'nope'"), "{}", out.stderr);
-    assert!(out.stderr.contains("quic"), "the error lists the valid names: {}", out.stderr);
+    assert!(
+        out.stderr.contains("unknown recovery scheme 'nope'"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("quic"),
+        "the error lists the valid names: {}",
+        out.stderr
+    );
 }
 
 #[test]
 fn missing_root_is_a_clear_error() {
     let mut cmd = artq();
-    cmd.args(["serve", "--listen", "127.0.0.1:0", "--root", "/definitely/not/here"]);
+    cmd.args([
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--root",
+        "/definitely/not/here",
+    ]);
     let out = process::run_with_deadline(cmd, DEADLINE).unwrap();
     assert!(!out.status.success());
     assert!(out.stderr.contains("--root"), "{}", out.stderr);
@@ -82,10 +116,24 @@ fn missing_root_is_a_clear_error() {
 #[test]
 fn get_rejects_bad_urls_and_unverifiable_servers() {
     for (args, needle) in [
-        (vec!["get", "http://127.0.0.1:1/x", "--insecure"], "only https://"),
-        (vec!["get", "https://127.0.0.1:99999/x", "--insecure"], "bad port"),
+        (
+            vec!["get", "http://127.0.0.1:1/x", "--insecure"],
+            "only https://",
+        ),
+        (
+            vec!["get", "https://127.0.0.1:99999/x", "--insecure"],
+            "bad port",
+        ),
         (vec!["get", "https://127.0.0.1:4433/x"], "--ca"),
-        (vec!["get", "https://127.0.0.1:4433/x", "--insecure", "--timeout=-1"], "--timeout"),
+        (
+            vec![
+                "get",
+                "https://127.0.0.1:4433/x",
+                "--insecure",
+                "--timeout=-1",
+            ],
+            "--timeout",
+        ),
     ] {
         let mut cmd = artq();
         cmd.args(&args);
@@ -102,7 +150,9 @@ fn get_times_out_against_a_silent_port() {
     let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     let addr = silent.local_addr().unwrap();
     let mut cmd = artq();
-    cmd.arg("get").arg(format!("https://{addr}/x")).args(["--insecure", "--timeout", "1.5"]);
+    cmd.arg("get")
+        .arg(format!("https://{addr}/x"))
+        .args(["--insecure", "--timeout", "1.5"]);
     let out = process::run_with_deadline(cmd, DEADLINE).unwrap();
     assert!(!out.status.success());
     assert!(out.stderr.contains("timed out"), "{}", out.stderr);
@@ -116,7 +166,8 @@ fn link_rejects_bad_parameters() {
         (vec!["--trace", "/no/such/trace"], "/no/such/trace"),
     ] {
         let mut cmd = artq();
-        cmd.args(["link", "--listen", "127.0.0.1:0", "--to", "127.0.0.1:9"]).args(&extra);
+        cmd.args(["link", "--listen", "127.0.0.1:0", "--to", "127.0.0.1:9"])
+            .args(&extra);
         let out = process::run_with_deadline(cmd, DEADLINE).unwrap();
         assert!(!out.status.success(), "{extra:?} accepted");
         assert!(out.stderr.contains(needle), "{extra:?}: {}", out.stderr);
@@ -128,10 +179,22 @@ fn link_rejects_bad_parameters() {
 fn recovery_help_lists_the_schemes() {
     let scratch = Scratch::new();
     let mut cmd = artq();
-    cmd.args(["serve", "--listen", "127.0.0.1:0", "--recovery", "help", "--root"]).arg(scratch.root());
+    cmd.args([
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--recovery",
+        "help",
+        "--root",
+    ])
+    .arg(scratch.root());
     let out = process::run_with_deadline(cmd, DEADLINE).unwrap();
     assert!(out.status.success(), "{}", out.stderr);
     for name in ["quic", "art", "or3", "fec:K"] {
-        assert!(out.stdout.contains(name), "{name} missing from: {}", out.stdout);
+        assert!(
+            out.stdout.contains(name),
+            "{name} missing from: {}",
+            out.stdout
+        );
     }
 }

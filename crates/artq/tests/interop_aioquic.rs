@@ -15,7 +15,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{process, Scratch};
+use common::Scratch;
 
 /// Size of the transfer (the brief's 5 MB; aioquic is pure Python and slower).
 const SIZE: u64 = 5_000_000;
@@ -27,7 +27,7 @@ fn aioquic_client_downloads_5mb_from_artq_serve() {
     common::interop_python().unwrap_or_else(|e| panic!("{e}"));
     let scratch = Scratch::new();
     let file = scratch.served_file("file", SIZE, 21);
-    let (mut server, addr) = process::spawn_artq_serve(&scratch.root(), &scratch.logs(), &[])
+    let (mut server, addr) = common::spawn_artq_serve(&scratch.root(), &scratch.logs(), &[])
         .unwrap_or_else(|e| panic!("{e}"));
     let out = scratch.out("file");
     let url = format!("https://{addr}/file");

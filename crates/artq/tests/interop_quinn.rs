@@ -31,7 +31,7 @@ const TRANSFER_DEADLINE: Duration = Duration::from_secs(180);
 fn quinn_client_downloads_20mb_from_artq_serve() {
     let scratch = Scratch::new();
     let file = scratch.served_file("file", SIZE, 11);
-    let (mut server, addr) = process::spawn_artq_serve(&scratch.root(), &scratch.logs(), &[])
+    let (mut server, addr) = common::spawn_artq_serve(&scratch.root(), &scratch.logs(), &[])
         .unwrap_or_else(|e| panic!("{e}"));
     let rt = common::runtime();
     let out = scratch.out("file");
@@ -121,7 +121,7 @@ fn artq_serve_refuses_paths_outside_root() {
     scratch.served_file("file", 1000, 13);
     let secret = scratch.path().join("secret");
     common::write_seeded_file(&secret, 1000, 14).expect("writing the secret file");
-    let (mut server, addr) = process::spawn_artq_serve(&scratch.root(), &scratch.logs(), &[])
+    let (mut server, addr) = common::spawn_artq_serve(&scratch.root(), &scratch.logs(), &[])
         .unwrap_or_else(|e| panic!("{e}"));
     let rt = common::runtime();
     for path in ["/../secret", "/./../secret", "/%2e%2e/secret"] {

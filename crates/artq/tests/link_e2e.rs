@@ -25,9 +25,8 @@ const GET_DEADLINE: Duration = Duration::from_secs(150);
 fn get_through_a_lossy_link_is_byte_exact() {
     let scratch = Scratch::new();
     let file = scratch.served_file("file", SIZE, 21);
-    let (mut server, server_addr) =
-        process::spawn_artq_serve(&scratch.root(), &scratch.logs(), &[])
-            .unwrap_or_else(|e| panic!("{e}"));
+    let (mut server, server_addr) = common::spawn_artq_serve(&scratch.root(), &scratch.logs(), &[])
+        .unwrap_or_else(|e| panic!("{e}"));
 
     let mut link_cmd = Command::new(common::artq_bin());
     link_cmd

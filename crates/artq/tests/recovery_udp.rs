@@ -22,12 +22,19 @@ const DEADLINE: Duration = Duration::from_secs(120);
 fn parse_stats(line: &str) -> Option<(u64, u64, u64)> {
     let num_after = |key: &str| -> Option<u64> {
         let rest = &line[line.find(key)? + key.len()..];
-        rest.trim_start().split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
+        rest.trim_start()
+            .split(|c: char| !c.is_ascii_digit())
+            .next()?
+            .parse()
+            .ok()
     };
     let replicas = num_after("replicas ")?;
     let n_max = num_after("n_max ")?;
     let hist = &line[line.find("n_hist [")? + 8..];
-    let hist: Vec<u64> = hist[..hist.find(']')?].split(',').filter_map(|v| v.trim().parse().ok()).collect();
+    let hist: Vec<u64> = hist[..hist.find(']')?]
+        .split(',')
+        .filter_map(|v| v.trim().parse().ok())
+        .collect();
     Some((replicas, n_max, hist.iter().skip(2).sum()))
 }
 
@@ -37,7 +44,7 @@ fn run(scheme: &str, seed: u32, loss: &str, size: u64) -> (u64, u64, u64) {
     let scratch = Scratch::new();
     let file = scratch.served_file("file", size, 31);
     let (mut server, server_addr) =
-        process::spawn_artq_serve(&scratch.root(), &scratch.logs(), &["--recovery", scheme])
+        common::spawn_artq_serve(&scratch.root(), &scratch.logs(), &["--recovery", scheme])
             .unwrap_or_else(|e| panic!("{e}"));
     let mut link_cmd = Command::new(common::artq_bin());
     link_cmd
@@ -45,12 +52,23 @@ fn run(scheme: &str, seed: u32, loss: &str, size: u64) -> (u64, u64, u64) {
         .arg(server_addr.to_string())
         .args(["--bw", "20", "--rtt", "40", "--loss", loss, "--seed"])
         .arg(seed.to_string());
-    let (mut link, link_addr) = process::spawn_listening(link_cmd, "artq-link", &scratch.logs(), Duration::from_secs(20))
-        .unwrap_or_else(|e| panic!("{e}"));
+    let (mut link, link_addr) = process::spawn_listening(
+        link_cmd,
+        "artq-link",
+        &scratch.logs(),
+        Duration::from_secs(20),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     let rt = common::runtime();
     let out = scratch.out("file");
-    let fetched = common::quinn_download(&rt, link_addr, "/file", &out, DEADLINE)
-        .unwrap_or_else(|e| panic!("{e}\nlink: {}\nserver: {}", link.describe(), server.describe()));
+    let fetched =
+        common::quinn_download(&rt, link_addr, "/file", &out, DEADLINE).unwrap_or_else(|e| {
+            panic!(
+                "{e}\nlink: {}\nserver: {}",
+                link.describe(),
+                server.describe()
+            )
+        });
     assert_eq!(fetched.bytes, size);
     common::compare_files(&file, &out).unwrap_or_else(|e| panic!("{e}"));
     // The server reports the connection once quinn's close reaches it.
@@ -60,7 +78,11 @@ fn run(scheme: &str, seed: u32, loss: &str, size: u64) -> (u64, u64, u64) {
         if let Some(line) = tail.lines().find(|l| l.contains(" ended (")) {
             return parse_stats(line).unwrap_or_else(|| panic!("unparsable stats line: {line}"));
         }
-        assert!(start.elapsed() < Duration::from_secs(30), "no statistics line: {}", server.describe());
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no statistics line: {}",
+            server.describe()
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -82,11 +104,24 @@ fn art_needs_no_more_rounds_than_quic_on_the_same_links() {
     }
     eprintln!("quic (replicas, n_max, items with n>=2): {quic:?}");
     eprintln!("art  (replicas, n_max, items with n>=2): {art:?}");
-    assert!(art.iter().all(|r| r.0 > 0), "ART sent no replica at 5% loss");
+    assert!(
+        art.iter().all(|r| r.0 > 0),
+        "ART sent no replica at 5% loss"
+    );
     let max_n = |v: &[(u64, u64, u64)]| v.iter().map(|r| r.1).max().unwrap_or(0);
-    assert!(max_n(&art) <= max_n(&quic), "ART's n_max {} above QUIC's {}", max_n(&art), max_n(&quic));
+    assert!(
+        max_n(&art) <= max_n(&quic),
+        "ART's n_max {} above QUIC's {}",
+        max_n(&art),
+        max_n(&quic)
+    );
     let late = |v: &[(u64, u64, u64)]| v.iter().map(|r| r.2).sum::<u64>();
-    assert!(late(&art) <= late(&quic), "ART needed more second rounds ({}) than QUIC ({})", late(&art), late(&quic));
+    assert!(
+        late(&art) <= late(&quic),
+        "ART needed more second rounds ({}) than QUIC ({})",
+        late(&art),
+        late(&quic)
+    );
 }
 
 #[test]

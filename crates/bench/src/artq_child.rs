@@ -7,21 +7,20 @@
 //!   its first stdout line once bound;
 //! - `artq get URL ...` prints `received N bytes in T s: G Mbit/s` to stderr.
 //!
+//! Spawning, the ready line and the deadlines are [`crate::process`], the
+//! artq tests' own child-process harness; this module adds what only the
+//! benchmark needs: locating the binary and reading `artq get`'s summary.
 //! Every wait has a deadline and the server is killed when dropped.
 
-use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
-use std::thread;
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
+use tempfile::TempDir;
 
-/// How often deadline waits poll a child.
-const POLL: Duration = Duration::from_millis(5);
+use crate::process::{self, ChildGuard};
 
 /// The `artq` binary next to the running executable (`target/release/artq`
 /// when the benchmark itself runs from `target/release`).
@@ -45,43 +44,22 @@ pub fn ensure_artq_exists(path: &Path) -> Result<()> {
     )
 }
 
-/// A running `artq serve`, killed and reaped on drop.
+/// A running `artq serve`, killed and reaped on drop (by its
+/// [`ChildGuard`]), then its stderr log directory removed.
 pub struct ArtqServer {
-    child: Child,
-    stderr: File,
+    guard: ChildGuard,
+    /// Holds `artq-serve.stderr`; declared after `guard` so it outlives the
+    /// child.
+    _logs: TempDir,
     /// The address from its `listening on` line.
     pub addr: SocketAddr,
 }
 
 impl ArtqServer {
-    /// Everything the server wrote to stderr so far (lossy UTF-8).
-    pub fn stderr(&mut self) -> String {
-        read_all(&mut self.stderr)
+    /// The last few KiB the server wrote to stderr (lossy UTF-8).
+    pub fn stderr(&self) -> String {
+        self.guard.stderr_tail()
     }
-}
-
-impl Drop for ArtqServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Parses `listening on <ip:port>`.
-pub fn parse_listening_line(line: &str) -> Result<SocketAddr> {
-    let rest = line
-        .trim_end()
-        .strip_prefix("listening on ")
-        .ok_or_else(|| {
-            anyhow!("expected `listening on <ip:port>` as the first stdout line, got {line:?}")
-        })?;
-    let addr: SocketAddr = rest
-        .parse()
-        .with_context(|| format!("bad address in {line:?}"))?;
-    if addr.port() == 0 {
-        bail!("ready line reports port 0: {line:?}");
-    }
-    Ok(addr)
 }
 
 /// Starts `artq serve --listen 127.0.0.1:0 --root <root> [extra]` and waits at
@@ -92,66 +70,15 @@ pub fn spawn_serve(
     extra: &[String],
     deadline: Duration,
 ) -> Result<ArtqServer> {
-    let stderr = tempfile::tempfile().context("temp file for artq serve's stderr")?;
-    let mut child = Command::new(artq)
-        .arg("serve")
-        .args(["--listen", "127.0.0.1:0", "--root"])
-        .arg(root)
-        .args(extra)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(stderr.try_clone().context("cloning a temp file handle")?)
-        .spawn()
-        .with_context(|| format!("spawning {} serve", artq.display()))?;
-    let stdout = child
-        .stdout
-        .take()
-        .ok_or_else(|| anyhow!("artq serve has no stdout pipe"))?;
-    let mut server = ArtqServer {
-        child,
-        stderr,
-        addr: SocketAddr::from(([127, 0, 0, 1], 0)),
-    };
-
-    let (tx, rx) = mpsc::sync_channel::<io::Result<String>>(1);
-    thread::spawn(move || {
-        let mut reader = BufReader::new(stdout);
-        let mut line = String::new();
-        match reader.read_line(&mut line) {
-            Ok(0) => return,
-            Ok(_) => {
-                let _ = tx.send(Ok(line));
-            }
-            Err(e) => {
-                let _ = tx.send(Err(e));
-                return;
-            }
-        }
-        let _ = io::copy(&mut reader, &mut io::sink());
-    });
-    let line = match rx.recv_timeout(deadline) {
-        Ok(Ok(line)) => line,
-        Ok(Err(e)) => bail!("reading artq serve's stdout: {e}"),
-        Err(mpsc::RecvTimeoutError::Timeout) => {
-            bail!(
-                "artq serve printed no ready line within {deadline:?}; stderr:\n{}",
-                server.stderr()
-            )
-        }
-        Err(mpsc::RecvTimeoutError::Disconnected) => {
-            thread::sleep(Duration::from_millis(200));
-            let status = match server.child.try_wait() {
-                Ok(Some(status)) => status.to_string(),
-                _ => "closed its stdout".to_string(),
-            };
-            bail!(
-                "artq serve ({status}) ended without printing `listening on <ip:port>`; stderr:\n{}",
-                server.stderr()
-            )
-        }
-    };
-    server.addr = parse_listening_line(&line)?;
-    Ok(server)
+    let logs = tempfile::tempdir().context("temp dir for artq serve's stderr")?;
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+    let (guard, addr) = process::spawn_artq_serve(artq, root, logs.path(), &extra, deadline)
+        .map_err(anyhow::Error::msg)?;
+    Ok(ArtqServer {
+        guard,
+        _logs: logs,
+        addr,
+    })
 }
 
 /// The outcome of one `artq get`.
@@ -181,54 +108,26 @@ pub fn parse_summary(text: &str) -> Option<(u64, Duration)> {
 /// Runs `artq get <url> --insecure -o /dev/null [extra]`, killing it after
 /// `deadline`; fails unless it exits 0 with a summary line.
 pub fn run_get(artq: &Path, url: &str, extra: &[String], deadline: Duration) -> Result<GetRun> {
-    let mut stderr = tempfile::tempfile().context("temp file for artq get's stderr")?;
-    let start = Instant::now();
-    let mut child = Command::new(artq)
-        .arg("get")
+    let mut cmd = Command::new(artq);
+    cmd.arg("get")
         .arg(url)
         .args(["--insecure", "-o", "/dev/null"])
-        .args(extra)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(stderr.try_clone().context("cloning a temp file handle")?)
-        .spawn()
-        .with_context(|| format!("spawning {} get", artq.display()))?;
-    let status = loop {
-        if let Some(status) = child.try_wait().context("waiting for artq get")? {
-            break status;
-        }
-        if start.elapsed() >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            bail!(
-                "artq get still running after {deadline:?}; killed it. stderr:\n{}",
-                read_all(&mut stderr)
-            );
-        }
-        thread::sleep(POLL);
-    };
-    let wall = start.elapsed();
-    let text = read_all(&mut stderr);
-    if !status.success() {
-        bail!("artq get failed ({status}); stderr:\n{text}");
+        .args(extra);
+    let out = process::run_with_deadline(cmd, deadline).map_err(anyhow::Error::msg)?;
+    if !out.status.success() {
+        bail!("artq get failed ({}); stderr:\n{}", out.status, out.stderr);
     }
-    let (bytes, transfer) = parse_summary(&text).ok_or_else(|| {
-        anyhow!("artq get printed no `received N bytes in T s: G Mbit/s` line; stderr:\n{text}")
+    let (bytes, transfer) = parse_summary(&out.stderr).ok_or_else(|| {
+        anyhow!(
+            "artq get printed no `received N bytes in T s: G Mbit/s` line; stderr:\n{}",
+            out.stderr
+        )
     })?;
     Ok(GetRun {
         bytes,
         transfer,
-        wall,
+        wall: out.elapsed,
     })
-}
-
-/// Reads a temp file from its start (lossy UTF-8).
-fn read_all(f: &mut File) -> String {
-    let mut buf = Vec::new();
-    if f.seek(SeekFrom::Start(0)).is_ok() {
-        let _ = f.read_to_end(&mut buf);
-    }
-    String::from_utf8_lossy(&buf).into_owned()
 }
 
 #[cfg(test)]
@@ -245,14 +144,6 @@ mod tests {
         assert_eq!(parse_summary("received 5 bytes in -1 s: 1 Mbit/s"), None);
         assert_eq!(parse_summary("received 5 bytes in 1 s"), None);
         assert_eq!(parse_summary(""), None);
-    }
-
-    #[test]
-    fn listening_line_is_parsed() {
-        let addr = parse_listening_line("listening on 127.0.0.1:4433\n").expect("valid line");
-        assert_eq!(addr, SocketAddr::from(([127, 0, 0, 1], 4433)));
-        assert!(parse_listening_line("listening on 127.0.0.1:0").is_err());
-        assert!(parse_listening_line("ready 127.0.0.1:4433").is_err());
     }
 
     #[test]

@@ -12,12 +12,20 @@
 //! --bin loopback -- --size 1GiB`.
 //!
 //! Layers: [`size`] parses DESIGN.md sizes (`1GiB`, `200KB`); [`content`]
-//! writes the seeded test file; [`quinn_hq`] is the quinn peer; [`artq_child`]
-//! drives the artq binary and reads its output contract.
+//! writes the seeded test file; [`quinn_hq`] is the quinn peer; [`process`]
+//! runs child processes with deadlines; [`artq_child`] drives the artq binary
+//! and reads its output contract.
 #![warn(missing_docs)]
 
 pub mod artq_child;
 pub mod content;
+/// Child processes with deadlines, shared verbatim with the artq tests.
+///
+/// It lives in `crates/artq/tests/common/process.rs` and is compiled here by
+/// path, like [`quinn_hq`], so that `artq serve` is started and its ready line
+/// read by one implementation, not two that can drift apart.
+#[path = "../../artq/tests/common/process.rs"]
+pub mod process;
 /// The quinn hq-interop peer, shared verbatim with the interop tests.
 ///
 /// It lives in `crates/artq/tests/common/quinn_hq.rs` and is compiled here by

@@ -6,13 +6,14 @@
 //! Run with `--nocapture` to see the per-scheme table (replicas, rounds,
 //! n_max, FCT).
 
-mod harness;
+mod recorder;
 
 use std::sync::{Arc, Mutex};
 
-use harness::{content, Pair, Record, Recorded};
+use recorder::{Record, Recorded};
 use recovery::parse_scheme;
-use transport::ConnectionStats;
+use transport::test_pair::{content, transport_with, Outages, Pair};
+use transport::{ConnectionStats, TransportConfig};
 use wire::time::Duration;
 
 const SIZE: usize = 1_000_000;
@@ -38,23 +39,25 @@ fn run(scheme: &str, seed: u64) -> Outcome {
 
 /// Download 1 MB with `scheme` on the sender; checks byte-exactness, the
 /// replica accounting and the seam invariants of every decision.
-fn run_with(scheme: &str, seed: u64, loss: f64, outages: Option<(f64, Duration)>) -> Outcome {
+fn run_with(scheme: &str, seed: u64, loss: f64, outages: Option<Outages>) -> Outcome {
     let record = Arc::new(Mutex::new(Record::default()));
     let factory = Recorded {
         inner: parse_scheme(scheme).expect("scheme"),
         record: record.clone(),
     };
-    let mut pair = Pair::new(Arc::new(factory), loss, seed);
+    let server = transport_with(Arc::new(factory));
+    let mut pair = Pair::seeded(server, TransportConfig::default(), seed).with_random_loss(loss);
     pair.outages = outages;
+    pair.handshake_limit = Duration::from_secs(30);
     let data = content(SIZE, seed);
-    let got = pair.download(&data, Duration::from_secs(120));
-    let got = got.unwrap_or_else(|| panic!("{scheme} seed {seed}: download did not finish"));
+    let got = pair.try_download(&data, Duration::from_secs(120));
+    let got = got.unwrap_or_else(|e| panic!("{scheme} seed {seed}: {e}"));
     assert!(
         got == data,
         "{scheme} seed {seed}: {} bytes received, not byte-exact",
         got.len()
     );
-    let stats = pair.server_stats();
+    let stats = pair.server().stats();
     let r = record.lock().expect("record lock");
     assert!(
         r.violations.is_empty(),
@@ -212,7 +215,13 @@ fn replica_scheduler_beats_back_to_back_under_outages() {
     // 2% of data datagrams start a 3 ms outage of the data direction.
     let outages = |scheme: &str| -> Vec<Outcome> {
         let out: Vec<Outcome> = COMPARE_SEEDS
-            .map(|s| run_with(scheme, s, 0.0, Some((0.02, Duration::from_millis(3)))))
+            .map(|s| {
+                let outages = Outages {
+                    probability: 0.02,
+                    length: Duration::from_millis(3),
+                };
+                run_with(scheme, s, 0.0, Some(outages))
+            })
             .collect();
         eprintln!(
             "{scheme:<12} outages, mean of {} seeds: replicas {:.1} n_max {:.2} n>=2 items {:.2} fct {:.0} ms",

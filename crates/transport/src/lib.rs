@@ -30,6 +30,8 @@ pub mod range_set;
 pub mod rtt;
 pub mod stats;
 pub mod streams;
+#[cfg(feature = "test-hooks")]
+pub mod test_pair;
 
 pub use config::{ClientConfig, EndpointConfig, ServerConfig, TransportConfig};
 pub use connection::{Connection, ConnectionError, Event, Transmit};

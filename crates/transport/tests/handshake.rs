@@ -1,9 +1,7 @@
 //! Handshake-time behaviour of the endpoint and connection: version
 //! negotiation, the anti-amplification limit, and loss during the handshake.
 
-mod common;
-
-use common::Pair;
+use transport::test_pair::{self, Pair};
 use transport::{Endpoint, EndpointConfig, TransportConfig};
 use wire::packet::{self, ProtectedHeader};
 use wire::time::{Duration, Instant};
@@ -12,7 +10,7 @@ use wire::time::{Duration, Instant};
 /// to be an Initial, is answered with Version Negotiation listing v1.
 #[test]
 fn unknown_version_gets_version_negotiation() {
-    let server = common::server_config(TransportConfig::default());
+    let server = test_pair::server_config(TransportConfig::default());
     let mut ep = Endpoint::new(EndpointConfig::server(1, server));
     let mut d = vec![0u8; 1200];
     d[0] = 0xc0;
@@ -24,10 +22,16 @@ fn unknown_version_gets_version_negotiation() {
     let from = "127.0.0.1:9999".parse().unwrap();
     assert!(ep.handle_datagram(Instant::ZERO, from, &mut d).is_none());
     let mut buf = Vec::new();
-    let t = ep.poll_transmit(Instant::ZERO, &mut buf).expect("a version negotiation packet");
+    let t = ep
+        .poll_transmit(Instant::ZERO, &mut buf)
+        .expect("a version negotiation packet");
     assert_eq!(t.destination, from);
     match packet::decode_protected(&buf[..t.size], 8).unwrap() {
-        ProtectedHeader::VersionNegotiation { dst_cid, src_cid, versions } => {
+        ProtectedHeader::VersionNegotiation {
+            dst_cid,
+            src_cid,
+            versions,
+        } => {
             assert_eq!(&dst_cid[..], &[9, 9, 9, 9]);
             assert_eq!(&src_cid[..], &[1, 2, 3, 4, 5, 6, 7, 8]);
             assert!(versions.contains(&packet::QUIC_V1));
@@ -67,7 +71,10 @@ fn server_respects_anti_amplification_limit() {
         "server sent {received_by_client} bytes after receiving {}",
         server_stats.bytes_received
     );
-    assert!(received_by_client > 0, "the server must answer within the limit");
+    assert!(
+        received_by_client > 0,
+        "the server must answer within the limit"
+    );
 }
 
 /// Handshake packets lost: PTO probes retransmit them and the handshake
@@ -86,11 +93,17 @@ fn handshake_survives_loss() {
 fn connections_are_deterministic() {
     let run = || {
         let mut pair = Pair::default_pair().with_random_loss(0.05);
-        let data = common::content(300_000, 4);
+        let data = test_pair::content(300_000, 4);
         let got = pair.download(&data, Duration::from_secs(60));
         assert!(got == data);
         let s = pair.server().stats();
-        (pair.now, s.packets_sent, s.lost_packets, s.replicas, s.bytes_sent)
+        (
+            pair.now,
+            s.packets_sent,
+            s.lost_packets,
+            s.replicas,
+            s.bytes_sent,
+        )
     };
     assert_eq!(run(), run());
 }

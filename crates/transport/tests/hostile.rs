@@ -2,12 +2,10 @@
 //! protocol violations inside authenticated packets close the connection
 //! with the RFC 9000 error code.
 
-mod common;
-
-use common::Pair;
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use transport::test_pair::Pair;
 use transport::{ConnectionError, Event};
 use wire::coding::BufMutExt;
 use wire::time::Duration;
@@ -22,7 +20,12 @@ fn server_close_code(frames: Vec<u8>) -> Option<u64> {
     let mut code = None;
     pair.drive_until(Duration::from_secs(2), |p| {
         while let Some(ev) = p.client_opt().and_then(|c| c.poll_event()) {
-            if let Event::ConnectionLost(ConnectionError::PeerClosed { code: c, application: false, .. }) = ev {
+            if let Event::ConnectionLost(ConnectionError::PeerClosed {
+                code: c,
+                application: false,
+                ..
+            }) = ev
+            {
                 code = Some(c);
             }
         }
@@ -40,7 +43,10 @@ fn frame(build: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
 #[test]
 fn unknown_frame_type_is_frame_encoding_error() {
     let f = frame(|b| b.put_varint(0x3f_1234));
-    assert_eq!(server_close_code(f), Some(TransportErrorCode::FRAME_ENCODING_ERROR.0));
+    assert_eq!(
+        server_close_code(f),
+        Some(TransportErrorCode::FRAME_ENCODING_ERROR.0)
+    );
 }
 
 #[test]
@@ -52,7 +58,10 @@ fn truncated_stream_frame_is_frame_encoding_error() {
         b.put_varint(100);
         b.put_slice(b"abc");
     });
-    assert_eq!(server_close_code(f), Some(TransportErrorCode::FRAME_ENCODING_ERROR.0));
+    assert_eq!(
+        server_close_code(f),
+        Some(TransportErrorCode::FRAME_ENCODING_ERROR.0)
+    );
 }
 
 #[test]
@@ -64,7 +73,10 @@ fn stream_on_server_uni_stream_is_stream_state_error() {
         b.put_varint(1);
         b.put_u8(0);
     });
-    assert_eq!(server_close_code(f), Some(TransportErrorCode::STREAM_STATE_ERROR.0));
+    assert_eq!(
+        server_close_code(f),
+        Some(TransportErrorCode::STREAM_STATE_ERROR.0)
+    );
 }
 
 #[test]
@@ -75,7 +87,10 @@ fn stream_beyond_limit_is_stream_limit_error() {
         b.put_varint(1);
         b.put_u8(0);
     });
-    assert_eq!(server_close_code(f), Some(TransportErrorCode::STREAM_LIMIT_ERROR.0));
+    assert_eq!(
+        server_close_code(f),
+        Some(TransportErrorCode::STREAM_LIMIT_ERROR.0)
+    );
 }
 
 #[test]
@@ -88,13 +103,19 @@ fn data_past_flow_control_is_flow_control_error() {
         b.put_varint(1);
         b.put_u8(0);
     });
-    assert_eq!(server_close_code(f), Some(TransportErrorCode::FLOW_CONTROL_ERROR.0));
+    assert_eq!(
+        server_close_code(f),
+        Some(TransportErrorCode::FLOW_CONTROL_ERROR.0)
+    );
 }
 
 #[test]
 fn handshake_done_from_client_is_protocol_violation() {
     let f = frame(|b| b.put_u8(0x1e));
-    assert_eq!(server_close_code(f), Some(TransportErrorCode::PROTOCOL_VIOLATION.0));
+    assert_eq!(
+        server_close_code(f),
+        Some(TransportErrorCode::PROTOCOL_VIOLATION.0)
+    );
 }
 
 #[test]
@@ -106,7 +127,10 @@ fn ack_of_unsent_packet_is_protocol_violation() {
         b.put_varint(0);
         b.put_varint(0);
     });
-    assert_eq!(server_close_code(f), Some(TransportErrorCode::PROTOCOL_VIOLATION.0));
+    assert_eq!(
+        server_close_code(f),
+        Some(TransportErrorCode::PROTOCOL_VIOLATION.0)
+    );
 }
 
 #[test]
@@ -142,7 +166,11 @@ fn random_datagrams_never_panic_the_server() {
     let mut pair = Pair::default_pair();
     let mut rng = ChaCha8Rng::seed_from_u64(3);
     for i in 0..2000 {
-        let len = if i % 3 == 0 { 1200 + rng.gen_range(0..200) } else { rng.gen_range(0..1500) };
+        let len = if i % 3 == 0 {
+            1200 + rng.gen_range(0..200)
+        } else {
+            rng.gen_range(0..1500)
+        };
         let mut d = vec![0u8; len];
         rng.fill(&mut d[..]);
         // Some look like long-header Initials, some like short headers.

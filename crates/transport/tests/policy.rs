@@ -2,13 +2,13 @@
 //! policy says, each reported back as acknowledged or lost; rounds advance
 //! only when every replica of a round is lost.
 
-mod common;
-
 use std::sync::{Arc, Mutex};
 
-use common::{content, transport_with, Pair};
 use rand::RngCore;
-use transport::policy::{DataKind, Decision, LostData, PacketFate, PathView, PolicyFactory, RecoveryPolicy, SentView};
+use transport::policy::{
+    DataKind, Decision, LostData, PacketFate, PathView, PolicyFactory, RecoveryPolicy, SentView,
+};
+use transport::test_pair::{content, transport_with, Pair};
 use transport::TransportConfig;
 use wire::time::{Duration, Instant};
 
@@ -34,16 +34,29 @@ impl RecoveryPolicy for Spread {
         format!("spread:{}", self.r)
     }
 
-    fn on_data_lost(&mut self, now: Instant, lost: &LostData, _path: &PathView, _rng: &mut dyn RngCore) -> Decision {
+    fn on_data_lost(
+        &mut self,
+        now: Instant,
+        lost: &LostData,
+        _path: &PathView,
+        _rng: &mut dyn RngCore,
+    ) -> Decision {
         let mut log = self.log.lock().unwrap();
         log.decisions.push((lost.round, now));
         log.decided_at.insert((lost.item.0, lost.round), now);
-        Decision::Retransmit { send_at: (0..self.r).map(|i| now + self.gap * i as u32).collect(), opportunistic: true }
+        Decision::Retransmit {
+            send_at: (0..self.r).map(|i| now + self.gap * i as u32).collect(),
+            opportunistic: true,
+        }
     }
 
     fn on_packet_sent(&mut self, now: Instant, sent: &SentView) -> u64 {
         if let Some(r) = sent.replica {
-            self.log.lock().unwrap().replicas_sent.push((r.item.0, r.round, r.index, now));
+            self.log
+                .lock()
+                .unwrap()
+                .replicas_sent
+                .push((r.item.0, r.round, r.index, now));
         }
         sent.pn
     }
@@ -74,8 +87,13 @@ impl PolicyFactory for Spread {
 #[test]
 fn replicas_are_scheduled_sent_and_reported() {
     let log = Arc::new(Mutex::new(Log::default()));
-    let policy = Spread { r: 3, gap: Duration::from_millis(2), log: log.clone() };
-    let mut pair = Pair::new(transport_with(Arc::new(policy)), TransportConfig::default()).with_random_loss(0.03);
+    let policy = Spread {
+        r: 3,
+        gap: Duration::from_millis(2),
+        log: log.clone(),
+    };
+    let mut pair = Pair::new(transport_with(Arc::new(policy)), TransportConfig::default())
+        .with_random_loss(0.03);
     let data = content(600_000, 11);
     let got = pair.download(&data, Duration::from_secs(60));
     assert!(got == data, "corrupted transfer");
@@ -90,19 +108,31 @@ fn replicas_are_scheduled_sent_and_reported() {
     // for it: i*2 ms after the decision (pacing may delay it further).
     for &(item, round, index, sent) in &log.replicas_sent {
         let decided = log.decided_at[&(item, round)];
-        assert!(sent >= decided + Duration::from_millis(2) * u32::from(index), "replica {index} of item {item} round {round} left early");
+        assert!(
+            sent >= decided + Duration::from_millis(2) * u32::from(index),
+            "replica {index} of item {item} round {round} left early"
+        );
     }
     // The fate of every replica is reported, except the last few in flight.
     let reported = log.replicas_acked + log.replicas_lost;
-    assert!(reported + 10 >= stats.replicas, "{reported} fates for {} replicas", stats.replicas);
+    assert!(
+        reported + 10 >= stats.replicas,
+        "{reported} fates for {} replicas",
+        stats.replicas
+    );
     assert!(stats.n_max >= 1);
 }
 
 #[test]
 fn rounds_advance_only_when_all_replicas_are_lost() {
     let log = Arc::new(Mutex::new(Log::default()));
-    let policy = Spread { r: 2, gap: Duration::from_millis(1), log: log.clone() };
-    let mut pair = Pair::new(transport_with(Arc::new(policy)), TransportConfig::default()).with_random_loss(0.2);
+    let policy = Spread {
+        r: 2,
+        gap: Duration::from_millis(1),
+        log: log.clone(),
+    };
+    let mut pair = Pair::new(transport_with(Arc::new(policy)), TransportConfig::default())
+        .with_random_loss(0.2);
     let data = content(200_000, 12);
     let got = pair.download(&data, Duration::from_secs(120));
     assert!(got == data);
@@ -123,7 +153,13 @@ impl RecoveryPolicy for DatagramRetry {
     fn name(&self) -> String {
         "datagram-retry".into()
     }
-    fn on_data_lost(&mut self, now: Instant, lost: &LostData, _path: &PathView, _rng: &mut dyn RngCore) -> Decision {
+    fn on_data_lost(
+        &mut self,
+        now: Instant,
+        lost: &LostData,
+        _path: &PathView,
+        _rng: &mut dyn RngCore,
+    ) -> Decision {
         if lost.kind == DataKind::Datagram && lost.round > self.rounds {
             Decision::Drop
         } else {
@@ -154,7 +190,9 @@ fn send_datagrams(policy: Arc<dyn PolicyFactory>, n: u32) -> (usize, transport::
     let mut next = 0u32;
     pair.drive_until(Duration::from_secs(30), |p| {
         while next < n && next < 1 + (p.now.as_nanos() / 5_000_000) as u32 {
-            p.server().send_datagram(next.to_be_bytes().to_vec()).unwrap();
+            p.server()
+                .send_datagram(next.to_be_bytes().to_vec())
+                .unwrap();
             next += 1;
         }
         while let Some(d) = p.client().recv_datagram() {
@@ -169,11 +207,17 @@ fn send_datagrams(policy: Arc<dyn PolicyFactory>, n: u32) -> (usize, transport::
 #[test]
 fn lost_datagrams_are_dropped_by_quic_and_retransmitted_on_request() {
     let (plain, s) = send_datagrams(Arc::new(transport::policy::QuicPolicy), 300);
-    assert!(plain < 290, "20% loss but {plain} of 300 arrived without retransmission");
+    assert!(
+        plain < 290,
+        "20% loss but {plain} of 300 arrived without retransmission"
+    );
     assert!(s.datagrams_dropped > 0);
     assert_eq!(s.replicas, 0);
     let (retried, s) = send_datagrams(Arc::new(DatagramRetry { rounds: 4 }), 300);
-    assert!(retried >= 299, "retransmitted datagrams should nearly all arrive: {retried}");
+    assert!(
+        retried >= 299,
+        "retransmitted datagrams should nearly all arrive: {retried}"
+    );
     assert!(s.replicas > 0);
 }
 
@@ -185,7 +229,13 @@ impl RecoveryPolicy for Fec {
     fn name(&self) -> String {
         format!("fec:{}", self.0)
     }
-    fn on_data_lost(&mut self, now: Instant, _lost: &LostData, _path: &PathView, _rng: &mut dyn RngCore) -> Decision {
+    fn on_data_lost(
+        &mut self,
+        now: Instant,
+        _lost: &LostData,
+        _path: &PathView,
+        _rng: &mut dyn RngCore,
+    ) -> Decision {
         Decision::single(now)
     }
     fn fec_block_size(&self) -> Option<u16> {
@@ -204,7 +254,8 @@ impl PolicyFactory for Fec {
 
 #[test]
 fn fec_repairs_single_losses_at_an_artq_receiver() {
-    let mut pair = Pair::new(transport_with(Arc::new(Fec(9))), TransportConfig::default()).with_random_loss(0.02);
+    let mut pair = Pair::new(transport_with(Arc::new(Fec(9))), TransportConfig::default())
+        .with_random_loss(0.02);
     let data = content(2_000_000, 21);
     let got = pair.download(&data, Duration::from_secs(60));
     assert!(got == data, "corrupted transfer");
@@ -212,7 +263,12 @@ fn fec_repairs_single_losses_at_an_artq_receiver() {
     let client = pair.client().stats();
     // One repair per 9 data packets.
     let expected = server.data_packets / 9;
-    assert!(server.fec_repairs + 1 >= expected && server.fec_repairs <= expected + 1, "{} repairs for {} data packets", server.fec_repairs, server.data_packets);
+    assert!(
+        server.fec_repairs + 1 >= expected && server.fec_repairs <= expected + 1,
+        "{} repairs for {} data packets",
+        server.fec_repairs,
+        server.data_packets
+    );
     assert!(client.fec_recovered > 0, "no packet rebuilt at 2% loss");
     // Rebuilt packets are acknowledged, so ARQ retransmits fewer than were lost.
     assert!(server.replicas < server.lost_packets);
@@ -220,7 +276,10 @@ fn fec_repairs_single_losses_at_an_artq_receiver() {
 
 #[test]
 fn fec_is_never_sent_to_a_receiver_that_does_not_decode_it() {
-    let client = TransportConfig { accept_fec: false, ..TransportConfig::default() };
+    let client = TransportConfig {
+        accept_fec: false,
+        ..TransportConfig::default()
+    };
     let mut pair = Pair::new(transport_with(Arc::new(Fec(9))), client).with_random_loss(0.02);
     let data = content(500_000, 22);
     let got = pair.download(&data, Duration::from_secs(60));
@@ -240,5 +299,8 @@ fn late_acknowledged_losses_free_the_send_buffer() {
     let data = content(3_000_000, 23);
     let got = pair.download(&data, Duration::from_secs(120));
     assert!(got == data);
-    assert!(pair.server().stats().spurious_retransmissions > 0, "the scenario must produce late acknowledgements");
+    assert!(
+        pair.server().stats().spurious_retransmissions > 0,
+        "the scenario must produce late acknowledgements"
+    );
 }

@@ -1,9 +1,7 @@
 //! End-to-end transfers through the in-memory `Pair`: handshake, byte-exact
 //! delivery with and without loss, flow control, datagrams, close.
 
-mod common;
-
-use common::{content, Pair};
+use transport::test_pair::{content, Pair};
 use transport::{ConnectionError, Event, TransportConfig};
 use wire::time::Duration;
 use wire::Dir;
@@ -70,7 +68,10 @@ fn receive_window_bounds_what_the_peer_sends() {
     });
     let sent = pair.server().stats().stream_bytes_sent;
     assert!(sent <= 64 * 1024, "sent {sent} bytes past a 64 KiB window");
-    assert!(sent >= 60 * 1024, "sent only {sent} bytes of a 64 KiB window");
+    assert!(
+        sent >= 60 * 1024,
+        "sent only {sent} bytes of a 64 KiB window"
+    );
 }
 
 #[test]
@@ -105,7 +106,11 @@ fn application_close_reaches_peer() {
     });
     assert_eq!(
         reason,
-        Some(ConnectionError::PeerClosed { code: 42, application: true, reason: "bye".into() })
+        Some(ConnectionError::PeerClosed {
+            code: 42,
+            application: true,
+            reason: "bye".into()
+        })
     );
 }
 
@@ -154,5 +159,9 @@ fn burst_loss_download_completes() {
     let got = pair.download(&data, Duration::from_secs(600));
     assert!(got == data);
     let s = pair.server().stats();
-    assert!(s.lost_packets > 50, "bursts should have cost packets: {}", s.lost_packets);
+    assert!(
+        s.lost_packets > 50,
+        "bursts should have cost packets: {}",
+        s.lost_packets
+    );
 }

@@ -7,7 +7,8 @@
 //! means a failure in an interop test is about artq, not about a copy of the
 //! scaffolding that drifted.
 //!
-//! - [`process`]: child processes with deadlines (`artq serve`, `artq get`, python).
+//! - [`process`]: child processes with deadlines (`artq serve`, `artq get`, python);
+//!   also compiled into the benchmark crate by path.
 //! - [`quinn_hq`]: an hq-interop server and client on quinn's public API.
 //! - this module: test content, file comparison, locating binaries and python.
 
@@ -19,6 +20,7 @@ pub mod quinn_hq;
 
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Write};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -33,6 +35,16 @@ pub const CHUNK: usize = 64 * 1024;
 /// The `artq` binary built by cargo for this test run.
 pub fn artq_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_artq"))
+}
+
+/// Spawns this test run's `artq serve --listen 127.0.0.1:0 --root <root>
+/// [extra...]` (see [`process::spawn_artq_serve`]), allowing it 20 s to bind.
+pub fn spawn_artq_serve(
+    root: &Path,
+    log_dir: &Path,
+    extra: &[&str],
+) -> Result<(process::ChildGuard, SocketAddr), String> {
+    process::spawn_artq_serve(&artq_bin(), root, log_dir, extra, Duration::from_secs(20))
 }
 
 /// The workspace root (two levels above this crate's manifest).

@@ -5,6 +5,10 @@
 //! server must not outlive its test. Every wait here has a deadline, every
 //! spawned server is owned by a [`ChildGuard`] that kills it on drop, and output
 //! goes to files (never a pipe nobody drains) so a chatty child cannot block.
+//!
+//! The benchmark crate (`crates/bench`) compiles this file by path to drive
+//! `artq serve` and `artq get` the same way, so it must depend on nothing but
+//! std and `tempfile` (no `super::`).
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
@@ -15,8 +19,9 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-/// How often a deadline wait polls the child.
-const POLL: Duration = Duration::from_millis(10);
+/// How often a deadline wait polls the child (fine enough for the
+/// benchmark's wall-time measurement of `artq get`).
+const POLL: Duration = Duration::from_millis(5);
 
 /// How much of a child's stderr goes into an error message.
 const TAIL_BYTES: u64 = 4096;
@@ -172,19 +177,21 @@ pub fn spawn_listening(
     Ok((guard, addr))
 }
 
-/// Spawns `artq serve --listen 127.0.0.1:0 --root <root> [extra...]` and
-/// returns it with the address it bound.
+/// Spawns `<artq> serve --listen 127.0.0.1:0 --root <root> [extra...]` and
+/// returns it with the address it bound, waiting at most `deadline` for it.
 pub fn spawn_artq_serve(
+    artq: &Path,
     root: &Path,
     log_dir: &Path,
     extra: &[&str],
+    deadline: Duration,
 ) -> Result<(ChildGuard, SocketAddr), String> {
-    let mut cmd = Command::new(super::artq_bin());
+    let mut cmd = Command::new(artq);
     cmd.arg("serve")
         .args(["--listen", "127.0.0.1:0", "--root"])
         .arg(root)
         .args(extra);
-    let (guard, addr) = spawn_listening(cmd, "artq-serve", log_dir, Duration::from_secs(20))?;
+    let (guard, addr) = spawn_listening(cmd, "artq-serve", log_dir, deadline)?;
     if !addr.ip().is_loopback() {
         return Err(format!(
             "artq serve was asked for 127.0.0.1 but reports {addr}"

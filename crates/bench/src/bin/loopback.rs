@@ -170,8 +170,7 @@ fn measure_artq(
     args: &Args,
     deadline: Duration,
 ) -> Result<(Measured, Duration)> {
-    let mut server =
-        artq_child::spawn_serve(artq, root, &args.serve_args, Duration::from_secs(30))?;
+    let server = artq_child::spawn_serve(artq, root, &args.serve_args, Duration::from_secs(30))?;
     let url = format!("https://{}/file", server.addr);
     let get = artq_child::run_get(artq, &url, &args.get_args, deadline)
         .with_context(|| format!("artq serve stderr:\n{}", server.stderr()))?;
