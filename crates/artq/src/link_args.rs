@@ -60,6 +60,12 @@ pub struct LinkArgs {
     /// Mean burst length in packets (gilbert).
     #[arg(long, default_value_t = 3.0, value_name = "PKTS")]
     pub burst: f64,
+    /// Gilbert-Elliott idle reset in ms (gilbert): a packet arriving this
+    /// long after the previous one redraws the chain's state, so a burst
+    /// cannot outlast a silence (default: the plain per-packet chain, whose
+    /// bursts can swallow backed-off PTO probes for seconds).
+    #[arg(long, value_name = "MS")]
+    pub burst_reset: Option<f64>,
     /// Standard deviation of the loss rate (varying).
     #[arg(long, default_value_t = 0.01)]
     pub loss_std: f64,
@@ -94,13 +100,22 @@ impl LinkArgs {
                 LossKind::Varying => lab::scenario::LossKind::Varying,
             },
             burst: self.burst,
+            burst_reset: self.burst_reset,
             loss_std: self.loss_std,
             loss_interval: self.loss_interval,
             loss_pattern: self.loss_pattern.clone(),
             queue: self.queue,
             queue_bytes: self.queue_bytes,
-            up: DirSpec { bw: self.up_bw, trace: self.up_trace.clone(), loss: self.up_loss },
-            down: DirSpec { bw: self.down_bw, trace: self.down_trace.clone(), loss: self.down_loss },
+            up: DirSpec {
+                bw: self.up_bw,
+                trace: self.up_trace.clone(),
+                loss: self.up_loss,
+            },
+            down: DirSpec {
+                bw: self.down_bw,
+                trace: self.down_trace.clone(),
+                loss: self.down_loss,
+            },
         }
     }
 

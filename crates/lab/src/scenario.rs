@@ -159,6 +159,11 @@ pub struct LinkSpec {
     pub loss_model: LossKind,
     /// Mean burst length in packets (gilbert).
     pub burst: f64,
+    /// Gilbert-Elliott idle reset, ms: a packet arriving this long after the
+    /// previous one redraws the chain's state from its stationary
+    /// distribution, so a burst cannot outlast a silence (gilbert; `None`:
+    /// the plain per-packet chain). See `netem::LossModel::GilbertElliott`.
+    pub burst_reset: Option<f64>,
     /// Standard deviation of the loss rate (varying).
     pub loss_std: f64,
     /// Interval between loss-rate draws, ms (varying).
@@ -187,6 +192,7 @@ impl Default for LinkSpec {
             loss: Some(DEFAULT_LOSS),
             loss_model: LossKind::Bernoulli,
             burst: 3.0,
+            burst_reset: None,
             loss_std: 0.01,
             loss_interval: 1000.0,
             loss_pattern: None,
@@ -269,7 +275,18 @@ impl LinkSpec {
                         "gilbert loss needs a loss rate below 1".into(),
                     ));
                 }
-                LossModel::gilbert_from_mean(p, self.burst)
+                let reset = match self.burst_reset {
+                    None => None,
+                    Some(ms) if ms.is_finite() && ms > 0.0 && ms <= 3.6e6 => {
+                        Some(Duration::from_secs_f64(ms / 1e3))
+                    }
+                    Some(ms) => {
+                        return Err(ScenarioError::Link(format!(
+                        "burst_reset must be a positive number of ms (at most one hour), got {ms}"
+                    )))
+                    }
+                };
+                LossModel::gilbert_from_mean(p, self.burst).with_idle_reset(reset)
             }
             LossKind::Varying => {
                 if !(self.loss_interval.is_finite() && self.loss_interval > 0.0) {
@@ -445,6 +462,7 @@ mod tests {
             loss = 0.02
             loss_model = "gilbert"
             burst = 4
+            burst_reset = 100
             queue = 50
             [link.up]
             loss = 0
@@ -454,8 +472,15 @@ mod tests {
         assert_eq!(s.recv_window, Some(1 << 20));
         assert_eq!(s.workload, Workload::files(3, 200_000));
         let (up, down) = s.link.configs().expect("valid");
-        assert_eq!(up.loss, LossModel::gilbert_from_mean(0.0, 4.0));
-        assert_eq!(down.loss, LossModel::gilbert_from_mean(0.02, 4.0));
+        let reset = Some(Duration::from_millis(100));
+        assert_eq!(
+            up.loss,
+            LossModel::gilbert_from_mean(0.0, 4.0).with_idle_reset(reset)
+        );
+        assert_eq!(
+            down.loss,
+            LossModel::gilbert_from_mean(0.02, 4.0).with_idle_reset(reset)
+        );
         assert_eq!(down.queue, QueueLimit::Packets(50));
         let again = Scenario::from_toml_str(&s.to_toml(), "<again>").expect("round trip");
         assert_eq!(again, s);
@@ -474,6 +499,14 @@ mod tests {
         s.link.loss = Some(1.5);
         assert!(matches!(s.link.configs(), Err(ScenarioError::Link(_))));
         s.link.loss = Some(0.1);
+        s.link.loss_model = LossKind::Gilbert;
+        for bad in [0.0, -5.0, f64::NAN, f64::INFINITY] {
+            s.link.burst_reset = Some(bad);
+            let err = s.link.configs().unwrap_err();
+            assert!(err.to_string().contains("burst_reset"), "{err}");
+        }
+        s.link.burst_reset = None;
+        s.link.loss_model = LossKind::Bernoulli;
         s.link.bw = Some(-1.0);
         assert!(matches!(s.link.configs(), Err(ScenarioError::Link(_))));
         s.link.bw = Some(10.0);

@@ -42,6 +42,16 @@ pub enum LossModel {
         loss_in_good: f64,
         /// Loss probability in the bad state.
         loss_in_bad: f64,
+        /// When set, a packet that arrives this long or longer after the
+        /// previous one first redraws the state from the chain's stationary
+        /// distribution. A per-packet chain otherwise carries a burst across
+        /// any silence: a sender reduced to backed-off PTO probes (one or two
+        /// packets per PTO) can see a burst of 6 last for seconds, its probes
+        /// all lost, until the connection's idle timeout ends it; real
+        /// bursts are stretches of time. `None`: the plain per-packet chain
+        /// (as Linux netem's Gilbert-Elliott model).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        idle_reset: Option<Duration>,
     },
     /// Bernoulli loss whose rate is redrawn every `interval` from a Gaussian
     /// with this mean and standard deviation, clamped to [0, 1] (ART journal
@@ -91,6 +101,28 @@ impl LossModel {
             p_bad_to_good,
             loss_in_good: 0.0,
             loss_in_bad: 1.0,
+            idle_reset: None,
+        }
+    }
+
+    /// The same model with a Gilbert-Elliott chain's idle reset set to `gap`
+    /// (see [`LossModel::GilbertElliott`]); other models are unchanged.
+    pub fn with_idle_reset(self, gap: Option<Duration>) -> LossModel {
+        match self {
+            LossModel::GilbertElliott {
+                p_good_to_bad,
+                p_bad_to_good,
+                loss_in_good,
+                loss_in_bad,
+                ..
+            } => LossModel::GilbertElliott {
+                p_good_to_bad,
+                p_bad_to_good,
+                loss_in_good,
+                loss_in_bad,
+                idle_reset: gap,
+            },
+            other => other,
         }
     }
 
@@ -109,7 +141,11 @@ impl LossModel {
                 p_bad_to_good,
                 loss_in_good,
                 loss_in_bad,
+                idle_reset,
             } => {
+                if idle_reset.is_some_and(|d| d.is_zero()) {
+                    return Err("the Gilbert-Elliott idle reset must be longer than 0".into());
+                }
                 check_probability("p_good_to_bad", *p_good_to_bad)?;
                 check_probability(
                     "p_bad_to_good (1 / mean burst length; bursts must average >= 1 packet)",
@@ -156,6 +192,7 @@ impl LossModel {
                 p_bad_to_good,
                 loss_in_good,
                 loss_in_bad,
+                ..
             } => {
                 let total = p_good_to_bad + p_bad_to_good;
                 if total <= 0.0 {
@@ -257,6 +294,10 @@ enum State {
         loss_good: f64,
         loss_bad: f64,
         bad: bool,
+        stationary_bad: f64,
+        idle_reset: Option<Duration>,
+        /// Arrival time of the previous packet.
+        last: Option<Instant>,
     },
     Varying {
         mean: f64,
@@ -290,6 +331,7 @@ impl LossProcess {
                 p_bad_to_good,
                 loss_in_good,
                 loss_in_bad,
+                idle_reset,
             } => {
                 let p_gb = clamp_probability(*p_good_to_bad);
                 let p_bg = clamp_probability(*p_bad_to_good);
@@ -301,6 +343,9 @@ impl LossProcess {
                     loss_good: clamp_probability(*loss_in_good),
                     loss_bad: clamp_probability(*loss_in_bad),
                     bad: unit_f64(&mut rng) < stationary_bad,
+                    stationary_bad,
+                    idle_reset: *idle_reset,
+                    last: None,
                 }
             }
             LossModel::Varying {
@@ -341,7 +386,17 @@ impl LossProcess {
                 loss_good,
                 loss_bad,
                 bad,
+                stationary_bad,
+                idle_reset,
+                last,
             } => {
+                let idle = last.map(|l| now.saturating_duration_since(l));
+                *last = Some(now);
+                if let (Some(gap), Some(reset)) = (idle, *idle_reset) {
+                    if gap >= reset {
+                        *bad = unit_f64(rng) < *stationary_bad;
+                    }
+                }
                 let flip = if *bad { *p_bg } else { *p_gb };
                 if unit_f64(rng) < flip {
                     *bad = !*bad;
@@ -458,6 +513,51 @@ mod tests {
     }
 
     #[test]
+    fn gilbert_idle_reset_ends_bursts_across_silences() {
+        // Bursts of mean 50 packets at 3%: probes 1 s apart would all fall
+        // into the same burst without a reset.
+        let plain = LossModel::gilbert_from_mean(0.03, 50.0);
+        let reset = plain
+            .clone()
+            .with_idle_reset(Some(Duration::from_millis(100)));
+        reset.validate().expect("valid");
+        let sparse = |m: &LossModel, seed| run(m, seed, 20_000, Duration::from_secs(1));
+        let longest = |p: &[bool]| bursts(p).into_iter().max().unwrap_or(0);
+        let (mut plain_max, mut reset_max) = (0, 0);
+        for seed in 0..5 {
+            plain_max = plain_max.max(longest(&sparse(&plain, seed)));
+            reset_max = reset_max.max(longest(&sparse(&reset, seed)));
+        }
+        // Without the reset, ~12 bursts of mean 50 per run; with it every
+        // sparse packet is a fresh 3% draw (a run of 5 has odds ~5e-4 per
+        // 20 000 packets x 5 seeds).
+        assert!(
+            plain_max >= 50,
+            "plain chain's longest sparse burst {plain_max}"
+        );
+        assert!(
+            reset_max <= 4,
+            "reset chain's longest sparse burst {reset_max}"
+        );
+        let rate = |p: &[bool]| p.iter().filter(|&&l| l).count() as f64 / p.len() as f64;
+        let r = rate(&sparse(&reset, 9));
+        assert!((r - 0.03).abs() < 0.006, "sparse loss rate with reset {r}");
+        // Back-to-back packets (1 µs apart) never trigger it: same pattern.
+        let dense = |m: &LossModel| run(m, 4, 10_000, Duration::from_micros(1));
+        assert_eq!(dense(&plain), dense(&reset));
+        // Zero is rejected; the field round-trips and defaults to absent.
+        assert!(plain
+            .clone()
+            .with_idle_reset(Some(Duration::ZERO))
+            .validate()
+            .is_err());
+        let json = serde_json::to_string(&reset).expect("serialises");
+        assert_eq!(serde_json::from_str::<LossModel>(&json).ok(), Some(reset));
+        let json = serde_json::to_string(&plain).expect("serialises");
+        assert!(!json.contains("idle_reset"), "{json}");
+    }
+
+    #[test]
     fn gilbert_matches_mean_rate_and_burst_length() {
         let (rate, burst) = (0.05, 4.0);
         let model = LossModel::gilbert_from_mean(rate, burst);
@@ -491,6 +591,7 @@ mod tests {
             p_bad_to_good: 0.1,
             loss_in_good: 0.01,
             loss_in_bad: 0.5,
+            idle_reset: None,
         };
         let expected = model.mean_loss_rate();
         let n = 1_000_000;
@@ -647,7 +748,7 @@ mod tests {
                                       ms in 0u64..10, seed: u64) {
             let models = [
                 LossModel::Bernoulli { p },
-                LossModel::GilbertElliott { p_good_to_bad: p, p_bad_to_good: q, loss_in_good: q, loss_in_bad: p },
+                LossModel::GilbertElliott { p_good_to_bad: p, p_bad_to_good: q, loss_in_good: q, loss_in_bad: p, idle_reset: None },
                 LossModel::Varying { mean: p, std_dev: q, interval: Duration::from_millis(ms) },
                 LossModel::Replay { pattern: Arc::new(vec![]) },
                 LossModel::gilbert_from_mean(p, q),
