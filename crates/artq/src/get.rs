@@ -60,7 +60,9 @@ pub fn parse_url(url: &str) -> Result<(String, u16, String)> {
         None => (rest, "/"),
     };
     let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
-        let (h, p) = v6.split_once(']').with_context(|| format!("'{url}': bad IPv6 address"))?;
+        let (h, p) = v6
+            .split_once(']')
+            .with_context(|| format!("'{url}': bad IPv6 address"))?;
         (h.to_string(), p.strip_prefix(':').unwrap_or("443"))
     } else {
         match authority.rsplit_once(':') {
@@ -71,7 +73,9 @@ pub fn parse_url(url: &str) -> Result<(String, u16, String)> {
     if host.is_empty() {
         bail!("'{url}': missing host");
     }
-    let port: u16 = port.parse().with_context(|| format!("'{url}': bad port '{port}'"))?;
+    let port: u16 = port
+        .parse()
+        .with_context(|| format!("'{url}': bad port '{port}'"))?;
     Ok((host, port, path.to_string()))
 }
 
@@ -91,8 +95,16 @@ pub fn run(opts: GetOptions) -> Result<GetReport> {
         bail!("no way to verify the server: pass --ca FILE (its certificate) or --insecure");
     };
     let tls = transport::crypto::client_config(verification, &[hq::ALPN])?;
-    let client = ClientConfig { tls, transport: Arc::new(opts.transport), server_name: host.clone() };
-    let bind: SocketAddr = if remote.is_ipv6() { "[::]:0".parse()? } else { "0.0.0.0:0".parse()? };
+    let client = ClientConfig {
+        tls,
+        transport: Arc::new(opts.transport),
+        server_name: host.clone(),
+    };
+    let bind: SocketAddr = if remote.is_ipv6() {
+        "[::]:0".parse()?
+    } else {
+        "0.0.0.0:0".parse()?
+    };
     let mut driver = Driver::bind(bind).context("cannot bind a UDP socket")?;
     let mut endpoint = Endpoint::new(EndpointConfig::client(opts.seed));
     let start = StdInstant::now();
@@ -101,7 +113,11 @@ pub fn run(opts: GetOptions) -> Result<GetReport> {
     if let Some(q) = &opts.qlog {
         let f = File::create(q).with_context(|| format!("cannot create --qlog {}", q.display()))?;
         if let Some(conn) = endpoint.connection_mut(h) {
-            conn.subscribe(Box::new(QlogWriter::new(BufWriter::new(f), "artq get", false)));
+            conn.subscribe(Box::new(QlogWriter::new(
+                BufWriter::new(f),
+                "artq get",
+                false,
+            )));
         }
     }
     let sink: Box<dyn Write> = match &opts.output {
@@ -126,7 +142,11 @@ pub fn run(opts: GetOptions) -> Result<GetReport> {
     match driver.run(&mut endpoint, &mut app, Some(deadline)) {
         Ok(()) => {}
         Err(e) if e.kind() == io::ErrorKind::TimedOut => {
-            bail!("timed out after {:?} ({} bytes received)", opts.timeout, app.bytes)
+            bail!(
+                "timed out after {:?} ({} bytes received)",
+                opts.timeout,
+                app.bytes
+            )
         }
         Err(e) => return Err(e.into()),
     }
@@ -135,7 +155,11 @@ pub fn run(opts: GetOptions) -> Result<GetReport> {
         bail!(e);
     }
     let elapsed = app.finished_at.unwrap_or_else(StdInstant::now) - start;
-    Ok(GetReport { bytes: app.bytes, elapsed, stats: app.stats })
+    Ok(GetReport {
+        bytes: app.bytes,
+        elapsed,
+        stats: app.stats,
+    })
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -175,7 +199,9 @@ impl App for Download {
                         return Flow::Stop;
                     };
                     let req = format!("GET {}\r\n", self.path);
-                    if conn.streams().write(id, req.as_bytes()).ok() != Some(req.len()) || conn.streams().finish(id).is_err() {
+                    if conn.streams().write(id, req.as_bytes()).ok() != Some(req.len())
+                        || conn.streams().finish(id).is_err()
+                    {
                         self.error = Some("cannot send the request".into());
                         return Flow::Stop;
                     }
@@ -193,9 +219,15 @@ impl App for Download {
         }
         if self.state == DownloadState::Closing {
             // Stop once the CONNECTION_CLOSE has been sent.
-            return if conn.is_closed() { Flow::Stop } else { Flow::Continue };
+            return if conn.is_closed() {
+                Flow::Stop
+            } else {
+                Flow::Continue
+            };
         }
-        let Some(id) = self.stream else { return Flow::Continue };
+        let Some(id) = self.stream else {
+            return Flow::Continue;
+        };
         let mut buf = [0u8; 64 * 1024];
         loop {
             match conn.streams().read(id, &mut buf) {
@@ -238,9 +270,18 @@ mod tests {
 
     #[test]
     fn urls() {
-        assert_eq!(parse_url("https://127.0.0.1:4433/a/b").unwrap(), ("127.0.0.1".into(), 4433, "/a/b".into()));
-        assert_eq!(parse_url("https://localhost").unwrap(), ("localhost".into(), 443, "/".into()));
-        assert_eq!(parse_url("https://[::1]:5/x").unwrap(), ("::1".into(), 5, "/x".into()));
+        assert_eq!(
+            parse_url("https://127.0.0.1:4433/a/b").unwrap(),
+            ("127.0.0.1".into(), 4433, "/a/b".into())
+        );
+        assert_eq!(
+            parse_url("https://localhost").unwrap(),
+            ("localhost".into(), 443, "/".into())
+        );
+        assert_eq!(
+            parse_url("https://[::1]:5/x").unwrap(),
+            ("::1".into(), 5, "/x".into())
+        );
         assert!(parse_url("http://x/").is_err());
         assert!(parse_url("https://:4/").is_err());
         assert!(parse_url("https://h:99999/").is_err());

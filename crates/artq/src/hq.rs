@@ -21,14 +21,19 @@ pub enum RequestError {
 /// The path of a complete request line (`GET /a/b\r\n`, or without CRLF
 /// when the stream ended), or `None` if more bytes are needed.
 pub fn parse_request(buf: &[u8], fin: bool) -> Option<Result<String, RequestError>> {
-    let line_end = buf.windows(2).position(|w| w == b"\r\n").or_else(|| buf.iter().position(|&b| b == b'\n'));
+    let line_end = buf
+        .windows(2)
+        .position(|w| w == b"\r\n")
+        .or_else(|| buf.iter().position(|&b| b == b'\n'));
     let line = match line_end {
         Some(end) => &buf[..end],
         None if fin => buf,
         None if buf.len() > MAX_REQUEST => return Some(Err(RequestError::Malformed)),
         None => return None,
     };
-    let Ok(line) = std::str::from_utf8(line) else { return Some(Err(RequestError::Malformed)) };
+    let Ok(line) = std::str::from_utf8(line) else {
+        return Some(Err(RequestError::Malformed));
+    };
     let mut parts = line.trim().split_whitespace();
     match (parts.next(), parts.next()) {
         (Some("GET"), Some(path)) => Some(Ok(path.to_string())),
@@ -66,12 +71,27 @@ mod tests {
 
     #[test]
     fn parses_requests() {
-        assert_eq!(parse_request(b"GET /a.bin\r\n", false), Some(Ok("/a.bin".into())));
+        assert_eq!(
+            parse_request(b"GET /a.bin\r\n", false),
+            Some(Ok("/a.bin".into()))
+        );
         assert_eq!(parse_request(b"GET /a.bin", false), None);
-        assert_eq!(parse_request(b"GET /a.bin", true), Some(Ok("/a.bin".into())));
-        assert_eq!(parse_request(b"PUT /x\r\n", false), Some(Err(RequestError::Malformed)));
-        assert_eq!(parse_request(&[0xff, b'\r', b'\n'], false), Some(Err(RequestError::Malformed)));
-        assert_eq!(parse_request(&vec![b'a'; MAX_REQUEST + 1], false), Some(Err(RequestError::Malformed)));
+        assert_eq!(
+            parse_request(b"GET /a.bin", true),
+            Some(Ok("/a.bin".into()))
+        );
+        assert_eq!(
+            parse_request(b"PUT /x\r\n", false),
+            Some(Err(RequestError::Malformed))
+        );
+        assert_eq!(
+            parse_request(&[0xff, b'\r', b'\n'], false),
+            Some(Err(RequestError::Malformed))
+        );
+        assert_eq!(
+            parse_request(&vec![b'a'; MAX_REQUEST + 1], false),
+            Some(Err(RequestError::Malformed))
+        );
     }
 
     #[test]
@@ -81,7 +101,10 @@ mod tests {
         std::fs::write(dir.join("sub/f.txt"), b"x").unwrap();
         assert!(resolve(&dir, "/sub/f.txt").is_ok());
         assert!(resolve(&dir, "sub/./f.txt").is_ok());
-        assert_eq!(resolve(&dir, "/../etc/passwd"), Err(RequestError::Forbidden));
+        assert_eq!(
+            resolve(&dir, "/../etc/passwd"),
+            Err(RequestError::Forbidden)
+        );
         assert_eq!(resolve(&dir, "/sub/../../x"), Err(RequestError::Forbidden));
         assert_eq!(resolve(&dir, "/sub"), Err(RequestError::Forbidden));
         assert_eq!(resolve(&dir, "/missing"), Err(RequestError::Forbidden));

@@ -175,7 +175,10 @@ fn main() -> ExitCode {
 fn init_tracing() {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_env("ARTQ_LOG").unwrap_or_else(|_| EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
 }
 
 fn run(cli: Cli) -> Result<()> {
@@ -192,7 +195,10 @@ fn run(cli: Cli) -> Result<()> {
             })
         }
         Command::Get(a) => {
-            anyhow::ensure!(a.timeout.is_finite() && a.timeout > 0.0, "--timeout must be a positive number of seconds");
+            anyhow::ensure!(
+                a.timeout.is_finite() && a.timeout > 0.0,
+                "--timeout must be a positive number of seconds"
+            );
             let transport = a.transport.config("quic")?;
             let report = get::run(get::GetOptions {
                 url: a.url,
@@ -205,8 +211,15 @@ fn run(cli: Cli) -> Result<()> {
                 seed: a.transport.seed,
             })?;
             let secs = report.elapsed.as_secs_f64();
-            let mbps = if secs > 0.0 { report.bytes as f64 * 8.0 / secs / 1e6 } else { 0.0 };
-            eprintln!("received {} bytes in {:.3} s: {:.1} Mbit/s", report.bytes, secs, mbps);
+            let mbps = if secs > 0.0 {
+                report.bytes as f64 * 8.0 / secs / 1e6
+            } else {
+                0.0
+            };
+            eprintln!(
+                "received {} bytes in {:.3} s: {:.1} Mbit/s",
+                report.bytes, secs, mbps
+            );
             if a.stats {
                 if let Some(s) = &report.stats {
                     eprintln!("{}", serde_json::to_string(s)?);
@@ -223,8 +236,15 @@ fn run(cli: Cli) -> Result<()> {
 fn run_link(a: LinkCmdArgs) -> Result<()> {
     use std::io::Write;
     let (up, down) = a.link.configs()?;
-    let config = netem::RelayConfig { listen: a.listen, to: a.to, up, down, seed: a.seed };
-    let handle = netem::relay::spawn(config).map_err(|e| anyhow::anyhow!("cannot start the relay on {}: {e}", a.listen))?;
+    let config = netem::RelayConfig {
+        listen: a.listen,
+        to: a.to,
+        up,
+        down,
+        seed: a.seed,
+    };
+    let handle = netem::relay::spawn(config)
+        .map_err(|e| anyhow::anyhow!("cannot start the relay on {}: {e}", a.listen))?;
     println!("listening on {}", handle.local_addr());
     std::io::stdout().flush()?;
     // Runs until the process is killed; the relay thread does the work.

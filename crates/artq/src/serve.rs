@@ -40,22 +40,40 @@ pub fn run(opts: ServeOptions) -> Result<()> {
         .root
         .canonicalize()
         .with_context(|| format!("--root {}: no such directory", opts.root.display()))?;
-    anyhow::ensure!(root.is_dir(), "--root {} is not a directory", root.display());
+    anyhow::ensure!(
+        root.is_dir(),
+        "--root {} is not a directory",
+        root.display()
+    );
     let (chain, key) = match &opts.cert {
-        Some((c, k)) => (transport::crypto::load_pem_chain(c)?, transport::crypto::load_pem_key(k)?),
+        Some((c, k)) => (
+            transport::crypto::load_pem_chain(c)?,
+            transport::crypto::load_pem_key(k)?,
+        ),
         None => transport::crypto::self_signed(&["localhost", "127.0.0.1", "::1"])?,
     };
     let tls = transport::crypto::server_config(chain, key, &[hq::ALPN])?;
     if let Some(dir) = &opts.qlog {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create --qlog {}", dir.display()))?;
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create --qlog {}", dir.display()))?;
     }
-    let server = ServerConfig { tls, transport: Arc::new(opts.transport) };
+    let server = ServerConfig {
+        tls,
+        transport: Arc::new(opts.transport),
+    };
     let mut endpoint = Endpoint::new(EndpointConfig::server(opts.seed, server));
-    let mut driver = Driver::bind(opts.listen).with_context(|| format!("cannot bind {}", opts.listen))?;
+    let mut driver =
+        Driver::bind(opts.listen).with_context(|| format!("cannot bind {}", opts.listen))?;
     let addr = driver.local_addr()?;
     println!("listening on {addr}");
     io::stdout().flush()?;
-    let mut app = FileServer { root, qlog: opts.qlog, requests: BTreeMap::new(), transfers: BTreeMap::new(), accepted: 0 };
+    let mut app = FileServer {
+        root,
+        qlog: opts.qlog,
+        requests: BTreeMap::new(),
+        transfers: BTreeMap::new(),
+        accepted: 0,
+    };
     driver.run(&mut endpoint, &mut app, None)?;
     Ok(())
 }
@@ -87,7 +105,11 @@ impl FileServer {
         match File::create(&path) {
             Ok(f) => {
                 if let Some(conn) = ep.connection_mut(h) {
-                    conn.subscribe(Box::new(QlogWriter::new(BufWriter::new(f), "artq serve", true)));
+                    conn.subscribe(Box::new(QlogWriter::new(
+                        BufWriter::new(f),
+                        "artq serve",
+                        true,
+                    )));
                 }
             }
             Err(e) => eprintln!("warning: cannot write qlog {}: {e}", path.display()),
@@ -96,11 +118,17 @@ impl FileServer {
 
     /// Read request bytes; start a transfer once a request is complete.
     fn read_requests(&mut self, ep: &mut Endpoint, h: ConnectionHandle) {
-        let Some(conn) = ep.connection_mut(h) else { return };
+        let Some(conn) = ep.connection_mut(h) else {
+            return;
+        };
         while let Some(id) = conn.streams().accept(Dir::Bi) {
             self.requests.insert((h, id), Vec::new());
         }
-        let keys: Vec<(ConnectionHandle, StreamId)> = self.requests.range((h, StreamId(0))..=(h, StreamId(u64::MAX))).map(|(k, _)| *k).collect();
+        let keys: Vec<(ConnectionHandle, StreamId)> = self
+            .requests
+            .range((h, StreamId(0))..=(h, StreamId(u64::MAX)))
+            .map(|(k, _)| *k)
+            .collect();
         let mut tmp = [0u8; 1024];
         for key in keys {
             let mut fin = false;
@@ -125,13 +153,28 @@ impl FileServer {
                     }
                 }
             }
-            let Some(buf) = self.requests.get(&key) else { continue };
-            let Some(parsed) = hq::parse_request(buf, fin) else { continue };
+            let Some(buf) = self.requests.get(&key) else {
+                continue;
+            };
+            let Some(parsed) = hq::parse_request(buf, fin) else {
+                continue;
+            };
             self.requests.remove(&key);
-            let file = parsed.and_then(|p| hq::resolve(&self.root, &p)).ok().and_then(|path| File::open(path).ok());
+            let file = parsed
+                .and_then(|p| hq::resolve(&self.root, &p))
+                .ok()
+                .and_then(|path| File::open(path).ok());
             match file {
                 Some(file) => {
-                    self.transfers.insert(key, Transfer { file, buf: Vec::with_capacity(CHUNK), pos: 0, eof: false });
+                    self.transfers.insert(
+                        key,
+                        Transfer {
+                            file,
+                            buf: Vec::with_capacity(CHUNK),
+                            pos: 0,
+                            eof: false,
+                        },
+                    );
                 }
                 None => {
                     // hq-interop has no status codes: refuse by resetting.
@@ -143,10 +186,18 @@ impl FileServer {
 
     /// Move file bytes into streams until they are full.
     fn pump(&mut self, ep: &mut Endpoint, h: ConnectionHandle) {
-        let Some(conn) = ep.connection_mut(h) else { return };
-        let keys: Vec<(ConnectionHandle, StreamId)> = self.transfers.range((h, StreamId(0))..=(h, StreamId(u64::MAX))).map(|(k, _)| *k).collect();
+        let Some(conn) = ep.connection_mut(h) else {
+            return;
+        };
+        let keys: Vec<(ConnectionHandle, StreamId)> = self
+            .transfers
+            .range((h, StreamId(0))..=(h, StreamId(u64::MAX)))
+            .map(|(k, _)| *k)
+            .collect();
         for key in keys {
-            let Some(t) = self.transfers.get_mut(&key) else { continue };
+            let Some(t) = self.transfers.get_mut(&key) else {
+                continue;
+            };
             let mut done = false;
             loop {
                 if t.pos == t.buf.len() {
@@ -221,7 +272,8 @@ impl App for FileServer {
                         }
                         lost = true;
                     }
-                    Event::Stream(StreamEvent::Opened { .. }) | Event::Stream(StreamEvent::Readable { .. }) => {}
+                    Event::Stream(StreamEvent::Opened { .. })
+                    | Event::Stream(StreamEvent::Readable { .. }) => {}
                     _ => {}
                 }
             }

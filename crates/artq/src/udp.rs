@@ -39,7 +39,9 @@ pub struct Clock {
 impl Clock {
     /// A clock whose epoch is now.
     pub fn new() -> Self {
-        Clock { start: StdInstant::now() }
+        Clock {
+            start: StdInstant::now(),
+        }
     }
 
     /// The current time.
@@ -86,7 +88,8 @@ impl Driver {
     /// Bind a UDP socket on `addr` with large buffers.
     pub fn bind(addr: SocketAddr) -> io::Result<Self> {
         let domain = socket2::Domain::for_address(addr);
-        let sock = socket2::Socket::new(domain, socket2::Type::DGRAM, Some(socket2::Protocol::UDP))?;
+        let sock =
+            socket2::Socket::new(domain, socket2::Type::DGRAM, Some(socket2::Protocol::UDP))?;
         // Best effort: the kernel may clamp these.
         let _ = sock.set_recv_buffer_size(SOCKET_BUFFER);
         let _ = sock.set_send_buffer_size(SOCKET_BUFFER);
@@ -95,7 +98,8 @@ impl Driver {
         let mut socket = UdpSocket::from_std(sock.into());
         let state = quinn_udp::UdpSocketState::new((&socket).into())?;
         let poll = Poll::new()?;
-        poll.registry().register(&mut socket, SOCKET, Interest::READABLE)?;
+        poll.registry()
+            .register(&mut socket, SOCKET, Interest::READABLE)?;
         let recv_len = MAX_DATAGRAM.max(1500 * state.gro_segments());
         Ok(Driver {
             socket,
@@ -123,7 +127,12 @@ impl Driver {
     }
 
     /// Run until the application says stop or `deadline` (if any) passes.
-    pub fn run(&mut self, endpoint: &mut Endpoint, app: &mut dyn App, deadline: Option<StdInstant>) -> io::Result<()> {
+    pub fn run(
+        &mut self,
+        endpoint: &mut Endpoint,
+        app: &mut dyn App,
+        deadline: Option<StdInstant>,
+    ) -> io::Result<()> {
         let mut events = Events::with_capacity(64);
         loop {
             let now = self.clock.now();
@@ -194,7 +203,9 @@ impl Driver {
     /// Send the assembled batch. False if the socket buffer is full (the
     /// batch stays and goes first next time).
     fn send_batch(&mut self) -> bool {
-        let Some(dst) = self.batch_dst else { return true };
+        let Some(dst) = self.batch_dst else {
+            return true;
+        };
         let segments = self.batch.len().div_ceil(self.batch_segment.max(1));
         let transmit = quinn_udp::Transmit {
             destination: dst,

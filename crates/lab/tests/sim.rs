@@ -145,7 +145,10 @@ fn many_files_over_one_connection_all_complete() {
     }
     // Retiring finished files never loses an item's arrival times.
     assert!(!r.items.is_empty(), "1% loss over 20 files lost nothing");
-    assert!(r.items.iter().all(|i| i.t_wait.is_some()), "an item lost its t_wait");
+    assert!(
+        r.items.iter().all(|i| i.t_wait.is_some()),
+        "an item lost its t_wait"
+    );
     // Files the sender finished no longer hold receiver records: at most the
     // last one or two files' segments are left.
     assert!(

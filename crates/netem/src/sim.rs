@@ -41,7 +41,13 @@ const STALL_LIMIT: u64 = 10_000_000;
 pub trait Node {
     /// A datagram from `from` arrived for this node (at address `to`). The
     /// buffer is the node's to use: a QUIC endpoint decrypts it in place.
-    fn handle_datagram(&mut self, now: Instant, from: SocketAddr, to: SocketAddr, payload: &mut [u8]);
+    fn handle_datagram(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        to: SocketAddr,
+        payload: &mut [u8],
+    );
     /// The next datagram this node wants to send now, if any. Called after
     /// every input until it returns `None`. The datagram's `src` should be
     /// the node's address; routing uses `(src, dst)` as given.
@@ -58,7 +64,13 @@ pub trait Node {
 }
 
 impl Node for Box<dyn Node> {
-    fn handle_datagram(&mut self, now: Instant, from: SocketAddr, to: SocketAddr, payload: &mut [u8]) {
+    fn handle_datagram(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        to: SocketAddr,
+        payload: &mut [u8],
+    ) {
         (**self).handle_datagram(now, from, to, payload);
     }
     fn poll_transmit(&mut self, now: Instant) -> Option<Datagram> {

@@ -91,11 +91,19 @@ pub struct EndpointConfig {
 impl EndpointConfig {
     /// A client-only endpoint.
     pub fn client(rng_seed: u64) -> Self {
-        EndpointConfig { rng_seed, local_cid_len: 8, server: None }
+        EndpointConfig {
+            rng_seed,
+            local_cid_len: 8,
+            server: None,
+        }
     }
 
     /// An endpoint that accepts connections.
     pub fn server(rng_seed: u64, server: ServerConfig) -> Self {
-        EndpointConfig { rng_seed, local_cid_len: 8, server: Some(server) }
+        EndpointConfig {
+            rng_seed,
+            local_cid_len: 8,
+            server: Some(server),
+        }
     }
 }

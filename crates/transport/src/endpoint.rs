@@ -48,7 +48,9 @@ pub struct Endpoint {
 
 impl core::fmt::Debug for Endpoint {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Endpoint").field("connections", &self.len()).finish_non_exhaustive()
+        f.debug_struct("Endpoint")
+            .field("connections", &self.len())
+            .finish_non_exhaustive()
     }
 }
 
@@ -144,14 +146,18 @@ impl Endpoint {
         self.reap();
         let header = packet::decode_protected(data, self.config.local_cid_len).ok()?;
         let (dcid, initial) = match &header {
-            ProtectedHeader::Long { ty, dst_cid, src_cid, .. } => {
-                (*dst_cid, (*ty == LongType::Initial).then_some(*src_cid))
-            }
+            ProtectedHeader::Long {
+                ty,
+                dst_cid,
+                src_cid,
+                ..
+            } => (*dst_cid, (*ty == LongType::Initial).then_some(*src_cid)),
             ProtectedHeader::Short { dst_cid, .. } => (*dst_cid, None),
-            ProtectedHeader::Retry { dst_cid, .. } | ProtectedHeader::VersionNegotiation { dst_cid, .. } => {
-                (*dst_cid, None)
-            }
-            ProtectedHeader::UnsupportedVersion { dst_cid, src_cid, .. } => {
+            ProtectedHeader::Retry { dst_cid, .. }
+            | ProtectedHeader::VersionNegotiation { dst_cid, .. } => (*dst_cid, None),
+            ProtectedHeader::UnsupportedVersion {
+                dst_cid, src_cid, ..
+            } => {
                 self.version_negotiation(remote, *dst_cid, *src_cid, data.len());
                 return None;
             }
@@ -186,7 +192,10 @@ impl Endpoint {
         let server = self.config.server.clone()?;
         // RFC 9000 §14.1: drop Initial datagrams below 1200 bytes; §7.2: the
         // client's first DCID is at least 8 bytes.
-        if datagram_len < packet::MIN_INITIAL_SIZE || dcid.len() < 8 || self.len() >= MAX_CONNECTIONS {
+        if datagram_len < packet::MIN_INITIAL_SIZE
+            || dcid.len() < 8
+            || self.len() >= MAX_CONNECTIONS
+        {
             return None;
         }
         let cid = self.new_cid();
@@ -205,10 +214,19 @@ impl Endpoint {
         Some(h)
     }
 
-    fn version_negotiation(&mut self, remote: SocketAddr, dcid: ConnectionId, scid: ConnectionId, len: usize) {
+    fn version_negotiation(
+        &mut self,
+        remote: SocketAddr,
+        dcid: ConnectionId,
+        scid: ConnectionId,
+        len: usize,
+    ) {
         // RFC 9000 §6.1: only answer datagrams that could be Initials, and
         // keep the queue bounded.
-        if self.config.server.is_none() || len < packet::MIN_INITIAL_SIZE || self.responses.len() >= 64 {
+        if self.config.server.is_none()
+            || len < packet::MIN_INITIAL_SIZE
+            || self.responses.len() >= 64
+        {
             return;
         }
         let mut out = Vec::with_capacity(64);
@@ -262,14 +280,26 @@ impl Endpoint {
         if let Some((dst, data)) = self.responses.pop_front() {
             buf.clear();
             buf.extend_from_slice(&data);
-            return Some(Transmit { destination: dst, size: data.len() });
+            return Some(Transmit {
+                destination: dst,
+                size: data.len(),
+            });
         }
         // Round robin: start after the connection that sent last.
         let mut cursor = self.next_poll;
         for _ in 0..self.live.len() {
-            let Some(&idx) = self.live.range(cursor..).next().or_else(|| self.live.iter().next()) else { break };
+            let Some(&idx) = self
+                .live
+                .range(cursor..)
+                .next()
+                .or_else(|| self.live.iter().next())
+            else {
+                break;
+            };
             cursor = idx + 1;
-            let Some(conn) = self.connections[idx].as_mut() else { continue };
+            let Some(conn) = self.connections[idx].as_mut() else {
+                continue;
+            };
             let t = conn.poll_transmit(now, buf);
             self.process_endpoint_events(ConnectionHandle(idx));
             if let Some(t) = t {
@@ -282,7 +312,10 @@ impl Endpoint {
 
     /// Earliest timer of any connection.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.live.iter().filter_map(|&i| self.connections[i].as_ref()?.poll_timeout()).min()
+        self.live
+            .iter()
+            .filter_map(|&i| self.connections[i].as_ref()?.poll_timeout())
+            .min()
     }
 
     /// Fire expired timers of every connection.
@@ -290,7 +323,9 @@ impl Endpoint {
         self.reap();
         let live: Vec<usize> = self.live.iter().copied().collect();
         for i in live {
-            let Some(conn) = self.connections[i].as_mut() else { continue };
+            let Some(conn) = self.connections[i].as_mut() else {
+                continue;
+            };
             if conn.poll_timeout().is_some_and(|t| t <= now) {
                 conn.handle_timeout(now);
             }

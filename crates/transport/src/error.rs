@@ -18,7 +18,11 @@ pub struct TransportError {
 impl TransportError {
     /// An error with the given code and reason.
     pub const fn new(code: TransportErrorCode, reason: &'static str) -> Self {
-        TransportError { code, frame_type: None, reason }
+        TransportError {
+            code,
+            frame_type: None,
+            reason,
+        }
     }
 
     /// Attach the frame type that caused the error.

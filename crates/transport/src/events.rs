@@ -46,7 +46,15 @@ pub struct RecoveryRecord {
 /// default, so a subscriber implements only what it needs.
 pub trait Subscriber: Send {
     /// A packet left.
-    fn packet_sent(&mut self, _now: Instant, _space: SpaceId, _pn: u64, _size: usize, _ack_eliciting: bool) {}
+    fn packet_sent(
+        &mut self,
+        _now: Instant,
+        _space: SpaceId,
+        _pn: u64,
+        _size: usize,
+        _ack_eliciting: bool,
+    ) {
+    }
     /// A packet was received and decrypted.
     fn packet_received(&mut self, _now: Instant, _space: SpaceId, _pn: u64, _size: usize) {}
     /// A packet was declared lost.
@@ -54,7 +62,15 @@ pub trait Subscriber: Send {
     /// RTT / congestion state after an ACK.
     fn metrics_updated(&mut self, _now: Instant, _path: &PathView) {}
     /// The recovery policy scheduled a replica (artq extension event).
-    fn replica_scheduled(&mut self, _now: Instant, _item: ItemId, _round: u32, _index: u16, _send_at: Instant) {}
+    fn replica_scheduled(
+        &mut self,
+        _now: Instant,
+        _item: ItemId,
+        _round: u32,
+        _index: u16,
+        _send_at: Instant,
+    ) {
+    }
     /// Lost data was recovered (sender side).
     fn data_recovered(&mut self, _now: Instant, _record: &RecoveryRecord) {}
     /// STREAM payload arrived (receiver side; duplicates included, before
@@ -81,7 +97,9 @@ impl<W: Write + Send> QlogWriter<W> {
             }
         });
         let ok = write!(out, "\x1e{header}\n").is_ok();
-        QlogWriter { out: ok.then_some(out) }
+        QlogWriter {
+            out: ok.then_some(out),
+        }
     }
 
     fn event(&mut self, now: Instant, name: &str, data: serde_json::Value) {
@@ -111,7 +129,14 @@ fn packet_type(space: SpaceId) -> &'static str {
 }
 
 impl<W: Write + Send> Subscriber for QlogWriter<W> {
-    fn packet_sent(&mut self, now: Instant, space: SpaceId, pn: u64, size: usize, ack_eliciting: bool) {
+    fn packet_sent(
+        &mut self,
+        now: Instant,
+        space: SpaceId,
+        pn: u64,
+        size: usize,
+        ack_eliciting: bool,
+    ) {
         self.event(
             now,
             "transport:packet_sent",
@@ -173,7 +198,14 @@ impl<W: Write + Send> Subscriber for QlogWriter<W> {
         );
     }
 
-    fn replica_scheduled(&mut self, now: Instant, item: ItemId, round: u32, index: u16, send_at: Instant) {
+    fn replica_scheduled(
+        &mut self,
+        now: Instant,
+        item: ItemId,
+        round: u32,
+        index: u16,
+        send_at: Instant,
+    ) {
         self.event(
             now,
             "artq:replica_scheduled",

@@ -17,7 +17,10 @@ fn server_config() -> Option<ServerConfig> {
         .get_or_init(|| {
             let (chain, key) = crypto::self_signed_from_seed(&["localhost"], [7; 32]).ok()?;
             let tls = crypto::server_config(chain, key, &[b"hq-interop"]).ok()?;
-            Some(ServerConfig { tls, transport: Arc::new(TransportConfig::default()) })
+            Some(ServerConfig {
+                tls,
+                transport: Arc::new(TransportConfig::default()),
+            })
         })
         .clone()
 }
@@ -28,7 +31,9 @@ fn server_config() -> Option<ServerConfig> {
 /// must never panic, and every datagram it answers with must fit in a UDP
 /// payload.
 pub fn server_datagrams(data: &[u8]) {
-    let Some(server) = server_config() else { return };
+    let Some(server) = server_config() else {
+        return;
+    };
     let mut ep = Endpoint::new(EndpointConfig::server(1, server));
     let from: SocketAddr = SocketAddr::from(([127, 0, 0, 1], 5000));
     let mut now = Instant::ZERO;

@@ -97,7 +97,11 @@ impl PathView {
 
     /// Bandwidth-delay product in packets (pacing rate × min RTT / MTU), at least 1.
     pub fn bdp_packets(&self) -> u64 {
-        let rtt = if self.min_rtt.is_zero() { self.srtt } else { self.min_rtt };
+        let rtt = if self.min_rtt.is_zero() {
+            self.srtt
+        } else {
+            self.min_rtt
+        };
         let bytes = (self.pacing_rate as u128 * rtt.as_nanos()) / 1_000_000_000;
         let mtu = self.mtu.max(1) as u128;
         u64::try_from(bytes / mtu).unwrap_or(u64::MAX).max(1)
@@ -163,7 +167,10 @@ pub enum Decision {
 impl Decision {
     /// One replica now, subject to congestion control: what QUIC does.
     pub fn single(now: Instant) -> Decision {
-        Decision::Retransmit { send_at: vec![now], opportunistic: false }
+        Decision::Retransmit {
+            send_at: vec![now],
+            opportunistic: false,
+        }
     }
 }
 

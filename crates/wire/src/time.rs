@@ -116,7 +116,13 @@ mod tests {
         assert_eq!(Instant::ZERO - Duration::from_secs(1), Instant::ZERO);
         assert_eq!(Instant::ZERO - Instant::from_millis(5), Duration::ZERO);
         assert_eq!(Instant::ZERO + Duration::MAX, Instant::MAX);
-        assert_eq!(Instant::from_millis(3) - Instant::from_millis(1), Duration::from_millis(2));
-        assert_eq!(Instant::from_micros(1).checked_sub(Duration::from_micros(2)), None);
+        assert_eq!(
+            Instant::from_millis(3) - Instant::from_millis(1),
+            Duration::from_millis(2)
+        );
+        assert_eq!(
+            Instant::from_micros(1).checked_sub(Duration::from_micros(2)),
+            None
+        );
     }
 }

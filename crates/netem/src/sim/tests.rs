@@ -56,7 +56,13 @@ impl Pinger {
 }
 
 impl Node for Pinger {
-    fn handle_datagram(&mut self, now: Instant, from: SocketAddr, to: SocketAddr, payload: &mut [u8]) {
+    fn handle_datagram(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        to: SocketAddr,
+        payload: &mut [u8],
+    ) {
         self.observe(now);
         assert_eq!((from, to), (self.peer, self.me));
         let seq = u32::from_be_bytes(payload[..4].try_into().expect("4 bytes"));
@@ -103,7 +109,13 @@ struct Echo {
 }
 
 impl Node for Echo {
-    fn handle_datagram(&mut self, now: Instant, from: SocketAddr, to: SocketAddr, payload: &mut [u8]) {
+    fn handle_datagram(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        to: SocketAddr,
+        payload: &mut [u8],
+    ) {
         let seq = u32::from_be_bytes(payload[..4].try_into().expect("4 bytes"));
         self.log.push((now, from, seq));
         *self.bytes_from.entry(from).or_default() += payload.len() as u64;

@@ -41,7 +41,13 @@ pub(crate) struct CidState {
 impl CidState {
     pub fn new(local_cid: ConnectionId, remote_cid: ConnectionId) -> Self {
         let mut local = BTreeMap::new();
-        local.insert(0, IssuedCid { cid: local_cid, reset_token: [0; 16] });
+        local.insert(
+            0,
+            IssuedCid {
+                cid: local_cid,
+                reset_token: [0; 16],
+            },
+        );
         let mut remote = BTreeMap::new();
         remote.insert(0, remote_cid);
         CidState {
@@ -90,7 +96,9 @@ impl CidState {
         while (self.local.len() as u64) < target {
             let mut bytes = [0u8; ConnectionId::MAX_LEN];
             rng.fill_bytes(&mut bytes[..len]);
-            let Ok(cid) = ConnectionId::new(&bytes[..len]) else { return };
+            let Ok(cid) = ConnectionId::new(&bytes[..len]) else {
+                return;
+            };
             let mut reset_token = [0u8; 16];
             rng.fill_bytes(&mut reset_token);
             let seq = self.next_local_seq;
@@ -110,7 +118,9 @@ impl CidState {
     ) -> Result<(), TransportError> {
         if let Some(existing) = self.remote.get(&seq) {
             if *existing != cid {
-                return Err(TransportError::protocol_violation("NEW_CONNECTION_ID reuses a sequence number"));
+                return Err(TransportError::protocol_violation(
+                    "NEW_CONNECTION_ID reuses a sequence number",
+                ));
             }
             return Ok(());
         }
@@ -122,7 +132,11 @@ impl CidState {
         }
         if retire_prior_to > self.remote_retire_prior_to {
             self.remote_retire_prior_to = retire_prior_to;
-            let retired: Vec<u64> = self.remote.range(..retire_prior_to).map(|(s, _)| *s).collect();
+            let retired: Vec<u64> = self
+                .remote
+                .range(..retire_prior_to)
+                .map(|(s, _)| *s)
+                .collect();
             for s in retired {
                 self.remote.remove(&s);
                 self.pending_retire.push_back(s);
@@ -150,7 +164,9 @@ impl CidState {
         rng: &mut dyn RngCore,
     ) -> Result<Option<ConnectionId>, TransportError> {
         if seq >= self.next_local_seq {
-            return Err(TransportError::protocol_violation("RETIRE_CONNECTION_ID for a CID never issued"));
+            return Err(TransportError::protocol_violation(
+                "RETIRE_CONNECTION_ID for a CID never issued",
+            ));
         }
         let len = self.local_cid_len();
         let retired = self.local.remove(&seq).map(|c| c.cid);
@@ -178,7 +194,8 @@ impl Connection {
 
     pub(super) fn drain_cid_events(&mut self) {
         while let Some(cid) = self.cids.take_new_local() {
-            self.endpoint_events.push_back(EndpointEvent::NewLocalCid(cid));
+            self.endpoint_events
+                .push_back(EndpointEvent::NewLocalCid(cid));
         }
     }
 }

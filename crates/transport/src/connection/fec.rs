@@ -42,7 +42,12 @@ fn xor_into(acc: &mut Vec<u8>, payload: &[u8]) {
 impl FecEncoder {
     pub fn new(k: usize) -> Self {
         let k = k.clamp(1, wire::frame::MAX_FEC_BLOCK as usize);
-        FecEncoder { k, pns: Vec::with_capacity(k), acc: Vec::new(), ready: None }
+        FecEncoder {
+            k,
+            pns: Vec::with_capacity(k),
+            acc: Vec::new(),
+            ready: None,
+        }
     }
 
     /// A new-data packet's plaintext payload, just before protection.
@@ -137,7 +142,9 @@ mod tests {
     /// Any single loss in a block is recovered exactly; two are not.
     #[test]
     fn any_single_loss_is_recovered() {
-        let payloads: Vec<Vec<u8>> = (0..9u8).map(|i| vec![i.wrapping_mul(37); 100 + i as usize * 50]).collect();
+        let payloads: Vec<Vec<u8>> = (0..9u8)
+            .map(|i| vec![i.wrapping_mul(37); 100 + i as usize * 50])
+            .collect();
         let mut enc = FecEncoder::new(9);
         for (i, p) in payloads.iter().enumerate() {
             enc.add(10 + i as u64 * 2, p);
@@ -152,7 +159,10 @@ mod tests {
                     dec.store(pns[i], p);
                 }
             }
-            assert_eq!(dec.recover(&pns, pns[lost], &repair).as_deref(), Some(&payloads[lost][..]));
+            assert_eq!(
+                dec.recover(&pns, pns[lost], &repair).as_deref(),
+                Some(&payloads[lost][..])
+            );
         }
         // Two losses: the other payload is missing, nothing is invented.
         let mut dec = FecDecoder::default();

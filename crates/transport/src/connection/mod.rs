@@ -45,17 +45,17 @@ use crate::config::{ClientConfig, ServerConfig, TransportConfig};
 use crate::congestion::{Controller, DeliveryRateEstimator};
 use crate::crypto::{self, KeyChange, Keys, TlsSession};
 use crate::error::TransportError;
+use crate::events::Subscriber;
 use crate::pacing::Pacer;
 use crate::policy::RecoveryPolicy;
-use crate::events::Subscriber;
 use crate::rtt::RttEstimator;
 use crate::stats::ConnectionStats;
 use crate::streams::{StreamEvent, Streams};
 
 use self::cids::CidState;
 use self::recovery::RecoveryState;
-pub use self::spaces::SpaceId;
 use self::spaces::PacketSpace;
+pub use self::spaces::SpaceId;
 use self::timer::{Timer, TimerTable};
 
 /// Why a connection ended, as the application sees it.
@@ -301,7 +301,8 @@ impl Connection {
             fec_rx: fec::FecDecoder::default(),
             config,
         };
-        conn.cids.set_local_limit(conn.config.active_connection_id_limit);
+        conn.cids
+            .set_local_limit(conn.config.active_connection_id_limit);
         conn.reset_idle_timer(now);
         conn
     }
@@ -384,7 +385,10 @@ impl Connection {
 
     /// True once the connection is closing, draining or gone.
     pub fn is_closed(&self) -> bool {
-        matches!(self.state, State::Closing | State::Draining | State::Drained)
+        matches!(
+            self.state,
+            State::Closing | State::Draining | State::Drained
+        )
     }
 
     /// True once the connection is gone entirely and may be dropped.
@@ -444,7 +448,9 @@ impl Connection {
     /// Queue an unreliable DATAGRAM (RFC 9221). Fails when the peer does not
     /// accept datagrams or the payload does not fit in one packet.
     pub fn send_datagram(&mut self, data: Vec<u8>) -> Result<(), DatagramError> {
-        let max = self.max_datagram_payload().ok_or(DatagramError::UnsupportedByPeer)?;
+        let max = self
+            .max_datagram_payload()
+            .ok_or(DatagramError::UnsupportedByPeer)?;
         if data.len() > max {
             return Err(DatagramError::TooLarge { max });
         }
@@ -495,7 +501,12 @@ impl Connection {
         }
         self.enter_closing(
             now,
-            CloseFrame { code, frame_type: None, application: true, reason: reason.to_vec() },
+            CloseFrame {
+                code,
+                frame_type: None,
+                application: true,
+                reason: reason.to_vec(),
+            },
             ConnectionError::LocallyClosed,
         );
     }
@@ -513,7 +524,8 @@ impl Connection {
         if self.timers.is_expired(Timer::Idle, now) {
             self.timers.stop_all();
             self.error.get_or_insert(ConnectionError::TimedOut);
-            self.events.push_back(Event::ConnectionLost(ConnectionError::TimedOut));
+            self.events
+                .push_back(Event::ConnectionLost(ConnectionError::TimedOut));
             self.set_drained();
             return;
         }
@@ -587,7 +599,12 @@ impl Connection {
                     self.tls_write_space = SpaceId::Handshake;
                 }
                 Some(KeyChange::OneRtt { keys, next }) => {
-                    self.one_rtt = Some(OneRttKeys { keys, next, phase: false, prev_remote: None });
+                    self.one_rtt = Some(OneRttKeys {
+                        keys,
+                        next,
+                        phase: false,
+                        prev_remote: None,
+                    });
                     self.tls_write_space = SpaceId::Data;
                 }
                 None => break,
@@ -617,7 +634,8 @@ impl Connection {
         self.error = Some(reason.clone());
         self.events.push_back(Event::ConnectionLost(reason));
         self.timers.stop_all();
-        self.timers.set(Timer::Close, now + self.pto_duration(SpaceId::Data) * 3);
+        self.timers
+            .set(Timer::Close, now + self.pto_duration(SpaceId::Data) * 3);
     }
 
     fn enter_draining(&mut self, now: Instant, reason: ConnectionError) {
@@ -630,7 +648,8 @@ impl Connection {
         }
         self.state = State::Draining;
         self.timers.stop_all();
-        self.timers.set(Timer::Close, now + self.pto_duration(SpaceId::Data) * 3);
+        self.timers
+            .set(Timer::Close, now + self.pto_duration(SpaceId::Data) * 3);
     }
 
     fn set_drained(&mut self) {
@@ -650,8 +669,11 @@ impl Connection {
         };
         let params = TransportParameters::decode(raw, self.side.opposite()).map_err(|e| {
             tracing::debug!(error = %e, "bad transport parameters");
-            TransportError::new(TransportErrorCode::TRANSPORT_PARAMETER_ERROR, "malformed transport parameters")
-                .with_frame(0x06)
+            TransportError::new(
+                TransportErrorCode::TRANSPORT_PARAMETER_ERROR,
+                "malformed transport parameters",
+            )
+            .with_frame(0x06)
         })?;
         // RFC 9000 §7.3: authenticate the connection IDs used in the handshake.
         let tp_err = |r| TransportError::new(TransportErrorCode::TRANSPORT_PARAMETER_ERROR, r);
@@ -683,7 +705,9 @@ impl Connection {
             if params.artq_fec {
                 self.fec_tx = Some(fec::FecEncoder::new(usize::from(k)));
             } else {
-                tracing::warn!("the peer cannot decode FEC repair frames: sending none (plain ARQ)");
+                tracing::warn!(
+                    "the peer cannot decode FEC repair frames: sending none (plain ARQ)"
+                );
             }
         }
         self.peer_params = Some(params);
@@ -730,9 +754,16 @@ impl Connection {
             SpaceId::Data => return,
         }
         let space = &mut self.spaces[id as usize];
-        let in_flight: u64 =
-            space.sent.values().filter(|p| p.in_flight).map(|p| u64::from(p.size)).sum();
-        *space = PacketSpace { next_pn: space.next_pn, ..Default::default() };
+        let in_flight: u64 = space
+            .sent
+            .values()
+            .filter(|p| p.in_flight)
+            .map(|p| u64::from(p.size))
+            .sum();
+        *space = PacketSpace {
+            next_pn: space.next_pn,
+            ..Default::default()
+        };
         self.bytes_in_flight = self.bytes_in_flight.saturating_sub(in_flight);
         self.pto_count = 0;
         self.set_loss_detection_timer(now);

@@ -16,9 +16,11 @@ use wire::time::{Duration, Instant};
 
 use super::spaces::{Retransmit, SentPacket};
 use super::{Connection, SpaceId, Timer};
-use crate::events::RecoveryRecord;
 use crate::error::TransportError;
-use crate::policy::{DataKind, Decision, ItemId, LostData, PacketFate, PathView, ReplicaRef, MAX_REPLICAS};
+use crate::events::RecoveryRecord;
+use crate::policy::{
+    DataKind, Decision, ItemId, LostData, PacketFate, PathView, ReplicaRef, MAX_REPLICAS,
+};
 use crate::streams::StreamChunk;
 
 /// RFC 9002 §6.1.1 packet threshold.
@@ -91,7 +93,11 @@ impl RecoveryState {
     }
 
     /// Pop the next due replica of a live item.
-    pub fn pop_due(&mut self, now: Instant, allow_non_opportunistic: bool) -> Option<QueuedReplica> {
+    pub fn pop_due(
+        &mut self,
+        now: Instant,
+        allow_non_opportunistic: bool,
+    ) -> Option<QueuedReplica> {
         // Drop stale entries at the front (their item is delivered or moved
         // to a later round), then take the first due one that may go.
         while let Some(q) = self.queue.first().copied() {
@@ -134,7 +140,13 @@ impl RecoveryState {
     fn enqueue(&mut self, send_at: Instant, item: ItemId, round: u32, index: u16) {
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.queue.insert(QueuedReplica { send_at, seq, item, round, index });
+        self.queue.insert(QueuedReplica {
+            send_at,
+            seq,
+            item,
+            round,
+            index,
+        });
     }
 }
 
@@ -154,16 +166,23 @@ impl Connection {
     }
 
     pub(super) fn pacing_rate(&self) -> u64 {
-        self.cc
-            .pacing_rate()
-            .unwrap_or_else(|| crate::pacing::default_pacing_rate(self.cc.window(), self.rtt.smoothed()))
+        self.cc.pacing_rate().unwrap_or_else(|| {
+            crate::pacing::default_pacing_rate(self.cc.window(), self.rtt.smoothed())
+        })
     }
 
     /// RFC 9002 §A.7: process an ACK frame.
-    pub(super) fn on_ack_received(&mut self, now: Instant, space: SpaceId, ack: &AckFrame) -> Result<(), TransportError> {
+    pub(super) fn on_ack_received(
+        &mut self,
+        now: Instant,
+        space: SpaceId,
+        ack: &AckFrame,
+    ) -> Result<(), TransportError> {
         let s = self.space_mut(space);
         if ack.largest >= s.next_pn {
-            return Err(TransportError::protocol_violation("ACK for a packet never sent").with_frame(0x02));
+            return Err(
+                TransportError::protocol_violation("ACK for a packet never sent").with_frame(0x02),
+            );
         }
         s.largest_acked = Some(s.largest_acked.map_or(ack.largest, |l| l.max(ack.largest)));
         let mut newly: Vec<(u64, SentPacket)> = Vec::new();
@@ -187,12 +206,20 @@ impl Connection {
             if newly.iter().any(|(_, p)| p.ack_eliciting) {
                 let sample = now.saturating_duration_since(largest.time_sent);
                 let ack_delay = if space == SpaceId::Data {
-                    let micros = ack.delay.checked_shl(u32::from(self.peer_ack_delay_exponent)).unwrap_or(u64::MAX);
+                    let micros = ack
+                        .delay
+                        .checked_shl(u32::from(self.peer_ack_delay_exponent))
+                        .unwrap_or(u64::MAX);
                     Duration::from_micros(micros.min(1 << 40))
                 } else {
                     Duration::ZERO
                 };
-                self.rtt.update(ack_delay, sample, self.peer_max_ack_delay, self.handshake_confirmed);
+                self.rtt.update(
+                    ack_delay,
+                    sample,
+                    self.peer_max_ack_delay,
+                    self.handshake_confirmed,
+                );
             }
         }
         let app_limited = !self.has_data_to_send();
@@ -201,7 +228,13 @@ impl Connection {
         }
         self.detect_and_handle_lost(now, space);
         let sample = self.rate.take_sample(now, self.rtt.min());
-        self.cc.on_end_acks(now, self.bytes_in_flight, app_limited, sample.as_ref(), &self.rtt);
+        self.cc.on_end_acks(
+            now,
+            self.bytes_in_flight,
+            app_limited,
+            sample.as_ref(),
+            &self.rtt,
+        );
         // RFC 9002 §A.7: reset the PTO backoff, except for a client that is
         // not yet sure the server validated its address.
         if self.side.is_server() || self.handshake_confirmed || space != SpaceId::Initial {
@@ -217,11 +250,20 @@ impl Connection {
         Ok(())
     }
 
-    fn on_packet_acked(&mut self, now: Instant, space: SpaceId, pn: u64, p: SentPacket, app_limited: bool) {
+    fn on_packet_acked(
+        &mut self,
+        now: Instant,
+        space: SpaceId,
+        pn: u64,
+        p: SentPacket,
+        app_limited: bool,
+    ) {
         if p.in_flight {
             self.bytes_in_flight = self.bytes_in_flight.saturating_sub(u64::from(p.size));
-            self.cc.on_ack(now, p.time_sent, u64::from(p.size), app_limited, &self.rtt);
-            self.rate.on_packet_acked(now, &p.rate, p.time_sent, u64::from(p.size));
+            self.cc
+                .on_ack(now, p.time_sent, u64::from(p.size), app_limited, &self.rtt);
+            self.rate
+                .on_packet_acked(now, &p.rate, p.time_sent, u64::from(p.size));
         }
         if p.ack_eliciting {
             let s = self.space_mut(space);
@@ -234,7 +276,9 @@ impl Connection {
         }
         for r in &p.retransmits {
             match r {
-                Retransmit::Crypto(range) => self.space_mut(space).crypto_send.on_acked(range.clone()),
+                Retransmit::Crypto(range) => {
+                    self.space_mut(space).crypto_send.on_acked(range.clone())
+                }
                 Retransmit::Control(c) => self.streams.on_control_acked(*c),
                 _ => {}
             }
@@ -257,7 +301,14 @@ impl Connection {
     }
 
     /// Count a recovered item and tell the subscribers.
-    fn record_recovery(&mut self, now: Instant, item: ItemId, it: Item, round: u32, recovery_sent: Instant) {
+    fn record_recovery(
+        &mut self,
+        now: Instant,
+        item: ItemId,
+        it: Item,
+        round: u32,
+        recovery_sent: Instant,
+    ) {
         self.stats.record_delivery(round, it.sent);
         if self.subscribers.is_empty() {
             return;
@@ -279,7 +330,9 @@ impl Connection {
 
     /// A replica of `item` was acknowledged.
     fn deliver_item(&mut self, now: Instant, item: ItemId, round: u32, recovery_sent: Instant) {
-        let Some(it) = self.recovery.items.get(&item) else { return };
+        let Some(it) = self.recovery.items.get(&item) else {
+            return;
+        };
         // A replica that could not carry every unacknowledged part (rare: the
         // data was split by other acknowledgements) does not finish the item:
         // start another round for what is left.
@@ -301,7 +354,12 @@ impl Connection {
             return;
         }
         for r in &ack.ranges {
-            let found: Vec<u64> = self.recovery.lost_history.range(r.clone()).map(|(pn, _)| *pn).collect();
+            let found: Vec<u64> = self
+                .recovery
+                .lost_history
+                .range(r.clone())
+                .map(|(pn, _)| *pn)
+                .collect();
             for pn in found {
                 if let Some(e) = self.recovery.lost_history.remove(&pn) {
                     self.stats.spurious_retransmissions += 1;
@@ -336,7 +394,9 @@ impl Connection {
         let loss_delay = self.rtt.loss_delay();
         let s = self.space_mut(space);
         s.loss_time = None;
-        let Some(largest_acked) = s.largest_acked else { return };
+        let Some(largest_acked) = s.largest_acked else {
+            return;
+        };
         let lost_send_time = now - loss_delay;
         let mut lost = Vec::new();
         let mut loss_time: Option<Instant> = None;
@@ -352,7 +412,10 @@ impl Connection {
         if lost.is_empty() {
             return;
         }
-        let packets: Vec<(u64, SentPacket)> = lost.into_iter().filter_map(|pn| s.sent.remove(&pn).map(|p| (pn, p))).collect();
+        let packets: Vec<(u64, SentPacket)> = lost
+            .into_iter()
+            .filter_map(|pn| s.sent.remove(&pn).map(|p| (pn, p)))
+            .collect();
         self.on_packets_lost(now, space, packets);
     }
 
@@ -380,12 +443,16 @@ impl Connection {
             if p.ack_eliciting {
                 let s = self.space_mut(space);
                 s.ack_eliciting_in_flight = s.ack_eliciting_in_flight.saturating_sub(1);
-                earliest_eliciting = Some(earliest_eliciting.map_or(p.time_sent, |t| t.min(p.time_sent)));
-                latest_eliciting = Some(latest_eliciting.map_or(p.time_sent, |t| t.max(p.time_sent)));
+                earliest_eliciting =
+                    Some(earliest_eliciting.map_or(p.time_sent, |t| t.min(p.time_sent)));
+                latest_eliciting =
+                    Some(latest_eliciting.map_or(p.time_sent, |t| t.max(p.time_sent)));
             }
             for r in &p.retransmits {
                 match r {
-                    Retransmit::Crypto(range) => self.space_mut(space).crypto_send.on_lost(range.clone()),
+                    Retransmit::Crypto(range) => {
+                        self.space_mut(space).crypto_send.on_lost(range.clone())
+                    }
                     Retransmit::Control(c) => self.streams.on_control_lost(*c),
                     Retransmit::HandshakeDone => self.handshake_done_pending = true,
                     Retransmit::NewConnectionId(seq) => self.cids.pending_new.push_back(*seq),
@@ -408,14 +475,17 @@ impl Connection {
             let persistent = self.rtt.has_sample()
                 && match (earliest_eliciting, latest_eliciting) {
                     (Some(a), Some(b)) => {
-                        let duration = (self.rtt.smoothed() + (self.rtt.rttvar() * 4).max(Duration::from_millis(1)) + self.peer_max_ack_delay)
+                        let duration = (self.rtt.smoothed()
+                            + (self.rtt.rttvar() * 4).max(Duration::from_millis(1))
+                            + self.peer_max_ack_delay)
                             * PERSISTENT_CONGESTION_THRESHOLD;
                         b.saturating_duration_since(a) > duration
                     }
                     _ => false,
                 };
             self.stats.congestion_events += 1;
-            self.cc.on_congestion_event(now, sent_time, bytes, persistent, &self.rtt);
+            self.cc
+                .on_congestion_event(now, sent_time, bytes, persistent, &self.rtt);
         }
     }
 
@@ -432,7 +502,9 @@ impl Connection {
                 datagrams: p.datagrams.clone(),
             };
             self.recovery.lost_history.insert(pn, e);
-            let Some(item) = self.recovery.items.get_mut(&r.item) else { return false };
+            let Some(item) = self.recovery.items.get_mut(&r.item) else {
+                return false;
+            };
             if item.round != r.round {
                 return false; // an older round's straggler
             }
@@ -445,7 +517,12 @@ impl Connection {
             self.start_round(now, r.item);
             return true;
         }
-        let datagrams: Vec<u64> = p.datagrams.iter().copied().filter(|id| self.datagram_store.contains_key(id)).collect();
+        let datagrams: Vec<u64> = p
+            .datagrams
+            .iter()
+            .copied()
+            .filter(|id| self.datagram_store.contains_key(id))
+            .collect();
         if p.stream_chunks.is_empty() && datagrams.is_empty() {
             let e = LostEntry {
                 item: None,
@@ -493,23 +570,41 @@ impl Connection {
         let mut stream = 0u64;
         for c in &item.chunks {
             self.streams.unacked_parts(c, &mut parts);
-            stream += parts.iter().map(|p| u64::from(p.len).max(u64::from(p.fin))).sum::<u64>();
+            stream += parts
+                .iter()
+                .map(|p| u64::from(p.len).max(u64::from(p.fin)))
+                .sum::<u64>();
         }
-        let datagrams = item.datagrams.iter().filter_map(|d| self.datagram_store.get(d)).map(|d| d.len() as u64).sum();
+        let datagrams = item
+            .datagrams
+            .iter()
+            .filter_map(|d| self.datagram_store.get(d))
+            .map(|d| d.len() as u64)
+            .sum();
         (stream, datagrams)
     }
 
     /// Begin the next round of `id`: ask the policy for replicas.
     fn start_round(&mut self, now: Instant, id: ItemId) {
-        let (bytes, datagram_bytes) = self.recovery.items.get(&id).map_or((0, 0), |item| self.unacked_bytes(item));
+        let (bytes, datagram_bytes) = self
+            .recovery
+            .items
+            .get(&id)
+            .map_or((0, 0), |item| self.unacked_bytes(item));
         if bytes == 0 && datagram_bytes == 0 {
             // Everything already acknowledged (or the stream was reset).
             self.recovery.items.remove(&id);
             return;
         }
-        let kind = if bytes > 0 { DataKind::Stream } else { DataKind::Datagram };
+        let kind = if bytes > 0 {
+            DataKind::Stream
+        } else {
+            DataKind::Datagram
+        };
         let path = self.path_view();
-        let Some(item) = self.recovery.items.get_mut(&id) else { return };
+        let Some(item) = self.recovery.items.get_mut(&id) else {
+            return;
+        };
         item.round += 1;
         let lost = LostData {
             item: id,
@@ -522,7 +617,10 @@ impl Connection {
         };
         let decision = self.policy.on_data_lost(now, &lost, &path, &mut self.rng);
         let (mut times, opportunistic) = match decision {
-            Decision::Retransmit { send_at, opportunistic } => (send_at, opportunistic),
+            Decision::Retransmit {
+                send_at,
+                opportunistic,
+            } => (send_at, opportunistic),
             Decision::Drop if kind == DataKind::Datagram => {
                 // Give the datagrams up (RFC 9221 leaves them unreliable).
                 if let Some(item) = self.recovery.items.remove(&id) {
@@ -541,7 +639,9 @@ impl Connection {
             times.push(now);
         }
         times.truncate(MAX_REPLICAS);
-        let Some(item) = self.recovery.items.get_mut(&id) else { return };
+        let Some(item) = self.recovery.items.get_mut(&id) else {
+            return;
+        };
         item.queued = times.len() as u32;
         item.outstanding = 0;
         item.opportunistic = opportunistic;
@@ -583,11 +683,17 @@ impl Connection {
 
     fn pto_time_and_space(&self, now: Instant) -> Option<(Instant, SpaceId)> {
         let backoff = 1u32 << self.pto_count.min(16);
-        let no_eliciting = SpaceId::ALL.iter().all(|&id| !self.space(id).has_ack_eliciting_in_flight());
+        let no_eliciting = SpaceId::ALL
+            .iter()
+            .all(|&id| !self.space(id).has_ack_eliciting_in_flight());
         if no_eliciting {
             // Anti-deadlock: a client without handshake keys confirmed keeps probing.
             if self.side.is_client() && !self.handshake_confirmed {
-                let space = if self.handshake_keys.is_some() { SpaceId::Handshake } else { SpaceId::Initial };
+                let space = if self.handshake_keys.is_some() {
+                    SpaceId::Handshake
+                } else {
+                    SpaceId::Initial
+                };
                 if !self.has_keys(space) {
                     return None;
                 }
@@ -605,7 +711,9 @@ impl Connection {
             if id == SpaceId::Data && !self.handshake_complete {
                 continue;
             }
-            let Some(t) = s.time_of_last_ack_eliciting else { continue };
+            let Some(t) = s.time_of_last_ack_eliciting else {
+                continue;
+            };
             let at = t + self.pto_duration(id) * backoff;
             if best.is_none_or(|(b, _)| at < b) {
                 best = Some((at, id));
@@ -659,7 +767,9 @@ impl Connection {
         if self.address_validated {
             return u64::MAX;
         }
-        self.anti_amp_received.saturating_mul(3).saturating_sub(self.anti_amp_sent)
+        self.anti_amp_received
+            .saturating_mul(3)
+            .saturating_sub(self.anti_amp_sent)
     }
 }
 

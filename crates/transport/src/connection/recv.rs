@@ -8,7 +8,7 @@ use wire::packet::{self, LongType, ProtectedHeader};
 use wire::time::Instant;
 use wire::TransportErrorCode;
 
-use super::{ConnectionError, Connection, Event, SpaceId, State, Timer};
+use super::{Connection, ConnectionError, Event, SpaceId, State, Timer};
 use crate::crypto;
 use crate::error::TransportError;
 
@@ -49,7 +49,15 @@ impl Connection {
                 }
             };
             let (space, pn_offset, len) = match header {
-                ProtectedHeader::Long { ty, dst_cid: _, src_cid, pn_offset, len, version, .. } => {
+                ProtectedHeader::Long {
+                    ty,
+                    dst_cid: _,
+                    src_cid,
+                    pn_offset,
+                    len,
+                    version,
+                    ..
+                } => {
                     if version != packet::QUIC_V1 {
                         return;
                     }
@@ -62,7 +70,10 @@ impl Connection {
                             continue;
                         }
                     };
-                    if space == SpaceId::Initial && self.side.is_client() && !self.got_server_initial {
+                    if space == SpaceId::Initial
+                        && self.side.is_client()
+                        && !self.got_server_initial
+                    {
                         // RFC 9000 §7.2: switch to the server's chosen CID.
                         self.pending_server_scid = Some(src_cid);
                     }
@@ -80,12 +91,15 @@ impl Connection {
                             "server does not support QUIC v1",
                         );
                         self.error = Some(ConnectionError::Transport(err.clone()));
-                        self.events.push_back(Event::ConnectionLost(ConnectionError::Transport(err)));
+                        self.events
+                            .push_back(Event::ConnectionLost(ConnectionError::Transport(err)));
                         self.set_drained();
                     }
                     return;
                 }
-                ProtectedHeader::Retry { .. } | ProtectedHeader::UnsupportedVersion { .. } => return,
+                ProtectedHeader::Retry { .. } | ProtectedHeader::UnsupportedVersion { .. } => {
+                    return
+                }
             };
             let end = offset.saturating_add(len).min(data.len());
             let packet = &mut data[offset..end];
@@ -130,9 +144,15 @@ impl Connection {
             }
         };
         // RFC 9000 §17.2/§17.3.1: reserved bits checked after decryption.
-        let reserved = if space == SpaceId::Data { SHORT_RESERVED_BITS } else { LONG_RESERVED_BITS };
+        let reserved = if space == SpaceId::Data {
+            SHORT_RESERVED_BITS
+        } else {
+            LONG_RESERVED_BITS
+        };
         if first & reserved != 0 {
-            return Err(TransportError::protocol_violation("reserved header bits set"));
+            return Err(TransportError::protocol_violation(
+                "reserved header bits set",
+            ));
         }
         if !self.space_mut(space).on_packet_received(pn, now) {
             self.stats.packets_dropped += 1;
@@ -162,12 +182,13 @@ impl Connection {
         }
         let mut ack_eliciting = false;
         for frame in FrameIter::new(payload) {
-            let frame = frame.map_err(|e| {
-                TransportError::new(e.error_code(), "malformed frame")
-            })?;
+            let frame =
+                frame.map_err(|e| TransportError::new(e.error_code(), "malformed frame"))?;
             if space != SpaceId::Data && !frame.allowed_in_long_header() {
-                return Err(TransportError::protocol_violation("frame not allowed in this packet type")
-                    .with_frame(frame.ty()));
+                return Err(TransportError::protocol_violation(
+                    "frame not allowed in this packet type",
+                )
+                .with_frame(frame.ty()));
             }
             ack_eliciting |= frame.is_ack_eliciting();
             self.process_frame(now, space, frame)?;
@@ -246,7 +267,9 @@ impl Connection {
         // RFC 9000 §13.2.1: ack Initial/Handshake at once; 1-RTT after
         // `threshold` packets, at once when out of order, else by max_ack_delay.
         let out_of_order = s.largest_received.is_some_and(|(l, _)| pn < l)
-            || s.received.len() > 1 && s.received.max() == Some(pn) && !s.received.contains(pn.saturating_sub(1));
+            || s.received.len() > 1
+                && s.received.max() == Some(pn)
+                && !s.received.contains(pn.saturating_sub(1));
         if space != SpaceId::Data || s.unacked_eliciting >= threshold || out_of_order {
             s.ack_deadline = Some(now);
         } else if s.ack_deadline.is_none() {
@@ -258,11 +281,19 @@ impl Connection {
         }
     }
 
-    fn process_frame(&mut self, now: Instant, space: SpaceId, frame: Frame<'_>) -> Result<(), TransportError> {
+    fn process_frame(
+        &mut self,
+        now: Instant,
+        space: SpaceId,
+        frame: Frame<'_>,
+    ) -> Result<(), TransportError> {
         let ty = frame.ty();
         let server_only = |me: wire::Side| {
             if me.is_server() {
-                Err(TransportError::protocol_violation("frame only a server may send").with_frame(ty))
+                Err(
+                    TransportError::protocol_violation("frame only a server may send")
+                        .with_frame(ty),
+                )
             } else {
                 Ok(())
             }
@@ -271,42 +302,68 @@ impl Connection {
             Frame::Padding { .. } | Frame::Ping => {}
             Frame::Ack(ack) => self.on_ack_received(now, space, &ack)?,
             Frame::Crypto { offset, data } => self.on_crypto(now, space, offset, data)?,
-            Frame::Stream { id, offset, fin, data } => {
+            Frame::Stream {
+                id,
+                offset,
+                fin,
+                data,
+            } => {
                 for s in &mut self.subscribers {
                     s.stream_data_received(now, id, offset, data.len() as u64);
                 }
-                self.streams.on_stream_frame(id, offset, data, fin).map_err(|e| e.with_frame(ty))?
+                self.streams
+                    .on_stream_frame(id, offset, data, fin)
+                    .map_err(|e| e.with_frame(ty))?
             }
-            Frame::ResetStream { id, error_code, final_size } => {
-                self.streams.on_reset_stream(id, error_code, final_size).map_err(|e| e.with_frame(ty))?
-            }
-            Frame::StopSending { id, error_code } => {
-                self.streams.on_stop_sending(id, error_code).map_err(|e| e.with_frame(ty))?
-            }
+            Frame::ResetStream {
+                id,
+                error_code,
+                final_size,
+            } => self
+                .streams
+                .on_reset_stream(id, error_code, final_size)
+                .map_err(|e| e.with_frame(ty))?,
+            Frame::StopSending { id, error_code } => self
+                .streams
+                .on_stop_sending(id, error_code)
+                .map_err(|e| e.with_frame(ty))?,
             Frame::MaxData(max) => self.streams.on_max_data(max),
-            Frame::MaxStreamData { id, max } => {
-                self.streams.on_max_stream_data(id, max).map_err(|e| e.with_frame(ty))?
-            }
-            Frame::MaxStreams { dir, count } => {
-                self.streams.on_max_streams(dir, count).map_err(|e| e.with_frame(ty))?
-            }
+            Frame::MaxStreamData { id, max } => self
+                .streams
+                .on_max_stream_data(id, max)
+                .map_err(|e| e.with_frame(ty))?,
+            Frame::MaxStreams { dir, count } => self
+                .streams
+                .on_max_streams(dir, count)
+                .map_err(|e| e.with_frame(ty))?,
             Frame::DataBlocked { .. } | Frame::StreamsBlocked { .. } => {}
-            Frame::StreamDataBlocked { id, limit } => {
-                self.streams.on_stream_data_blocked(id, limit).map_err(|e| e.with_frame(ty))?
-            }
+            Frame::StreamDataBlocked { id, limit } => self
+                .streams
+                .on_stream_data_blocked(id, limit)
+                .map_err(|e| e.with_frame(ty))?,
             Frame::NewToken { token } => {
                 server_only(self.side)?;
                 if token.is_empty() {
                     return Err(TransportError::frame_encoding("empty NEW_TOKEN").with_frame(ty));
                 }
             }
-            Frame::NewConnectionId { sequence, retire_prior_to, cid, reset_token } => {
-                self.cids.on_new_connection_id(sequence, retire_prior_to, cid, reset_token).map_err(|e| e.with_frame(ty))?
-            }
+            Frame::NewConnectionId {
+                sequence,
+                retire_prior_to,
+                cid,
+                reset_token,
+            } => self
+                .cids
+                .on_new_connection_id(sequence, retire_prior_to, cid, reset_token)
+                .map_err(|e| e.with_frame(ty))?,
             Frame::RetireConnectionId { sequence } => {
-                let retired = self.cids.on_retire_connection_id(sequence, &mut self.rng).map_err(|e| e.with_frame(ty))?;
+                let retired = self
+                    .cids
+                    .on_retire_connection_id(sequence, &mut self.rng)
+                    .map_err(|e| e.with_frame(ty))?;
                 if let Some(cid) = retired {
-                    self.endpoint_events.push_back(super::EndpointEvent::RetireLocalCid(cid));
+                    self.endpoint_events
+                        .push_back(super::EndpointEvent::RetireLocalCid(cid));
                 }
                 self.drain_cid_events();
             }
@@ -316,7 +373,11 @@ impl Connection {
                 }
             }
             Frame::PathResponse(_) => {}
-            Frame::ConnectionClose { error_code, frame_type, reason } => {
+            Frame::ConnectionClose {
+                error_code,
+                frame_type,
+                reason,
+            } => {
                 let err = ConnectionError::PeerClosed {
                     code: error_code,
                     application: frame_type.is_none(),
@@ -331,7 +392,10 @@ impl Connection {
             }
             Frame::ArtqFec(f) => {
                 if space != SpaceId::Data {
-                    return Err(TransportError::protocol_violation("FEC frame outside 1-RTT").with_frame(ty));
+                    return Err(
+                        TransportError::protocol_violation("FEC frame outside 1-RTT")
+                            .with_frame(ty),
+                    );
                 }
                 let pns: Vec<u64> = f.packet_numbers().collect();
                 let repair = f.repair.to_vec();
@@ -339,10 +403,14 @@ impl Connection {
             }
             Frame::Datagram { data } => {
                 let max = self.config.max_datagram_frame_size.ok_or_else(|| {
-                    TransportError::protocol_violation("DATAGRAM frames not negotiated").with_frame(ty)
+                    TransportError::protocol_violation("DATAGRAM frames not negotiated")
+                        .with_frame(ty)
                 })?;
                 if data.len() as u64 > max {
-                    return Err(TransportError::protocol_violation("DATAGRAM frame too large").with_frame(ty));
+                    return Err(
+                        TransportError::protocol_violation("DATAGRAM frame too large")
+                            .with_frame(ty),
+                    );
                 }
                 if self.datagrams_in.len() < 1024 {
                     self.datagrams_in.push_back(data.to_vec());
@@ -355,12 +423,24 @@ impl Connection {
 
     /// A block's repair symbol arrived: if exactly one of its packets is
     /// missing, rebuild it and process it as if it had arrived.
-    fn on_fec_repair(&mut self, now: Instant, pns: &[u64], repair: &[u8]) -> Result<(), TransportError> {
+    fn on_fec_repair(
+        &mut self,
+        now: Instant,
+        pns: &[u64],
+        repair: &[u8],
+    ) -> Result<(), TransportError> {
         self.fec_rx.activate();
         let s = self.space(SpaceId::Data);
-        let mut missing = pns.iter().copied().filter(|&pn| pn >= s.received_floor && !s.received.contains(pn));
-        let (Some(lost), None) = (missing.next(), missing.next()) else { return Ok(()) };
-        let Some(payload) = self.fec_rx.recover(pns, lost, repair) else { return Ok(()) };
+        let mut missing = pns
+            .iter()
+            .copied()
+            .filter(|&pn| pn >= s.received_floor && !s.received.contains(pn));
+        let (Some(lost), None) = (missing.next(), missing.next()) else {
+            return Ok(());
+        };
+        let Some(payload) = self.fec_rx.recover(pns, lost, repair) else {
+            return Ok(());
+        };
         if !self.space_mut(SpaceId::Data).on_packet_received(lost, now) {
             return Ok(());
         }
@@ -368,7 +448,9 @@ impl Connection {
         self.fec_rx.store(lost, &payload);
         let mut ack_eliciting = false;
         for frame in FrameIter::new(&payload) {
-            let frame = frame.map_err(|e| TransportError::new(e.error_code(), "malformed frame in FEC-recovered packet"))?;
+            let frame = frame.map_err(|e| {
+                TransportError::new(e.error_code(), "malformed frame in FEC-recovered packet")
+            })?;
             if matches!(frame, Frame::ArtqFec(_)) {
                 continue; // blocks never nest
             }
@@ -384,7 +466,13 @@ impl Connection {
         Ok(())
     }
 
-    fn on_crypto(&mut self, now: Instant, space: SpaceId, offset: u64, data: &[u8]) -> Result<(), TransportError> {
+    fn on_crypto(
+        &mut self,
+        now: Instant,
+        space: SpaceId,
+        offset: u64,
+        data: &[u8],
+    ) -> Result<(), TransportError> {
         if !self.space_mut(space).crypto_recv.insert(offset, data) {
             return Err(TransportError::new(
                 TransportErrorCode::CRYPTO_BUFFER_EXCEEDED,
@@ -394,7 +482,10 @@ impl Connection {
         while let Some(bytes) = self.space_mut(space).crypto_recv.pop() {
             if let Err(fail) = self.tls.read_handshake(&bytes) {
                 tracing::debug!(reason = %fail.reason, "TLS failure");
-                return Err(TransportError::new(TransportErrorCode(fail.code), "TLS handshake failed"));
+                return Err(TransportError::new(
+                    TransportErrorCode(fail.code),
+                    "TLS handshake failed",
+                ));
             }
         }
         self.apply_peer_params()?;

@@ -97,14 +97,20 @@ impl Connection {
         }
         self.set_loss_detection_timer(now);
         self.update_send_timers(now);
-        Some(Transmit { destination: self.remote, size: buf.len() })
+        Some(Transmit {
+            destination: self.remote,
+            size: buf.len(),
+        })
     }
 
     /// Timers that depend on what is waiting to be sent.
     fn update_send_timers(&mut self, now: Instant) {
         let replica = self.recovery.next_send_at().filter(|t| *t > now);
         self.timers.set_opt(Timer::Replica, replica);
-        let ack = self.space(SpaceId::Data).ack_deadline.filter(|_| self.space(SpaceId::Data).ack_pending);
+        let ack = self
+            .space(SpaceId::Data)
+            .ack_deadline
+            .filter(|_| self.space(SpaceId::Data).ack_pending);
         self.timers.set_opt(Timer::Ack, ack);
     }
 
@@ -118,7 +124,13 @@ impl Connection {
     }
 
     /// Build one packet of `space` at the end of `buf`, or nothing.
-    fn build_packet(&mut self, now: Instant, space: SpaceId, buf: &mut Vec<u8>, limit: usize) -> Option<Built> {
+    fn build_packet(
+        &mut self,
+        now: Instant,
+        space: SpaceId,
+        buf: &mut Vec<u8>,
+        limit: usize,
+    ) -> Option<Built> {
         // A PTO in any space lets every space send (RFC 9002 §6.2.4: probes
         // are not blocked by congestion control). During the handshake this
         // matters: a client whose window is full of Initial probes must
@@ -130,7 +142,10 @@ impl Connection {
         let replica_waiting = space == SpaceId::Data && self.recovery.has_due(now, false);
         if (cwnd_ok || replica_waiting) && !probing && space == SpaceId::Data {
             let rate = self.pacing_rate();
-            if let Some(t) = self.pacer.delay(now, u64::from(self.max_datagram_size), rate) {
+            if let Some(t) = self
+                .pacer
+                .delay(now, u64::from(self.max_datagram_size), rate)
+            {
                 pacing_ok = false;
                 self.timers.set(Timer::Pacing, t);
             }
@@ -182,7 +197,11 @@ impl Connection {
         // A replica packet carries its data first so it always fits; other
         // frames only fill what is left.
         if let Some(q) = replica {
-            let r = ReplicaRef { item: q.item, round: q.round, index: q.index };
+            let r = ReplicaRef {
+                item: q.item,
+                round: q.round,
+                index: q.index,
+            };
             if self.write_replica(buf, max_end, &r, &mut record) {
                 record.replica = Some(r);
                 record.ack_eliciting = true;
@@ -194,7 +213,11 @@ impl Connection {
         // ACK (RFC 9000 §13.2): when due, or piggybacked on eliciting packets.
         let s = self.space(space);
         if (ack_due || (elicit && s.ack_pending)) && !s.received.is_empty() {
-            let delay = if space == SpaceId::Data { s.ack_delay(now, LOCAL_ACK_DELAY_EXPONENT) } else { 0 };
+            let delay = if space == SpaceId::Data {
+                s.ack_delay(now, LOCAL_ACK_DELAY_EXPONENT)
+            } else {
+                0
+            };
             let ranges: Vec<core::ops::Range<u64>> = s.received.iter().rev().take(32).collect();
             let mut tmp = Vec::with_capacity(64);
             frame::write_ack(&mut tmp, &ranges, delay, None);
@@ -210,10 +233,20 @@ impl Connection {
 
         // A completed FEC block's repair symbol travels in its own packet.
         let fec_ready = space == SpaceId::Data && may_elicit && record.replica.is_none();
-        if let Some((pns, repair)) = self.fec_tx.as_mut().filter(|_| fec_ready).and_then(|f| f.ready.take()) {
+        if let Some((pns, repair)) = self
+            .fec_tx
+            .as_mut()
+            .filter(|_| fec_ready)
+            .and_then(|f| f.ready.take())
+        {
             let deltas = super::fec::FecEncoder::deltas(&pns);
             let first_pn = pns.first().copied().unwrap_or(0);
-            let f = Frame::ArtqFec(wire::frame::FecRepair { first_pn, count: pns.len() as u64, deltas: &deltas, repair: &repair });
+            let f = Frame::ArtqFec(wire::frame::FecRepair {
+                first_pn,
+                count: pns.len() as u64,
+                deltas: &deltas,
+                repair: &repair,
+            });
             let mut tmp = Vec::with_capacity(repair.len() + 16);
             f.encode(&mut tmp);
             if buf.len() + tmp.len() <= max_end {
@@ -221,7 +254,10 @@ impl Connection {
                 record.ack_eliciting = true;
                 self.stats.fec_repairs += 1;
             } else {
-                tracing::debug!(len = tmp.len(), "FEC repair frame does not fit a packet; block skipped");
+                tracing::debug!(
+                    len = tmp.len(),
+                    "FEC repair frame does not fit a packet; block skipped"
+                );
             }
         } else if elicit && record.replica.is_none() {
             self.write_eliciting_frames(now, space, buf, max_end, may_elicit, &mut record);
@@ -253,7 +289,17 @@ impl Connection {
         record.in_flight = record.ack_eliciting;
         let track = record.ack_eliciting;
         let end = buf.len();
-        Some(Built { space, start, layout, pn_offset, pn_len, pn, record, track, end })
+        Some(Built {
+            space,
+            start,
+            layout,
+            pn_offset,
+            pn_len,
+            pn,
+            record,
+            track,
+            end,
+        })
     }
 
     /// Whether `space` has ack-eliciting frames waiting.
@@ -306,8 +352,13 @@ impl Connection {
                     continue;
                 };
                 let mut tmp = Vec::with_capacity(48);
-                Frame::NewConnectionId { sequence: seq, retire_prior_to: 0, cid: issued.cid, reset_token: issued.reset_token }
-                    .encode(&mut tmp);
+                Frame::NewConnectionId {
+                    sequence: seq,
+                    retire_prior_to: 0,
+                    cid: issued.cid,
+                    reset_token: issued.reset_token,
+                }
+                .encode(&mut tmp);
                 if buf.len() + tmp.len() > max_end {
                     break;
                 }
@@ -328,7 +379,10 @@ impl Connection {
             while let Some(raw) = self.raw_frames.pop() {
                 buf.extend_from_slice(&raw);
             }
-            while let Some(c) = self.streams.poll_control(max_end.saturating_sub(buf.len()), buf) {
+            while let Some(c) = self
+                .streams
+                .poll_control(max_end.saturating_sub(buf.len()), buf)
+            {
                 record.retransmits.push(Retransmit::Control(c));
             }
         }
@@ -341,7 +395,9 @@ impl Connection {
             }
             let offset_hint = 8; // varint offset upper bound
             let max_data = room.saturating_sub(1 + offset_hint + 2);
-            let Some(r) = self.space_mut(space).crypto_send.poll(max_data) else { break };
+            let Some(r) = self.space_mut(space).crypto_send.poll(max_data) else {
+                break;
+            };
             let len = (r.end - r.start) as usize;
             frame::write_crypto_header(buf, r.start, len);
             let s = self.space(space);
@@ -356,7 +412,9 @@ impl Connection {
                 }
                 frame::write_datagram_header(buf, d.len());
                 buf.extend_from_slice(d);
-                let Some(d) = self.datagrams_out.pop_front() else { break };
+                let Some(d) = self.datagrams_out.pop_front() else {
+                    break;
+                };
                 let id = self.next_datagram_id;
                 self.next_datagram_id += 1;
                 self.datagram_store.insert(id, d);
@@ -377,7 +435,9 @@ impl Connection {
                 if room < 8 {
                     break;
                 }
-                let Some(chunk) = self.streams.poll_chunk(room) else { break };
+                let Some(chunk) = self.streams.poll_chunk(room) else {
+                    break;
+                };
                 if !self.streams.write_chunk(&chunk, buf) {
                     break;
                 }
@@ -398,14 +458,24 @@ impl Connection {
 
     /// Write the unacknowledged parts of an item's data. False if nothing
     /// is left to carry.
-    fn write_replica(&mut self, buf: &mut Vec<u8>, max_end: usize, r: &ReplicaRef, record: &mut SentPacket) -> bool {
-        let Some(item) = self.recovery.items.get(&r.item) else { return false };
+    fn write_replica(
+        &mut self,
+        buf: &mut Vec<u8>,
+        max_end: usize,
+        r: &ReplicaRef,
+        record: &mut SentPacket,
+    ) -> bool {
+        let Some(item) = self.recovery.items.get(&r.item) else {
+            return false;
+        };
         let chunks: Vec<StreamChunk> = item.chunks.clone();
         let datagrams = item.datagrams.clone();
         let mut parts = Vec::new();
         let mut wrote = false;
         for id in datagrams {
-            let Some(d) = self.datagram_store.get(&id) else { continue };
+            let Some(d) = self.datagram_store.get(&id) else {
+                continue;
+            };
             let need = frame::datagram_header_len(d.len()) + d.len();
             if buf.len() + need > max_end {
                 continue;
@@ -418,7 +488,8 @@ impl Connection {
         for c in &chunks {
             self.streams.unacked_parts(c, &mut parts);
             for p in &parts {
-                let need = frame::stream_header_len(p.id, p.offset, p.len as usize) + p.len as usize;
+                let need =
+                    frame::stream_header_len(p.id, p.offset, p.len as usize) + p.len as usize;
                 if buf.len() + need > max_end {
                     continue;
                 }
@@ -447,7 +518,15 @@ impl Connection {
             }
         }
         if let Some(keys) = self.local_keys(b.space) {
-            if crypto::seal(keys, &mut buf[b.start..end], b.pn_offset - b.start, b.pn_len, b.pn).is_err() {
+            if crypto::seal(
+                keys,
+                &mut buf[b.start..end],
+                b.pn_offset - b.start,
+                b.pn_len,
+                b.pn,
+            )
+            .is_err()
+            {
                 tracing::error!("packet protection failed");
             }
         }
@@ -455,7 +534,13 @@ impl Connection {
         b.record.size = size;
         self.stats.packets_sent += 1;
         for s in &mut self.subscribers {
-            s.packet_sent(now, b.space, b.pn, usize::from(size), b.record.ack_eliciting);
+            s.packet_sent(
+                now,
+                b.space,
+                b.pn,
+                usize::from(size),
+                b.record.ack_eliciting,
+            );
         }
         if b.record.ack_eliciting && self.side.is_client() && b.space == SpaceId::Handshake {
             // RFC 9001 §4.9.1: a client drops Initial keys once it sends Handshake.
@@ -468,12 +553,18 @@ impl Connection {
             if b.record.new_data {
                 self.stats.data_packets += 1;
             }
-            let view = SentView { pn: b.pn, size, replica: b.record.replica, carries_new_data: b.record.new_data };
+            let view = SentView {
+                pn: b.pn,
+                size,
+                replica: b.record.replica,
+                carries_new_data: b.record.new_data,
+            };
             b.record.tag = self.policy.on_packet_sent(now, &view);
         }
         if b.record.in_flight {
             self.bytes_in_flight += u64::from(size);
-            self.cc.on_packet_sent(now, u64::from(size), self.bytes_in_flight);
+            self.cc
+                .on_packet_sent(now, u64::from(size), self.bytes_in_flight);
             self.pacer.on_sent(now, u64::from(size));
         }
         let s = self.space_mut(b.space);
@@ -487,17 +578,39 @@ impl Connection {
     /// Write the header of a `space` packet numbered `pn` at the end of
     /// `buf`: long (Initial/Handshake, with a Length placeholder) or short.
     /// Returns the long-header layout, if any, and the packet-number offset.
-    fn write_header(&self, space: SpaceId, buf: &mut Vec<u8>, pn: u64, pn_len: usize) -> (Option<LongHeaderLayout>, usize) {
+    fn write_header(
+        &self,
+        space: SpaceId,
+        buf: &mut Vec<u8>,
+        pn: u64,
+        pn_len: usize,
+    ) -> (Option<LongHeaderLayout>, usize) {
         let dcid = self.cids.remote_cid();
         match space {
             SpaceId::Data => {
                 let phase = self.one_rtt.as_ref().is_some_and(|k| k.phase);
-                (None, packet::write_short_header(buf, false, phase, &dcid, pn, pn_len))
+                (
+                    None,
+                    packet::write_short_header(buf, false, phase, &dcid, pn, pn_len),
+                )
             }
             _ => {
-                let ty = if space == SpaceId::Initial { LongType::Initial } else { LongType::Handshake };
+                let ty = if space == SpaceId::Initial {
+                    LongType::Initial
+                } else {
+                    LongType::Handshake
+                };
                 let scid = self.cids.issued(0).map(|c| c.cid).unwrap_or_default();
-                let l = packet::write_long_header(buf, ty, packet::QUIC_V1, &dcid, &scid, &[], pn, pn_len);
+                let l = packet::write_long_header(
+                    buf,
+                    ty,
+                    packet::QUIC_V1,
+                    &dcid,
+                    &scid,
+                    &[],
+                    pn,
+                    pn_len,
+                );
                 (Some(l), l.pn_offset)
             }
         }
@@ -531,15 +644,31 @@ impl Connection {
         // becomes a transport close with APPLICATION_ERROR.
         let reason_len = close.reason.len().min(256);
         let f = if close.application && space != SpaceId::Data {
-            Frame::ConnectionClose { error_code: TransportErrorCode::APPLICATION_ERROR.0, frame_type: Some(0), reason: &[] }
+            Frame::ConnectionClose {
+                error_code: TransportErrorCode::APPLICATION_ERROR.0,
+                frame_type: Some(0),
+                reason: &[],
+            }
         } else if close.application {
-            Frame::ConnectionClose { error_code: close.code, frame_type: None, reason: &close.reason[..reason_len] }
+            Frame::ConnectionClose {
+                error_code: close.code,
+                frame_type: None,
+                reason: &close.reason[..reason_len],
+            }
         } else {
-            Frame::ConnectionClose { error_code: close.code, frame_type: close.frame_type, reason: &close.reason[..reason_len] }
+            Frame::ConnectionClose {
+                error_code: close.code,
+                frame_type: close.frame_type,
+                reason: &close.reason[..reason_len],
+            }
         };
         f.encode(buf);
         let needs_pad = space == SpaceId::Initial && self.side.is_client();
-        let min_end = if needs_pad { MIN_INITIAL_DATAGRAM - TAG_LEN } else { pn_offset + MAX_PN_LEN };
+        let min_end = if needs_pad {
+            MIN_INITIAL_DATAGRAM - TAG_LEN
+        } else {
+            pn_offset + MAX_PN_LEN
+        };
         if buf.len() < min_end {
             buf.resize(min_end, 0);
         }
@@ -553,6 +682,9 @@ impl Connection {
         let _ = now;
         self.stats.datagrams_sent += 1;
         self.stats.bytes_sent += buf.len() as u64;
-        Some(Transmit { destination: self.remote, size: buf.len() })
+        Some(Transmit {
+            destination: self.remote,
+            size: buf.len(),
+        })
     }
 }

@@ -240,12 +240,19 @@ fn decode_body<'a>(ty: u64, r: &mut Reader<'a>) -> Result<Frame<'a>, DecodeError
                 if d == 0 {
                     return Err(malformed(ty, "FEC packet numbers not increasing"));
                 }
-                pn = pn.checked_add(d).ok_or_else(|| malformed(ty, "FEC packet number overflow"))?;
+                pn = pn
+                    .checked_add(d)
+                    .ok_or_else(|| malformed(ty, "FEC packet number overflow"))?;
             }
             let deltas = &rest[..r.position() - start];
             let len = r.varint()?;
             let repair = r.bytes_u64(len)?;
-            Frame::ArtqFec(super::FecRepair { first_pn, count, deltas, repair })
+            Frame::ArtqFec(super::FecRepair {
+                first_pn,
+                count,
+                deltas,
+                repair,
+            })
         }
         _ => return Err(DecodeError::UnknownFrameType(ty)),
     };

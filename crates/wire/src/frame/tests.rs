@@ -298,11 +298,18 @@ fn artq_fec_round_trip_and_validation() {
     let mut deltas = Vec::new();
     deltas.put_varint(1);
     deltas.put_varint(3);
-    let f = Frame::ArtqFec(FecRepair { first_pn: 100, count: 3, deltas: &deltas, repair: &[1, 2, 3] });
+    let f = Frame::ArtqFec(FecRepair {
+        first_pn: 100,
+        count: 3,
+        deltas: &deltas,
+        repair: &[1, 2, 3],
+    });
     let bytes = encoded(&f);
     let back = FrameIter::new(&bytes).next().unwrap().unwrap();
     assert_eq!(back, f);
-    let Frame::ArtqFec(r) = back else { unreachable!() };
+    let Frame::ArtqFec(r) = back else {
+        unreachable!()
+    };
     assert_eq!(r.packet_numbers().collect::<Vec<_>>(), vec![100, 101, 104]);
     // Zero delta, zero count and oversized count are malformed.
     for (count, delta) in [(2u64, 0u64), (0, 1), (256, 1)] {
@@ -312,7 +319,10 @@ fn artq_fec_round_trip_and_validation() {
         b.put_varint(count);
         b.put_varint(delta);
         b.put_varint(0);
-        assert!(matches!(first_err(&b), DecodeError::MalformedFrame { .. }), "count {count} delta {delta}");
+        assert!(
+            matches!(first_err(&b), DecodeError::MalformedFrame { .. }),
+            "count {count} delta {delta}"
+        );
     }
 }
 
