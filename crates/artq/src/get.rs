@@ -208,11 +208,9 @@ impl App for Download {
                     self.stream = Some(id);
                     self.state = DownloadState::Receiving;
                 }
-                Event::ConnectionLost(reason) => {
-                    if self.state != DownloadState::Closing {
-                        self.error = Some(format!("connection lost: {reason}"));
-                        return Flow::Stop;
-                    }
+                Event::ConnectionLost(reason) if self.state != DownloadState::Closing => {
+                    self.error = Some(format!("connection lost: {reason}"));
+                    return Flow::Stop;
                 }
                 _ => {}
             }

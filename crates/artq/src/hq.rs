@@ -34,7 +34,7 @@ pub fn parse_request(buf: &[u8], fin: bool) -> Option<Result<String, RequestErro
     let Ok(line) = std::str::from_utf8(line) else {
         return Some(Err(RequestError::Malformed));
     };
-    let mut parts = line.trim().split_whitespace();
+    let mut parts = line.split_whitespace();
     match (parts.next(), parts.next()) {
         (Some("GET"), Some(path)) => Some(Ok(path.to_string())),
         _ => Some(Err(RequestError::Malformed)),

@@ -238,8 +238,7 @@ fn run_with_deadline_kills_hung_child() {
     cmd.arg("60");
     let started = std::time::Instant::now();
     let err = process::run_with_deadline(cmd, Duration::from_millis(300))
-        .err()
-        .expect("sleep 60 must exceed a 300 ms deadline");
+        .expect_err("sleep 60 must exceed a 300 ms deadline");
     assert!(err.contains("still running"), "message: {err}");
     assert!(
         started.elapsed() < Duration::from_secs(10),

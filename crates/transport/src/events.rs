@@ -96,7 +96,7 @@ impl<W: Write + Send> QlogWriter<W> {
                 "common_fields": { "time_format": "relative", "reference_time": 0 },
             }
         });
-        let ok = write!(out, "\x1e{header}\n").is_ok();
+        let ok = writeln!(out, "\x1e{header}").is_ok();
         QlogWriter {
             out: ok.then_some(out),
         }
@@ -106,7 +106,7 @@ impl<W: Write + Send> QlogWriter<W> {
         let Some(out) = self.out.as_mut() else { return };
         let time_ms = now.as_nanos() as f64 / 1e6;
         let rec = json!({ "time": time_ms, "name": name, "data": data });
-        if write!(out, "\x1e{rec}\n").is_err() {
+        if writeln!(out, "\x1e{rec}").is_err() {
             self.out = None;
         }
     }

@@ -116,8 +116,10 @@ fn application_close_reaches_peer() {
 
 #[test]
 fn idle_connection_times_out() {
-    let mut cfg = TransportConfig::default();
-    cfg.max_idle_timeout = Duration::from_secs(2);
+    let cfg = TransportConfig {
+        max_idle_timeout: Duration::from_secs(2),
+        ..TransportConfig::default()
+    };
     let mut pair = Pair::new(cfg.clone(), cfg);
     pair.connect();
     let mut lost = false;

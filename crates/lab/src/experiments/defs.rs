@@ -229,6 +229,15 @@ fn fig19_cost(rows: &[AggRow]) -> (Verdict, String) {
 /// comparison is to those two readings.
 const FIG20_21_SCHEMES: &[&str] = &["quic", "or3", "2n+1", "art", "art-or3start"];
 
+/// The columns of Figs. 20-21's tables.
+const FIG20_21_TABLE: &[&str] = &[
+    "redundancy",
+    "extra_replicas",
+    "n_max",
+    "n_max_file_mean",
+    "fct_ms",
+];
+
 fn fig20_21(scale: Scale, high_loss: bool) -> Experiment {
     let files = scale.pick(1000, 100, 4);
     let loss = if high_loss { 0.10 } else { 0.01 };
@@ -255,13 +264,7 @@ fn fig20_21(scale: Scale, high_loss: bool) -> Experiment {
                 "§7.4, Fig. 21: at p = 10% ART's N_max is 7%-26% lower than OR3's for 200KB files \
                  and 9%-13% lower for 1MB files.",
             ],
-            table_metrics: &[
-                "redundancy",
-                "extra_replicas",
-                "n_max",
-                "n_max_file_mean",
-                "fct_ms",
-            ],
+            table_metrics: FIG20_21_TABLE,
             cases: all,
             seeds: scale.seeds(),
             claims: vec![
@@ -288,13 +291,7 @@ fn fig20_21(scale: Scale, high_loss: bool) -> Experiment {
                 "§7.4, Fig. 20: at p = 1% ART's N_max is 3%-16% lower than OR3's for 200KB files \
                  and 13%-16% lower for 1MB files.",
             ],
-            table_metrics: &[
-                "redundancy",
-                "extra_replicas",
-                "n_max",
-                "n_max_file_mean",
-                "fct_ms",
-            ],
+            table_metrics: FIG20_21_TABLE,
             cases: all,
             seeds: scale.seeds(),
             claims: vec![

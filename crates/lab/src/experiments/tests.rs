@@ -164,7 +164,7 @@ fn tiny_fig22_runs_deterministically_and_counts_fec_repairs() {
     assert_eq!(seen, e.cases.len() * e.seeds.len());
     let b = evaluate(&e, 1, &mut |_d: &RunDone<'_>| {});
     assert_eq!(
-        report::results_json(Scale::Tiny, &[a.clone()]),
+        report::results_json(Scale::Tiny, std::slice::from_ref(&a)),
         report::results_json(Scale::Tiny, &[b])
     );
     assert!(a.runs.iter().all(|r| r.error.is_none()), "{:?}", a.runs);

@@ -233,6 +233,9 @@ pub enum ConnectError {
 }
 
 impl Connection {
+    // One private constructor shared by `client` and `server`; the arguments
+    // are the identities each side has already chosen, not options.
+    #[allow(clippy::too_many_arguments)]
     fn new(
         now: Instant,
         side: Side,

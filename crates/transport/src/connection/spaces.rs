@@ -256,7 +256,7 @@ impl PacketSpace {
                 self.received_floor = self.received_floor.max(r.end);
             }
         }
-        if self.largest_received.map_or(true, |(l, _)| pn > l) {
+        if self.largest_received.is_none_or(|(l, _)| pn > l) {
             self.largest_received = Some((pn, now));
         }
         true
