@@ -33,9 +33,20 @@ fn fig22_writes_csvs_json_and_report_with_every_scheme() {
         "fig22_summary.csv",
         "results.json",
         "report.md",
+        "fig22_fct_ms.svg",
+        "fig22_redundancy.svg",
     ] {
         assert!(dir.path().join(name).is_file(), "{name} missing");
         assert!(stdout.contains(name), "{stdout}");
+    }
+    // A chart per table metric, with a bar per scheme, linked from the report.
+    let svg = std::fs::read_to_string(dir.path().join("fig22_redundancy.svg")).expect("svg");
+    assert!(svg.starts_with("<svg ") && svg.trim_end().ends_with("</svg>"));
+    for scheme in ["quic", "fec:9", "art"] {
+        assert!(
+            svg.contains(&format!("<title>{scheme}: ")),
+            "{scheme}: {svg}"
+        );
     }
     let runs = std::fs::read_to_string(dir.path().join("fig22_runs.csv")).expect("runs csv");
     let lines: Vec<&str> = runs.lines().collect();
@@ -88,6 +99,10 @@ fn fig22_writes_csvs_json_and_report_with_every_scheme() {
     assert!(report.contains("| size=500KB | fec:9 | 1 |"), "{report}");
     assert!(report.contains("Fig. 22"), "{report}");
     assert!(
+        report.contains("![fig22 redundancy](fig22_redundancy.svg)"),
+        "{report}"
+    );
+    assert!(
         report.contains("**reproduced**")
             || report.contains("**partially reproduced**")
             || report.contains("**not reproduced**"),
@@ -125,6 +140,7 @@ fn running_twice_gives_identical_results() {
         "report.md",
         "fig22_runs.csv",
         "fig22_summary.csv",
+        "fig22_redundancy.svg",
     ] {
         let x = std::fs::read(a.path().join(name)).expect("first");
         let y = std::fs::read(b.path().join(name)).expect("second");

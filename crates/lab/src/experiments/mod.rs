@@ -18,6 +18,7 @@
 //! aggregation.
 
 pub mod defs;
+pub mod plot;
 pub mod report;
 
 use std::collections::BTreeMap;

@@ -1,5 +1,6 @@
 //! Writers of `artq reproduce`'s outputs: per experiment a CSV of raw runs
-//! (`NAME_runs.csv`) and of aggregated rows (`NAME_summary.csv`), then
+//! (`NAME_runs.csv`), of aggregated rows (`NAME_summary.csv`) and an SVG
+//! chart per table metric (`NAME_METRIC.svg`, see [`plot`]), then
 //! `results.json` and `report.md` for all experiments run.
 //!
 //! Why here and not in the CLI: the formats are part of the experiment layer
@@ -14,7 +15,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::defs::num;
-use super::{Experiment, ExperimentResult, Scale, METRICS};
+use super::{plot, Experiment, ExperimentResult, Scale, METRICS};
 
 /// Quotes a CSV cell when it needs it (RFC 4180).
 fn cell(s: &str) -> String {
@@ -173,6 +174,11 @@ pub fn report_md(scale: Scale, experiments: &[Experiment], results: &[Experiment
                 out.push('\n');
             }
             out.push('\n');
+            let charts: Vec<String> = metrics
+                .iter()
+                .map(|m| format!("![{} {m}]({}_{m}.svg)", r.name, r.name))
+                .collect();
+            let _ = writeln!(out, "{}\n", charts.join(" "));
         }
         let _ = writeln!(out, "Claims:\n");
         for c in &r.claims {
@@ -233,6 +239,11 @@ pub fn write_outputs(
     for r in results {
         put(format!("{}_runs.csv", r.name), runs_csv(r))?;
         put(format!("{}_summary.csv", r.name), summary_csv(r))?;
+        if let Some(e) = experiments.iter().find(|e| e.name == r.name) {
+            for (name, svg) in plot::experiment_charts(e, r) {
+                put(name, svg)?;
+            }
+        }
     }
     put("results.json".into(), results_json(scale, results))?;
     put("report.md".into(), report_md(scale, experiments, results))?;
