@@ -107,23 +107,11 @@ impl LossModel {
 
     /// The same model with a Gilbert-Elliott chain's idle reset set to `gap`
     /// (see [`LossModel::GilbertElliott`]); other models are unchanged.
-    pub fn with_idle_reset(self, gap: Option<Duration>) -> LossModel {
-        match self {
-            LossModel::GilbertElliott {
-                p_good_to_bad,
-                p_bad_to_good,
-                loss_in_good,
-                loss_in_bad,
-                ..
-            } => LossModel::GilbertElliott {
-                p_good_to_bad,
-                p_bad_to_good,
-                loss_in_good,
-                loss_in_bad,
-                idle_reset: gap,
-            },
-            other => other,
+    pub fn with_idle_reset(mut self, gap: Option<Duration>) -> LossModel {
+        if let LossModel::GilbertElliott { idle_reset, .. } = &mut self {
+            *idle_reset = gap;
         }
+        self
     }
 
     /// Checks the parameters: probabilities and rates finite and in [0, 1],
@@ -254,6 +242,18 @@ impl LossModel {
 }
 
 /// `Ok` if `x` is a finite probability.
+/// The long-run share of packets a chain with these (clamped) transition
+/// probabilities spends in the bad state; 0 for a chain that never moves
+/// (it starts, and stays, good).
+fn stationary_bad(p_gb: f64, p_bg: f64) -> f64 {
+    let total = p_gb + p_bg;
+    if total > 0.0 {
+        p_gb / total
+    } else {
+        0.0
+    }
+}
+
 fn check_probability(what: &str, x: f64) -> Result<(), String> {
     if x.is_finite() && (0.0..=1.0).contains(&x) {
         Ok(())
@@ -294,7 +294,6 @@ enum State {
         loss_good: f64,
         loss_bad: f64,
         bad: bool,
-        stationary_bad: f64,
         idle_reset: Option<Duration>,
         /// Arrival time of the previous packet.
         last: Option<Instant>,
@@ -335,15 +334,12 @@ impl LossProcess {
             } => {
                 let p_gb = clamp_probability(*p_good_to_bad);
                 let p_bg = clamp_probability(*p_bad_to_good);
-                let total = p_gb + p_bg;
-                let stationary_bad = if total > 0.0 { p_gb / total } else { 0.0 };
                 State::Gilbert {
                     p_gb,
                     p_bg,
                     loss_good: clamp_probability(*loss_in_good),
                     loss_bad: clamp_probability(*loss_in_bad),
-                    bad: unit_f64(&mut rng) < stationary_bad,
-                    stationary_bad,
+                    bad: unit_f64(&mut rng) < stationary_bad(p_gb, p_bg),
                     idle_reset: *idle_reset,
                     last: None,
                 }
@@ -386,7 +382,6 @@ impl LossProcess {
                 loss_good,
                 loss_bad,
                 bad,
-                stationary_bad,
                 idle_reset,
                 last,
             } => {
@@ -394,7 +389,7 @@ impl LossProcess {
                 *last = Some(now);
                 if let (Some(gap), Some(reset)) = (idle, *idle_reset) {
                     if gap >= reset {
-                        *bad = unit_f64(rng) < *stationary_bad;
+                        *bad = unit_f64(rng) < stationary_bad(*p_gb, *p_bg);
                     }
                 }
                 let flip = if *bad { *p_bg } else { *p_gb };
