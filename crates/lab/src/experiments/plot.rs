@@ -13,7 +13,7 @@
 use std::fmt::Write as _;
 
 use super::defs::num;
-use super::{Experiment, ExperimentResult, Stat};
+use super::{find, Experiment, ExperimentResult, Stat};
 
 /// Chart size in SVG user units (pixels).
 const WIDTH: f64 = 760.0;
@@ -68,10 +68,7 @@ pub fn experiment_charts(exp: &Experiment, r: &ExperimentResult) -> Vec<(String,
                     series
                         .iter()
                         .map(|s| {
-                            r.rows
-                                .iter()
-                                .find(|row| &row.group == g && &row.scheme == s)
-                                .and_then(|row| row.metrics.get(*metric).copied())
+                            find(&r.rows, g, s).and_then(|row| row.metrics.get(*metric).copied())
                         })
                         .collect()
                 })
@@ -87,13 +84,18 @@ pub fn experiment_charts(exp: &Experiment, r: &ExperimentResult) -> Vec<(String,
                 series: series.clone(),
                 values,
             };
-            (format!("{}_{metric}.svg", r.name), render(&chart))
+            (chart_file(&r.name, metric), render(&chart))
         })
         .collect()
 }
 
+/// The file name of `experiment`'s chart of `metric` (report.md links it).
+pub fn chart_file(experiment: &str, metric: &str) -> String {
+    format!("{experiment}_{metric}.svg")
+}
+
 /// A "nice" axis top at or above `max`: 1, 2, 2.5 or 5 times a power of ten,
-/// split into `ticks` steps. Returns (top, step).
+/// and the gridline step (about five steps up to the top). Returns (top, step).
 fn nice_axis(max: f64) -> (f64, f64) {
     if !(max.is_finite() && max > 0.0) {
         return (1.0, 0.2);

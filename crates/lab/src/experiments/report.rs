@@ -176,7 +176,7 @@ pub fn report_md(scale: Scale, experiments: &[Experiment], results: &[Experiment
             out.push('\n');
             let charts: Vec<String> = metrics
                 .iter()
-                .map(|m| format!("![{} {m}]({}_{m}.svg)", r.name, r.name))
+                .map(|m| format!("![{} {m}]({})", r.name, plot::chart_file(&r.name, m)))
                 .collect();
             let _ = writeln!(out, "{}\n", charts.join(" "));
         }
