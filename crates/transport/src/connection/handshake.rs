@@ -1,0 +1,176 @@
+//! The handshake's lifecycle: TLS output into the CRYPTO streams and new
+//! keys, the peer's transport parameters (validated and applied), handshake
+//! completion and confirmation, and the discarding of the Initial and
+//! Handshake spaces (RFC 9001 §4.1, §4.9; RFC 9000 §7.3, §18).
+
+use wire::cid::ConnectionId;
+use wire::time::{Duration, Instant};
+use wire::transport_params::TransportParameters;
+use wire::TransportErrorCode;
+
+use super::spaces::PacketSpace;
+use super::{fec, nonzero, Connection, Event, OneRttKeys, SpaceId, State};
+use crate::config::TransportConfig;
+use crate::crypto::KeyChange;
+use crate::error::TransportError;
+
+impl Connection {
+    /// Drain TLS output into the CRYPTO streams and install new keys.
+    pub(super) fn process_tls_output(&mut self) {
+        loop {
+            let mut buf = Vec::new();
+            let change = self.tls.write_handshake(&mut buf);
+            if !buf.is_empty() {
+                let space = self.tls_write_space;
+                self.space_mut(space).crypto_send.push(&buf);
+            }
+            match change {
+                Some(KeyChange::Handshake { keys }) => {
+                    self.handshake_keys = Some(keys);
+                    self.tls_write_space = SpaceId::Handshake;
+                }
+                Some(KeyChange::OneRtt { keys, next }) => {
+                    self.one_rtt = Some(OneRttKeys {
+                        keys,
+                        next,
+                        phase: false,
+                        prev_remote: None,
+                    });
+                    self.tls_write_space = SpaceId::Data;
+                }
+                None => break,
+            }
+        }
+    }
+
+    /// Peer transport parameters arrived: validate and apply them.
+    pub(super) fn apply_peer_params(&mut self) -> Result<(), TransportError> {
+        if self.peer_params.is_some() {
+            return Ok(());
+        }
+        let Some(raw) = self.tls.peer_transport_parameters() else {
+            return Ok(());
+        };
+        let params = TransportParameters::decode(raw, self.side.opposite()).map_err(|e| {
+            tracing::debug!(error = %e, "bad transport parameters");
+            TransportError::new(
+                TransportErrorCode::TRANSPORT_PARAMETER_ERROR,
+                "malformed transport parameters",
+            )
+            .with_frame(0x06)
+        })?;
+        // RFC 9000 §7.3: authenticate the connection IDs used in the handshake.
+        let tp_err = |r| TransportError::new(TransportErrorCode::TRANSPORT_PARAMETER_ERROR, r);
+        if params.initial_source_connection_id != Some(self.cids.remote_cid()) {
+            return Err(tp_err("initial_source_connection_id mismatch"));
+        }
+        if self.side.is_client() {
+            if params.original_destination_connection_id != Some(self.original_dcid) {
+                return Err(tp_err("original_destination_connection_id mismatch"));
+            }
+            if params.retry_source_connection_id.is_some() {
+                return Err(tp_err("retry_source_connection_id without Retry"));
+            }
+        }
+        self.streams.set_peer_params(&params);
+        self.peer_max_ack_delay = Duration::from_millis(params.max_ack_delay_ms);
+        self.peer_ack_delay_exponent = params.ack_delay_exponent as u8;
+        let peer_idle = nonzero(Duration::from_millis(params.max_idle_timeout_ms));
+        self.idle_timeout = match (self.idle_timeout, peer_idle) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let peer_mtu = u16::try_from(params.max_udp_payload_size.min(65527)).unwrap_or(u16::MAX);
+        self.max_datagram_size = self.max_datagram_size.min(peer_mtu).max(1200);
+        self.cc.on_mtu_update(u64::from(self.max_datagram_size));
+        self.peer_max_datagram_frame = params.max_datagram_frame_size;
+        self.cids.set_peer_limit(params.active_connection_id_limit);
+        if let Some(k) = self.policy.fec_block_size() {
+            if params.artq_fec {
+                self.fec_tx = Some(fec::FecEncoder::new(usize::from(k)));
+            } else {
+                tracing::warn!(
+                    "the peer cannot decode FEC repair frames: sending none (plain ARQ)"
+                );
+            }
+        }
+        self.peer_params = Some(params);
+        Ok(())
+    }
+
+    /// TLS finished: the handshake is complete (RFC 9001 §4.1.1).
+    pub(super) fn on_handshake_complete(&mut self, now: Instant) {
+        if self.handshake_complete {
+            return;
+        }
+        self.handshake_complete = true;
+        self.state = State::Established;
+        self.events.push_back(Event::Connected);
+        if self.side.is_server() {
+            // RFC 9001 §4.1.2: the server confirms the handshake at completion.
+            self.handshake_done_pending = true;
+            self.confirm_handshake(now);
+        }
+    }
+
+    pub(super) fn confirm_handshake(&mut self, now: Instant) {
+        if self.handshake_confirmed {
+            return;
+        }
+        self.handshake_confirmed = true;
+        self.discard_space(now, SpaceId::Handshake);
+        self.issue_cids();
+    }
+
+    /// Drop a space's keys and in-flight packets (RFC 9001 §4.9).
+    pub(super) fn discard_space(&mut self, now: Instant, id: SpaceId) {
+        match id {
+            SpaceId::Initial => {
+                if self.initial_keys.take().is_none() {
+                    return;
+                }
+            }
+            SpaceId::Handshake => {
+                if self.handshake_keys.take().is_none() {
+                    return;
+                }
+            }
+            SpaceId::Data => return,
+        }
+        let space = &mut self.spaces[id as usize];
+        let in_flight: u64 = space
+            .sent
+            .values()
+            .filter(|p| p.in_flight)
+            .map(|p| u64::from(p.size))
+            .sum();
+        *space = PacketSpace {
+            next_pn: space.next_pn,
+            ..Default::default()
+        };
+        self.bytes_in_flight = self.bytes_in_flight.saturating_sub(in_flight);
+        self.pto_count = 0;
+        self.set_loss_detection_timer(now);
+    }
+}
+
+/// Our transport parameters from the config.
+pub(super) fn local_params(
+    config: &TransportConfig,
+    local_cid: ConnectionId,
+    original_dcid: Option<ConnectionId>,
+) -> TransportParameters {
+    let mut p = TransportParameters::default();
+    config.streams.apply_to(&mut p);
+    p.max_idle_timeout_ms = config.max_idle_timeout.as_millis() as u64;
+    p.max_ack_delay_ms = config.max_ack_delay.as_millis() as u64;
+    p.ack_delay_exponent = 3;
+    p.max_udp_payload_size = 65527;
+    p.active_connection_id_limit = config.active_connection_id_limit.max(2);
+    p.initial_source_connection_id = Some(local_cid);
+    p.original_destination_connection_id = original_dcid;
+    p.max_datagram_frame_size = config.max_datagram_frame_size;
+    // artq receivers decode block-FEC repair frames (the `fec:K` baseline).
+    p.artq_fec = config.accept_fec;
+    p
+}
