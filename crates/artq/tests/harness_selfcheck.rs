@@ -52,19 +52,7 @@ fn aioquic_client_downloads_5mb_from_quinn_server() {
     let url = format!("https://{}/file", server.addr);
     let run =
         common::aioquic_download(&url, &out, TRANSFER_DEADLINE).unwrap_or_else(|e| panic!("{e}"));
-    assert!(
-        run.status.success(),
-        "aioquic client failed ({}):\n{}",
-        run.status,
-        run.stderr
-    );
-    assert_eq!(
-        common::summary_bytes(&run.stderr),
-        Some(SIZE),
-        "summary line in:\n{}",
-        run.stderr
-    );
-    common::compare_files(&file, &out).unwrap_or_else(|e| panic!("{e}"));
+    common::assert_downloaded(&run, "aioquic client", "", SIZE, &file, &out);
 }
 
 /// The quinn server refuses what it must not serve (parent dirs, missing files,

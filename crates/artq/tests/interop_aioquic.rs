@@ -33,18 +33,6 @@ fn aioquic_client_downloads_5mb_from_artq_serve() {
     let url = format!("https://{addr}/file");
     let run = common::aioquic_download(&url, &out, Duration::from_secs(120))
         .unwrap_or_else(|e| panic!("{e}\nserver: {}", server.describe()));
-    assert!(
-        run.status.success(),
-        "aioquic client failed ({}):\n{}\nserver: {}",
-        run.status,
-        run.stderr,
-        server.describe()
-    );
-    assert_eq!(
-        common::summary_bytes(&run.stderr),
-        Some(SIZE),
-        "client stderr:\n{}",
-        run.stderr
-    );
-    common::compare_files(&file, &out).unwrap_or_else(|e| panic!("{e}"));
+    let context = format!("server: {}", server.describe());
+    common::assert_downloaded(&run, "aioquic client", &context, SIZE, &file, &out);
 }

@@ -63,19 +63,7 @@ fn artq_get_downloads_20mb_from_quinn_server() {
         .args(["--insecure", "-o"])
         .arg(&out);
     let run = process::run_with_deadline(cmd, TRANSFER_DEADLINE).unwrap_or_else(|e| panic!("{e}"));
-    assert!(
-        run.status.success(),
-        "artq get failed ({}):\n{}",
-        run.status,
-        run.stderr
-    );
-    assert_eq!(
-        common::summary_bytes(&run.stderr),
-        Some(SIZE),
-        "expected `received {SIZE} bytes in T s: G Mbit/s` on stderr, got:\n{}",
-        run.stderr
-    );
-    common::compare_files(&file, &out).unwrap_or_else(|e| panic!("{e}"));
+    common::assert_downloaded(&run, "artq get", "", SIZE, &file, &out);
 }
 
 /// `artq get` reports a refused request (the quinn server resets the stream

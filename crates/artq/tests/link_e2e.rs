@@ -58,21 +58,8 @@ fn get_through_a_lossy_link_is_byte_exact() {
             server.describe()
         )
     });
-    assert!(
-        result.status.success(),
-        "artq get failed ({}): {}\nlink: {}\nserver: {}",
-        result.status,
-        result.stderr,
-        link.describe(),
-        server.describe()
-    );
-    assert_eq!(
-        common::summary_bytes(&result.stderr),
-        Some(SIZE),
-        "get's summary: {}",
-        result.stderr
-    );
-    common::compare_files(&file, &out).unwrap_or_else(|e| panic!("{e}"));
+    let context = format!("link: {}\nserver: {}", link.describe(), server.describe());
+    common::assert_downloaded(&result, "artq get", &context, SIZE, &file, &out);
     // Both long-running children are still up: neither crashed on the way.
     assert!(
         server.try_status().is_none(),

@@ -189,6 +189,33 @@ pub fn summary_bytes(text: &str) -> Option<u64> {
     })
 }
 
+/// Asserts that a download client finished: it exited successfully, printed
+/// a summary line of exactly `size` bytes, and `actual` holds the bytes of
+/// `expected`. `client` names it in messages; `context` (peers' logs) is
+/// appended to them.
+pub fn assert_downloaded(
+    run: &process::RunOutput,
+    client: &str,
+    context: &str,
+    size: u64,
+    expected: &Path,
+    actual: &Path,
+) {
+    assert!(
+        run.status.success(),
+        "{client} failed ({}):\n{}\n{context}",
+        run.status,
+        run.stderr
+    );
+    assert_eq!(
+        summary_bytes(&run.stderr),
+        Some(size),
+        "expected `received {size} bytes in T s: G Mbit/s` in {client}'s stderr:\n{}\n{context}",
+        run.stderr
+    );
+    compare_files(expected, actual).unwrap_or_else(|e| panic!("{e}"));
+}
+
 /// A two-worker tokio runtime for the in-test quinn peer (the machine has 2 cores).
 pub fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
