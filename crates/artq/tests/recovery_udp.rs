@@ -7,7 +7,7 @@
 //! with 500 KB, ART reached n_max 4 on one seed in one CI run while QUIC's
 //! three runs stopped at 3 (ART's rounds on that seed ranged 2-4 over
 //! repeated runs). With 2 MB, two repeated runs measured QUIC n_max 3-4
-//! (max 4 both times) and ART 2-3, with items needing ≥ 2 rounds at 90 and
+//! (max 4 both times) and ART 2-3, with items needing ≥ 2 rounds at 91 and
 //! 92 for QUIC against 44 and 41 for ART. Everything binds 127.0.0.1.
 
 mod common;
