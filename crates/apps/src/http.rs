@@ -7,7 +7,7 @@
 //! bytes on a [`transport::Connection`]'s streams. hq-interop
 //! ([`crate::hq`]) and HTTP/3 ([`crate::h3`]) are the two sessions; which
 //! one a connection uses is decided by its negotiated ALPN
-//! ([`crate::alpn::Protocol`]).
+//! ([`crate::protocol::Protocol`]).
 //!
 //! Sessions are sans-IO like the transport: they never read a clock; they
 //! act when the application calls them, on the connection it passes in.

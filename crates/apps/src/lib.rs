@@ -7,10 +7,20 @@
 //! workload written once gives the same bytes and the same metrics in both.
 //!
 //! Layers, bottom up:
-//! - [`alpn`]: the protocols and their ALPN tokens (the only list of them);
+//! - [`protocol`]: the protocols and their ALPN tokens (the only list of them);
 //! - [`http`]: requests, responses and the session interfaces;
 //! - [`hq`] and [`h3`]: hq-interop and HTTP/3 (with QPACK) sessions.
 #![warn(missing_docs)]
 
-pub mod alpn;
+pub mod app;
+pub mod content;
+pub mod files;
+pub mod hq;
 pub mod http;
+pub mod protocol;
+pub mod server;
+pub mod size;
+pub mod workload;
+
+pub use app::{App, Host, Observer};
+pub use protocol::Protocol;

@@ -1,23 +1,24 @@
-//! `artq get`: download one URL over hq-interop with the artq QUIC stack.
+//! `artq get`: download one URL with the artq QUIC stack, over HTTP/3 or
+//! hq-interop: the `apps` file client ([`FilesClient`]) with its bodies
+//! written to a file, on a UDP socket.
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration as StdDuration, Instant as StdInstant};
+use std::time::Duration as StdDuration;
 
 use anyhow::{bail, Context, Result};
-use transport::connection::Event;
+use apps::files::{FilesClient, Paths, WriteSink};
+use apps::{Host, Observer, Protocol};
 use transport::crypto::ServerVerification;
 use transport::events::QlogWriter;
-use transport::streams::ReadError;
-use transport::{ClientConfig, ConnectionHandle, Endpoint, EndpointConfig, TransportConfig};
-use wire::time::Instant;
-use wire::{Dir, StreamId};
+use transport::{
+    ClientConfig, Connection, ConnectionHandle, Endpoint, EndpointConfig, TransportConfig,
+};
 
-use crate::hq;
-use crate::udp::{App, Driver, Flow};
+use crate::udp::{Driver, Stop};
 
 /// Settings of `artq get`.
 pub struct GetOptions {
@@ -35,6 +36,8 @@ pub struct GetOptions {
     pub timeout: StdDuration,
     /// Write a qlog of the connection to this file.
     pub qlog: Option<PathBuf>,
+    /// The application protocol to speak.
+    pub protocol: Protocol,
     /// Seed of the client's random choices.
     pub seed: u64,
 }
@@ -79,14 +82,14 @@ pub fn parse_url(url: &str) -> Result<(String, u16, String)> {
     Ok((host, port, path.to_string()))
 }
 
-/// Download the URL.
+/// Downloads the URL.
 pub fn run(opts: GetOptions) -> Result<GetReport> {
-    let (host, port, path) = parse_url(&opts.url)?;
-    let remote: SocketAddr = (host.as_str(), port)
+    let (host_name, port, path) = parse_url(&opts.url)?;
+    let remote: SocketAddr = (host_name.as_str(), port)
         .to_socket_addrs()
-        .with_context(|| format!("cannot resolve {host}"))?
+        .with_context(|| format!("cannot resolve {host_name}"))?
         .next()
-        .with_context(|| format!("{host} has no address"))?;
+        .with_context(|| format!("{host_name} has no address"))?;
     let verification = if opts.insecure {
         ServerVerification::Insecure
     } else if let Some(ca) = &opts.ca {
@@ -94,171 +97,119 @@ pub fn run(opts: GetOptions) -> Result<GetReport> {
     } else {
         bail!("no way to verify the server: pass --ca FILE (its certificate) or --insecure");
     };
-    let tls = transport::crypto::client_config(verification, &[hq::ALPN])?;
+    let tls = transport::crypto::client_config(verification, &[opts.protocol.alpn()])?;
     let client = ClientConfig {
         tls,
         transport: Arc::new(opts.transport),
-        server_name: host.clone(),
+        server_name: host_name.clone(),
     };
     let bind: SocketAddr = if remote.is_ipv6() {
         "[::]:0".parse()?
     } else {
         "0.0.0.0:0".parse()?
     };
+    let sink: Box<dyn Write> = match &opts.output {
+        Some(p) => Box::new(BufWriter::with_capacity(
+            1 << 20,
+            File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
+        )),
+        None => Box::new(BufWriter::new(io::stdout())),
+    };
+    let authority = if port == 443 {
+        host_name.clone()
+    } else if host_name.contains(':') {
+        format!("[{host_name}]:{port}")
+    } else {
+        format!("{host_name}:{port}")
+    };
+    let app = FilesClient::new(
+        opts.protocol,
+        Some(authority),
+        Paths::List(vec![path]),
+        Box::new(WriteSink::new(sink)),
+    )
+    .with_context(|| format!("artq has no {} client", opts.protocol))?;
+    let qlog = match &opts.qlog {
+        Some(q) => {
+            Some(File::create(q).with_context(|| format!("cannot create --qlog {}", q.display()))?)
+        }
+        None => None,
+    };
     let mut driver = Driver::bind(bind).context("cannot bind a UDP socket")?;
-    let mut endpoint = Endpoint::new(EndpointConfig::client(opts.seed));
-    let start = StdInstant::now();
-    let now = driver.clock().now();
-    let h = endpoint.connect(now, &client, remote)?;
-    if let Some(q) = &opts.qlog {
-        let f = File::create(q).with_context(|| format!("cannot create --qlog {}", q.display()))?;
-        if let Some(conn) = endpoint.connection_mut(h) {
+    let endpoint = Endpoint::new(EndpointConfig::client(opts.seed));
+    let mut host = Host::new(endpoint, Box::new(app)).with_observer(Box::new(GetObserver { qlog }));
+    let started = driver.clock().now();
+    let h = host.connect(started, &client, remote)?;
+    let deadline = std::time::Instant::now() + opts.timeout;
+    let report = |host: &Host| {
+        host.app::<FilesClient>()
+            .map(|c| c.report().clone())
+            .unwrap_or_default()
+    };
+    match driver.run(
+        &mut host,
+        Stop {
+            when_finished: true,
+            deadline: Some(deadline),
+            signal: None,
+        },
+    ) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::TimedOut => {
+            bail!(
+                "timed out after {:?} ({} bytes received)",
+                opts.timeout,
+                report(&host).bytes_received
+            )
+        }
+        Err(e) => return Err(e.into()),
+    }
+    let r = report(&host);
+    if let Some(e) = r.error {
+        bail!(explain(&e));
+    }
+    let Some(done) = r.done_at else {
+        bail!("connection ended before the download completed");
+    };
+    Ok(GetReport {
+        bytes: r.bytes_received,
+        elapsed: done.saturating_duration_since(started),
+        stats: host.endpoint().connection(h).map(Connection::stats),
+    })
+}
+
+/// A client error in a user's words.
+fn explain(e: &apps::files::ClientError) -> String {
+    use apps::files::ClientError;
+    match e {
+        ClientError::Status { status: 404, .. } => {
+            "the server answered 404 Not Found: is the path right?".into()
+        }
+        ClientError::Status { status, .. } => format!("the server answered {status}"),
+        ClientError::Stream { reason, .. } if reason.contains("reset") => {
+            format!("the server refused the request ({reason}): is the path right?")
+        }
+        ClientError::Stream { reason, .. } => format!("stream error: {reason}"),
+        ClientError::Output { reason, .. } => format!("cannot write output: {reason}"),
+        ClientError::Connection(reason) => format!("connection lost: {reason}"),
+        other => other.to_string(),
+    }
+}
+
+/// `--qlog`: subscribes a qlog writer to the connection.
+struct GetObserver {
+    qlog: Option<File>,
+}
+
+impl Observer for GetObserver {
+    fn on_connection(&mut self, _h: ConnectionHandle, conn: &mut Connection) {
+        if let Some(f) = self.qlog.take() {
             conn.subscribe(Box::new(QlogWriter::new(
                 BufWriter::new(f),
                 "artq get",
                 false,
             )));
         }
-    }
-    let sink: Box<dyn Write> = match &opts.output {
-        Some(p) => Box::new(BufWriter::with_capacity(
-            1 << 20,
-            File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
-        )),
-        None => Box::new(BufWriter::new(io::stdout().lock())),
-    };
-    let mut app = Download {
-        handle: h,
-        path,
-        stream: None,
-        sink,
-        bytes: 0,
-        state: DownloadState::Connecting,
-        error: None,
-        finished_at: None,
-        stats: None,
-    };
-    let deadline = start + opts.timeout;
-    match driver.run(&mut endpoint, &mut app, Some(deadline)) {
-        Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::TimedOut => {
-            bail!(
-                "timed out after {:?} ({} bytes received)",
-                opts.timeout,
-                app.bytes
-            )
-        }
-        Err(e) => return Err(e.into()),
-    }
-    app.sink.flush().context("cannot write output")?;
-    if let Some(e) = app.error {
-        bail!(e);
-    }
-    let elapsed = app.finished_at.unwrap_or_else(StdInstant::now) - start;
-    Ok(GetReport {
-        bytes: app.bytes,
-        elapsed,
-        stats: app.stats,
-    })
-}
-
-#[derive(Debug, PartialEq, Eq)]
-enum DownloadState {
-    Connecting,
-    Receiving,
-    /// All data received; closing the connection.
-    Closing,
-}
-
-struct Download {
-    handle: ConnectionHandle,
-    path: String,
-    stream: Option<StreamId>,
-    sink: Box<dyn Write>,
-    bytes: u64,
-    state: DownloadState,
-    error: Option<String>,
-    finished_at: Option<StdInstant>,
-    stats: Option<transport::ConnectionStats>,
-}
-
-impl App for Download {
-    fn on_turn(&mut self, now: Instant, ep: &mut Endpoint) -> Flow {
-        let Some(conn) = ep.connection_mut(self.handle) else {
-            // Drained: the close went out (or the peer vanished).
-            if self.state != DownloadState::Closing && self.error.is_none() {
-                self.error = Some("connection ended before the download completed".into());
-            }
-            return Flow::Stop;
-        };
-        while let Some(ev) = conn.poll_event() {
-            match ev {
-                Event::Connected if self.stream.is_none() => {
-                    let Some(id) = conn.streams().open(Dir::Bi) else {
-                        self.error = Some("the server allows no bidirectional stream".into());
-                        return Flow::Stop;
-                    };
-                    let req = format!("GET {}\r\n", self.path);
-                    if conn.streams().write(id, req.as_bytes()).ok() != Some(req.len())
-                        || conn.streams().finish(id).is_err()
-                    {
-                        self.error = Some("cannot send the request".into());
-                        return Flow::Stop;
-                    }
-                    self.stream = Some(id);
-                    self.state = DownloadState::Receiving;
-                }
-                Event::ConnectionLost(reason) if self.state != DownloadState::Closing => {
-                    self.error = Some(format!("connection lost: {reason}"));
-                    return Flow::Stop;
-                }
-                _ => {}
-            }
-        }
-        if self.state == DownloadState::Closing {
-            // Stop once the CONNECTION_CLOSE has been sent.
-            return if conn.is_closed() {
-                Flow::Stop
-            } else {
-                Flow::Continue
-            };
-        }
-        let Some(id) = self.stream else {
-            return Flow::Continue;
-        };
-        let mut buf = [0u8; 64 * 1024];
-        loop {
-            match conn.streams().read(id, &mut buf) {
-                Ok(Some(n)) => {
-                    if let Err(e) = self.sink.write_all(&buf[..n]) {
-                        self.error = Some(format!("cannot write output: {e}"));
-                        conn.close(now, 0, b"output error");
-                        self.state = DownloadState::Closing;
-                        return Flow::Continue;
-                    }
-                    self.bytes += n as u64;
-                }
-                Ok(None) => {
-                    self.finished_at = Some(StdInstant::now());
-                    self.stats = Some(conn.stats());
-                    conn.close(now, 0, b"done");
-                    self.state = DownloadState::Closing;
-                    return Flow::Continue;
-                }
-                Err(ReadError::Blocked) => break,
-                Err(ReadError::Reset(code)) => {
-                    self.error = Some(format!("the server refused the request (stream reset, code {code}): is the path right?"));
-                    conn.close(now, 0, b"");
-                    self.state = DownloadState::Closing;
-                    return Flow::Continue;
-                }
-                Err(e) => {
-                    self.error = Some(format!("stream error: {e:?}"));
-                    return Flow::Stop;
-                }
-            }
-        }
-        Flow::Continue
     }
 }
 

@@ -2,9 +2,9 @@
 //! sender-side loss recovery is pluggable (the papers' schemes), a network
 //! emulator, and the papers' experiments.
 
+#[cfg(test)]
+mod driver_tests;
 mod get;
-mod hq;
-mod link_args;
 mod reproduce;
 mod schemes;
 mod serve;
@@ -32,14 +32,19 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Serve files over hq-interop (HTTP/0.9 over QUIC, ALPN "hq-interop").
+    /// Serve a directory over HTTP/3 (ALPN "h3") and hq-interop (ALPN
+    /// "hq-interop"), chosen per connection by ALPN.
     ///
-    /// A request `GET /path\r\n` on a bidirectional stream is answered with
-    /// the file's bytes and FIN. Paths are confined to --root. Prints
-    /// `listening on ADDR` once bound, then runs until killed.
+    /// HTTP/3: GET and HEAD, 200 with content-type, content-length and
+    /// alt-svc; 404 for a missing file, 405 for other methods, 400 for a
+    /// malformed request; a directory answers with its index.html or an
+    /// index page. hq-interop: `GET /path\r\n` on a bidirectional stream is
+    /// answered with the file's bytes and FIN (a refusal resets the stream).
+    /// Paths are confined to --root. Prints `listening on ADDR (protocols)`
+    /// once bound; SIGINT/SIGTERM shut it down gracefully (GOAWAY).
     Serve(ServeArgs),
-    /// Download a URL (https://host:port/path) over hq-interop and print
-    /// size, time and goodput.
+    /// Download a URL (https://host:port/path) over HTTP/3 or hq-interop
+    /// and print size, time and goodput.
     Get(GetArgs),
     /// Relay UDP both ways in real time through an emulated link, so any UDP
     /// program (artq, quinn, aioquic) can run behind it.
@@ -70,7 +75,7 @@ struct LinkCmdArgs {
     #[arg(long)]
     to: SocketAddr,
     #[command(flatten)]
-    link: link_args::LinkArgs,
+    link: netem::LinkSpec,
     /// Seeds every random model (the same seed gives the same loss pattern).
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -83,7 +88,7 @@ struct TransportArgs {
     #[arg(long, default_value = "cubic")]
     cc: CongestionAlgorithm,
     /// The receiver's flow-control window (its receive buffer), e.g. 8MB.
-    #[arg(long, value_parser = lab::workload::parse_size)]
+    #[arg(long, value_parser = parse_size)]
     recv_window: Option<u64>,
     /// Largest UDP payload to send, bytes (1200..=65527).
     #[arg(long, default_value_t = 1350, value_parser = clap::value_parser!(u16).range(1200..=65527))]
@@ -130,6 +135,10 @@ struct ServeArgs {
     /// Write a qlog (JSON-SEQ) file per connection into this directory.
     #[arg(long)]
     qlog: Option<PathBuf>,
+    /// The alt-svc header of every HTTP/3 response [default: h3 on the
+    /// bound port, e.g. `h3=":4433"; ma=86400`]; an empty value sends none.
+    #[arg(long, value_name = "VALUE")]
+    alt_svc: Option<String>,
     #[command(flatten)]
     transport: TransportArgs,
 }
@@ -156,6 +165,9 @@ struct GetArgs {
     /// Print the connection's counters as JSON on stderr after the summary.
     #[arg(long)]
     stats: bool,
+    /// Application protocol: h3 or hq-interop.
+    #[arg(long, default_value = "hq-interop", value_name = "PROTOCOL")]
+    alpn: apps::Protocol,
     #[command(flatten)]
     transport: TransportArgs,
 }
@@ -170,6 +182,11 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `--size`-style values: the one size grammar (`apps::size`).
+pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
+    apps::size::parse_size(s).map_err(|e| e.to_string())
 }
 
 fn init_tracing() {
@@ -191,6 +208,7 @@ fn run(cli: Cli) -> Result<()> {
                 transport,
                 cert: a.cert.zip(a.key),
                 qlog: a.qlog,
+                alt_svc: a.alt_svc,
                 seed: a.transport.seed,
             })
         }
@@ -208,6 +226,7 @@ fn run(cli: Cli) -> Result<()> {
                 ca: a.ca,
                 timeout: StdDuration::from_secs_f64(a.timeout.min(1e9)),
                 qlog: a.qlog,
+                protocol: a.alpn,
                 seed: a.transport.seed,
             })?;
             let secs = report.elapsed.as_secs_f64();

@@ -17,19 +17,20 @@ use std::path::PathBuf;
 use std::time::{Duration as StdDuration, Instant as StdInstant};
 
 use anyhow::{Context, Result};
+use apps::Protocol;
 use clap::Args;
 use lab::{RunOptions, RunResult, Scenario, Summary, Workload};
-use netem::{Capacity, LinkConfig, LossModel};
+use netem::{Capacity, LinkConfig, LinkSpec, LossModel};
 use transport::congestion::CongestionAlgorithm;
 
-use crate::link_args::LinkArgs;
+use crate::parse_size;
 use crate::schemes;
 
-/// `--bw` default for `artq sim`, Mbit/s (= `lab::scenario::DEFAULT_BW_MBPS`).
+/// `--bw` default for `artq sim`, Mbit/s (= `netem::spec::DEFAULT_BW_MBPS`).
 const DEFAULT_BW: &str = "100";
-/// `--rtt` default for `artq sim`, ms (= `lab::scenario::DEFAULT_RTT_MS`).
+/// `--rtt` default for `artq sim`, ms (= `netem::spec::DEFAULT_RTT_MS`).
 const DEFAULT_RTT: &str = "30";
-/// `--loss` default for `artq sim` (= `lab::scenario::DEFAULT_LOSS`).
+/// `--loss` default for `artq sim` (= `netem::spec::DEFAULT_LOSS`).
 const DEFAULT_LOSS: &str = "0.01";
 
 /// Wall time after which progress is shown.
@@ -46,10 +47,14 @@ const PROGRESS_EVERY: StdDuration = StdDuration::from_secs(1);
 )]
 pub struct SimArgs {
     #[command(flatten)]
-    link: LinkArgs,
+    link: LinkSpec,
+    /// Workload: files (N files of --size fetched one after another over
+    /// one connection).
+    #[arg(long, value_name = "KIND", default_value = "files", value_parser = workload_kind)]
+    workload: String,
     /// Size of each file: bytes, or with a unit (KB, MB, GB = powers of
     /// 1000; KiB, MiB, GiB = powers of 1024).
-    #[arg(long, value_name = "SIZE", value_parser = lab::workload::parse_size, default_value = "10MB")]
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "10MB")]
     size: u64,
     /// Number of files of --size fetched one after another over one
     /// connection.
@@ -57,8 +62,12 @@ pub struct SimArgs {
     files: u64,
     /// The client's receive window (flow-control credit: its receive
     /// buffer), bytes or with a unit [default: 16MiB].
-    #[arg(long, value_name = "SIZE", value_parser = lab::workload::parse_size)]
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     recv_window: Option<u64>,
+    /// The client's application protocol: hq-interop (the papers' runs) or
+    /// h3; the server speaks both.
+    #[arg(long, value_name = "PROTOCOL", default_value = "hq-interop")]
+    alpn: Protocol,
     /// Congestion control of both ends: cubic, newreno or bbr.
     #[arg(long, default_value = "cubic")]
     cc: CongestionAlgorithm,
@@ -83,6 +92,7 @@ pub struct SimArgs {
             "bw", "up_bw", "down_bw", "trace", "up_trace", "down_trace", "rtt", "loss", "up_loss",
             "down_loss", "loss_model", "burst", "loss_std", "loss_interval", "loss_pattern", "queue",
             "queue_bytes", "size", "files", "recv_window", "cc", "scheme", "time_limit",
+            "workload", "alpn", "burst_reset",
         ]
     )]
     scenario: Option<PathBuf>,
@@ -97,6 +107,21 @@ pub struct SimArgs {
     /// server's code; varies from run to run).
     #[arg(long)]
     measure_cpu: bool,
+}
+
+/// `--workload`: a name from the registry (`apps::workload::WORKLOADS`).
+fn workload_kind(s: &str) -> Result<String, String> {
+    apps::workload::WORKLOADS
+        .iter()
+        .find(|w| w.name == s)
+        .map(|w| w.name.to_string())
+        .ok_or_else(|| {
+            let known: Vec<String> = apps::workload::WORKLOADS
+                .iter()
+                .map(|w| format!("{} ({})", w.name, w.about))
+                .collect();
+            format!("unknown workload '{s}'; known: {}", known.join("; "))
+        })
 }
 
 /// Runs `artq sim`.
@@ -154,7 +179,7 @@ pub fn run(a: SimArgs) -> Result<()> {
     if a.json {
         writeln!(out, "{}", result.to_json())?;
     } else {
-        write!(out, "{}", summary(&scenario, &link_text, &result))?;
+        write!(out, "{}", summary(&link_text, &result))?;
     }
     out.flush()?;
     Ok(())
@@ -181,6 +206,7 @@ fn scenario_of(a: &SimArgs) -> Result<(Scenario, (LinkConfig, LinkConfig))> {
         seed: a.seed.unwrap_or(defaults.seed),
         recv_window: a.recv_window,
         time_limit: a.time_limit.unwrap_or(defaults.time_limit),
+        alpn: a.alpn,
         workload: Workload::files(a.files, a.size),
         ..defaults
     };
@@ -188,7 +214,7 @@ fn scenario_of(a: &SimArgs) -> Result<(Scenario, (LinkConfig, LinkConfig))> {
 }
 
 /// The human-readable result: a few aligned lines.
-fn summary(s: &Scenario, link: &str, r: &RunResult) -> String {
+fn summary(link: &str, r: &RunResult) -> String {
     let m = &r.metrics;
     let files = if m.files == 1 {
         "1 file".to_string()
@@ -206,7 +232,7 @@ fn summary(s: &Scenario, link: &str, r: &RunResult) -> String {
         m.cc,
         m.seed,
         files,
-        human_bytes(s.workload.size)
+        human_bytes(m.bytes / m.files.max(1))
     ));
     line(format!(
         "  {:<22}{:>12.1} ms      {:<14}{:>8.2} Mbit/s",

@@ -1,9 +1,12 @@
-//! The real-time driver: one UDP socket, a real clock, and a sans-IO
-//! [`Endpoint`]. This and the relay are the only places artq reads a clock.
+//! The real-time driver: one UDP socket, a real clock, and an
+//! [`apps::Host`] (a sans-IO endpoint plus its application). This and the
+//! relay are the only places artq reads a clock. The simulator's driver is
+//! `lab::QuicNode`; both run the same applications.
 //!
-//! Loop: send everything the endpoint has, wait for readability or the next
-//! timer, read every datagram that is there, fire timers, let the
-//! application act, repeat.
+//! Loop: fire timers, let the application act, send everything the endpoint
+//! has, wait for readability or the next timer (the endpoint's or the
+//! application's), read every datagram that is there, repeat; stop when the
+//! application is finished, a deadline passes, or after a graceful shutdown.
 //!
 //! Socket I/O goes through `quinn-udp` (a maintained crate for the solved
 //! problem of UDP offloads): consecutive equal-size datagrams to one
@@ -13,11 +16,12 @@
 
 use std::io::{self, IoSliceMut};
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration as StdDuration, Instant as StdInstant};
 
+use apps::Host;
 use mio::net::UdpSocket;
 use mio::{Events, Interest, Poll, Token};
-use transport::Endpoint;
 use wire::time::Instant;
 
 const SOCKET: Token = Token(0);
@@ -50,22 +54,23 @@ impl Clock {
     }
 }
 
-/// What the application tells the driver after each turn.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Flow {
-    /// Keep going.
-    Continue,
-    /// Stop the loop (after flushing what is queued).
-    Stop,
+/// How long a graceful shutdown may take before the driver stops anyway.
+pub const SHUTDOWN_GRACE: StdDuration = StdDuration::from_secs(2);
+
+/// When [`Driver::run`] stops.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Stop<'a> {
+    /// Stop as soon as the application is finished (a client's download);
+    /// a server keeps serving.
+    pub when_finished: bool,
+    /// Give up with `TimedOut` at this time.
+    pub deadline: Option<StdInstant>,
+    /// When this flag becomes true (a signal), shut the application down
+    /// gracefully and stop when it is finished or after [`SHUTDOWN_GRACE`].
+    pub signal: Option<&'a AtomicBool>,
 }
 
-/// Application logic run by the driver on every turn of the loop.
-pub trait App {
-    /// Act on the endpoint's connections (read events, move stream data).
-    fn on_turn(&mut self, now: Instant, endpoint: &mut Endpoint) -> Flow;
-}
-
-/// A UDP socket driving an endpoint.
+/// A UDP socket driving a host.
 pub struct Driver {
     socket: UdpSocket,
     state: quinn_udp::UdpSocketState,
@@ -126,27 +131,41 @@ impl Driver {
         self.clock
     }
 
-    /// Run until the application says stop or `deadline` (if any) passes.
-    pub fn run(
-        &mut self,
-        endpoint: &mut Endpoint,
-        app: &mut dyn App,
-        deadline: Option<StdInstant>,
-    ) -> io::Result<()> {
+    /// Runs `host` until its application is finished (`Ok`, if `stop`
+    /// says so), `stop`'s deadline passes (`Err(TimedOut)`), or a graceful
+    /// shutdown that `stop`'s signal asked for is over (`Ok`: every
+    /// connection closed, or [`SHUTDOWN_GRACE`] passed).
+    pub fn run(&mut self, host: &mut Host, stop: Stop<'_>) -> io::Result<()> {
         let mut events = Events::with_capacity(64);
+        let mut shutdown_by: Option<StdInstant> = None;
         loop {
             let now = self.clock.now();
-            endpoint.handle_timeout(now);
-            let flow = app.on_turn(now, endpoint);
-            let sent_all = self.flush(endpoint)?;
-            if flow == Flow::Stop {
+            host.handle_timeout(now);
+            host.drive(now);
+            let sent_all = self.flush(host)?;
+            if stop.when_finished && host.is_finished() {
                 return Ok(());
             }
-            if deadline.is_some_and(|d| StdInstant::now() >= d) {
+            if let Some(by) = shutdown_by {
+                let ep = host.endpoint();
+                let all_closed = ep
+                    .handles()
+                    .into_iter()
+                    .all(|h| ep.connection(h).is_none_or(|c| c.is_closed()));
+                if all_closed || StdInstant::now() >= by {
+                    return Ok(());
+                }
+            }
+            if shutdown_by.is_none() && stop.signal.is_some_and(|s| s.load(Ordering::Relaxed)) {
+                host.shutdown(now);
+                shutdown_by = Some(StdInstant::now() + SHUTDOWN_GRACE);
+                continue;
+            }
+            if stop.deadline.is_some_and(|d| StdInstant::now() >= d) {
                 return Err(io::Error::new(io::ErrorKind::TimedOut, "deadline passed"));
             }
             let now = self.clock.now();
-            let mut timeout = endpoint
+            let mut timeout = host
                 .poll_timeout()
                 .map(|t| StdDuration::from_nanos(t.as_nanos().saturating_sub(now.as_nanos())))
                 .unwrap_or(StdDuration::from_millis(100))
@@ -154,7 +173,7 @@ impl Driver {
             if !sent_all {
                 timeout = timeout.min(StdDuration::from_micros(200));
             }
-            if let Some(d) = deadline {
+            if let Some(d) = stop.deadline {
                 timeout = timeout.min(d.saturating_duration_since(StdInstant::now()));
             }
             self.poll.poll(&mut events, Some(timeout)).or_else(|e| {
@@ -164,13 +183,13 @@ impl Driver {
                     Err(e)
                 }
             })?;
-            self.receive_all(endpoint)?;
+            self.receive_all(host)?;
         }
     }
 
     /// Read every datagram waiting on the socket (GRO: one read may carry
     /// several, `stride` bytes apart).
-    fn receive_all(&mut self, endpoint: &mut Endpoint) -> io::Result<()> {
+    fn receive_all(&mut self, host: &mut Host) -> io::Result<()> {
         loop {
             let mut meta = [quinn_udp::RecvMeta::default()];
             let result = {
@@ -186,7 +205,7 @@ impl Driver {
                     let mut start = 0;
                     while start < len {
                         let end = (start + stride).min(len);
-                        endpoint.handle_datagram(now, m.addr, &mut self.recv_buf[start..end]);
+                        host.handle_datagram(now, m.addr, &mut self.recv_buf[start..end]);
                         start = end;
                     }
                 }
@@ -232,7 +251,7 @@ impl Driver {
 
     /// Send what the endpoint has, batching equal-size datagrams to one
     /// destination. False if the socket buffer filled up.
-    fn flush(&mut self, endpoint: &mut Endpoint) -> io::Result<bool> {
+    fn flush(&mut self, host: &mut Host) -> io::Result<bool> {
         if self.blocked && !self.send_batch() {
             return Ok(false);
         }
@@ -248,7 +267,7 @@ impl Driver {
                 }
                 None => {
                     let now = self.clock.now();
-                    match endpoint.poll_transmit(now, &mut self.one) {
+                    match host.poll_transmit(now, &mut self.one) {
                         Some(t) => (t.destination, t.size),
                         None => return Ok(self.send_batch()),
                     }
@@ -268,7 +287,7 @@ impl Driver {
                 budget -= 1;
                 if budget == 0 {
                     budget = 64;
-                    self.receive_all(endpoint)?;
+                    self.receive_all(host)?;
                 }
                 continue;
             }

@@ -33,7 +33,8 @@ pub mod process;
 /// tests validate (one implementation, not two that can drift apart).
 #[path = "../../artq/tests/common/quinn_hq.rs"]
 pub mod quinn_hq;
-pub mod size;
+/// The one size grammar of the workspace (`apps::size`), for the `--size` flags.
+pub use apps::size;
 
 use std::time::Duration;
 

@@ -1,5 +1,7 @@
 //! Running one [`Scenario`]: two [`QuicNode`]s joined by an emulated link in
-//! the discrete-event simulator, then the metrics.
+//! the discrete-event simulator, then the metrics. The nodes run the
+//! workload's server and client applications (`apps::workload`); this module
+//! never knows which.
 //!
 //! Topology: the client at `127.0.0.1:50000`, the server at
 //! `127.0.0.1:4433` (the addresses are only labels), the "up" link carrying
@@ -8,17 +10,22 @@
 //! `derive_seed(seed, "endpoint/client" | "endpoint/server")`, file contents
 //! `derive_seed(seed, "workload/content")`.
 
+use std::cell::RefCell;
 use std::io::{self, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::rc::Rc;
 use std::sync::Arc;
 
+use apps::files::{ClientError, FileTimes};
+use apps::workload::ClientReport;
+use apps::Host;
 use netem::seed::{LINK_DOWN, LINK_UP};
 use netem::{derive_seed, LinkConfig, LinkStats, RunOutcome, SimStats, Simulator};
-use transport::{ClientConfig, ServerConfig, TransportConfig};
+use transport::{ClientConfig, Endpoint, EndpointConfig, ServerConfig, TransportConfig};
 use wire::time::{Duration, Instant};
 
 use crate::metrics::{ms, ItemRecord, Recorder, RunFacts, RunMetrics};
-use crate::node::{tls_configs, ClientError, ClientReport, FileTimes, QuicNode};
+use crate::node::{tls_configs, QuicNode, ReceiverObserver, SenderFacts, SenderObserver};
 use crate::scenario::{Scenario, ScenarioError};
 
 /// The server's address in the simulation.
@@ -38,7 +45,7 @@ pub struct Progress {
     pub bytes_received: u64,
     /// Payload bytes of the whole workload.
     pub total_bytes: u64,
-    /// Files completed.
+    /// Items (files) completed.
     pub files_done: u64,
 }
 
@@ -143,7 +150,7 @@ pub fn run_with(scenario: &Scenario, options: RunOptions<'_>) -> Result<RunResul
         Some(l) => l,
         None => scenario.link.configs()?,
     };
-    let (server_tls, client_tls) = tls_configs().map_err(ScenarioError::Setup)?;
+    let (server_tls, client_tls) = tls_configs(scenario.alpn).map_err(ScenarioError::Setup)?;
     let server_transport = TransportConfig {
         congestion: scenario.cc,
         policy: factory,
@@ -170,33 +177,35 @@ pub fn run_with(scenario: &Scenario, options: RunOptions<'_>) -> Result<RunResul
     sim.route(SERVER_ADDR, CLIENT_ADDR, &[down_id])
         .map_err(route)?;
 
-    let mut server = QuicNode::server(
-        SERVER_ADDR,
+    let sender = Rc::new(RefCell::new(SenderFacts::default()));
+    let server_endpoint = Endpoint::new(EndpointConfig::server(
+        derive_seed(seed, "endpoint/server"),
         ServerConfig {
             tls: server_tls,
             transport: Arc::new(server_transport),
         },
-        derive_seed(seed, "endpoint/server"),
-        workload,
-        content_seed,
-        Some(recorder.clone()),
+    ));
+    let server_host = Host::new(server_endpoint, workload.server_app(content_seed)).with_observer(
+        Box::new(SenderObserver::new(recorder.clone(), sender.clone())),
     );
+    let mut server = QuicNode::new(SERVER_ADDR, server_host);
     server.set_measure_cpu(measure_cpu);
     let client_config = ClientConfig {
         tls: client_tls,
         transport: Arc::new(client_transport),
         server_name: "localhost".into(),
     };
-    let mut client = QuicNode::client(
-        CLIENT_ADDR,
-        SERVER_ADDR,
-        &client_config,
-        derive_seed(seed, "endpoint/client"),
-        workload,
-        content_seed,
-        Some(recorder.clone()),
-    )
-    .map_err(|e| ScenarioError::Setup(e.to_string()))?;
+    let client_endpoint =
+        Endpoint::new(EndpointConfig::client(derive_seed(seed, "endpoint/client")));
+    let client_app = workload
+        .client_app(content_seed, scenario.alpn)
+        .map_err(ScenarioError::Setup)?;
+    let mut client_host = Host::new(client_endpoint, client_app)
+        .with_observer(Box::new(ReceiverObserver::new(recorder.clone())));
+    client_host
+        .connect(Instant::ZERO, &client_config, SERVER_ADDR)
+        .map_err(|e| ScenarioError::Setup(e.to_string()))?;
+    let mut client = QuicNode::new(CLIENT_ADDR, client_host);
     client.set_measure_cpu(measure_cpu);
     let server_id = sim.add_node(SERVER_ADDR, server);
     let client_id = sim.add_node(CLIENT_ADDR, client);
@@ -211,13 +220,13 @@ pub fn run_with(scenario: &Scenario, options: RunOptions<'_>) -> Result<RunResul
             let outcome = sim.run_until(until);
             if let Some(c) = sim
                 .node::<QuicNode>(client_id)
-                .and_then(QuicNode::client_report)
+                .and_then(|n| workload.client_report(n.host()))
             {
                 report(&Progress {
                     now: sim.now(),
                     bytes_received: c.bytes_received,
                     total_bytes: workload.total_bytes(),
-                    files_done: c.files.len() as u64,
+                    files_done: c.items.len() as u64,
                 });
             }
             if outcome != RunOutcome::DeadlineReached || until >= limit {
@@ -236,23 +245,29 @@ pub fn run_with(scenario: &Scenario, options: RunOptions<'_>) -> Result<RunResul
     let client = sim
         .node::<QuicNode>(client_id)
         .ok_or_else(|| ScenarioError::Setup("client node vanished".into()))?;
-    let report = client.client_report().cloned().unwrap_or_default();
-    check_complete(&report, outcome, end, workload.files)?;
+    let report = workload.client_report(client.host()).unwrap_or_default();
+    check_complete(&report, outcome, end, workload.items())?;
     let done_at = report.done_at.unwrap_or(end);
-    let stats = server.sender_stats().unwrap_or_default();
+    let facts = sender.borrow().clone();
+    // The measured connection's live counters if it is still there, else
+    // those it had when it ended.
+    let stats = facts
+        .first
+        .and_then(|h| server.host().endpoint().connection(h))
+        .map(|c| c.stats())
+        .or(facts.final_stats)
+        .unwrap_or_default();
     let items = recorder.items();
     let facts = RunFacts {
-        scheme: server
-            .sender_scheme()
-            .unwrap_or_else(|| scenario.scheme.clone()),
+        scheme: facts.scheme.unwrap_or_else(|| scenario.scheme.clone()),
         seed,
         cc: scenario.cc.name().to_string(),
-        files: workload.files,
+        files: workload.items(),
         bytes: workload.total_bytes(),
         started: Instant::ZERO,
         finished: done_at,
         per_file: report
-            .files
+            .items
             .iter()
             .map(|f| f.completed.saturating_duration_since(f.requested))
             .collect(),
@@ -262,7 +277,7 @@ pub fn run_with(scenario: &Scenario, options: RunOptions<'_>) -> Result<RunResul
     Ok(RunResult {
         metrics,
         items,
-        files: report.files,
+        files: report.items,
         end,
         sim: sim_stats,
         up: up_stats,
@@ -284,7 +299,7 @@ fn check_complete(
     let incomplete = |reason: String| ScenarioError::Incomplete {
         reason,
         at_ms: ms(end.since_epoch()),
-        files_done: report.files.len() as u64,
+        files_done: report.items.len() as u64,
         files,
         bytes_received: report.bytes_received,
     };

@@ -15,7 +15,10 @@
 //! recv_window = "8MB"      # the client's receive window; bytes or with a unit
 //! time_limit = 3600        # virtual seconds before the run is abandoned
 //!
-//! [workload]
+//! alpn = "hq-interop"     # the client's protocol: hq-interop | h3
+//!
+//! [workload]               # see apps::workload for every kind and its keys
+//! kind = "files"           # the default
 //! files = 1                # fetched one after another over one connection
 //! size = "10MB"
 //!
@@ -30,21 +33,14 @@
 //! ```
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use netem::{Capacity, LinkConfig, LossModel, QueueLimit, Trace, TraceError};
+use apps::size::deserialize_opt_size;
+use apps::workload::Workload;
+use apps::Protocol;
+use netem::{LinkSpec, SpecError, TraceError};
 use serde::{Deserialize, Serialize};
 use transport::congestion::CongestionAlgorithm;
-use wire::time::Duration;
 
-use crate::workload::{deserialize_opt_size, Workload};
-
-/// Default bottleneck rate, Mbit/s.
-pub const DEFAULT_BW_MBPS: f64 = 100.0;
-/// Default round-trip propagation delay, ms.
-pub const DEFAULT_RTT_MS: f64 = 30.0;
-/// Default random loss probability (both directions).
-pub const DEFAULT_LOSS: f64 = 0.01;
 /// Default time limit, virtual seconds: generous, a safety net against runs
 /// that cannot finish (a link that loses everything).
 pub const DEFAULT_TIME_LIMIT_S: f64 = 3600.0;
@@ -112,223 +108,17 @@ impl From<TraceError> for ScenarioError {
     }
 }
 
-/// Loss process of a [`LinkSpec`] (the CLI's `--loss-model`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum LossKind {
-    /// Independent losses with probability `loss`.
-    #[default]
-    Bernoulli,
-    /// Gilbert-Elliott bursts: mean rate `loss`, mean burst length `burst`.
-    Gilbert,
-    /// Bernoulli with the rate redrawn from N(`loss`, `loss_std`) every
-    /// `loss_interval` ms (ART journal Fig. 15).
-    Varying,
-}
-
-/// Per-direction overrides of a [`LinkSpec`].
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct DirSpec {
-    /// Rate of this direction, Mbit/s.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bw: Option<f64>,
-    /// Mahimahi trace of this direction.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub trace: Option<PathBuf>,
-    /// Loss probability of this direction.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub loss: Option<f64>,
-}
-
-/// The emulated path, in the command line's terms (DESIGN.md link options):
-/// both directions alike unless `up` (client to server) or `down` (server to
-/// client) override a value.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct LinkSpec {
-    /// Bottleneck rate, Mbit/s; `None` (only from code) is unlimited.
-    pub bw: Option<f64>,
-    /// Mahimahi trace for both directions (takes precedence over `bw`).
-    pub trace: Option<PathBuf>,
-    /// Round-trip propagation delay, ms, split evenly over both directions.
-    pub rtt: f64,
-    /// Random loss probability, 0..1; `None` or 0 is no loss.
-    pub loss: Option<f64>,
-    /// Loss process.
-    pub loss_model: LossKind,
-    /// Mean burst length in packets (gilbert).
-    pub burst: f64,
-    /// Gilbert-Elliott idle reset, ms: a packet arriving this long after the
-    /// previous one redraws the chain's state from its stationary
-    /// distribution, so a burst cannot outlast a silence (gilbert; `None`:
-    /// the plain per-packet chain). See `netem::LossModel::GilbertElliott`.
-    pub burst_reset: Option<f64>,
-    /// Standard deviation of the loss rate (varying).
-    pub loss_std: f64,
-    /// Interval between loss-rate draws, ms (varying).
-    pub loss_interval: f64,
-    /// A recorded loss pattern (one 0/1 per line, 1 = drop) replayed on the
-    /// server-to-client direction instead of a random model.
-    pub loss_pattern: Option<PathBuf>,
-    /// Drop-tail queue limit in packets (default unlimited).
-    pub queue: Option<u64>,
-    /// Drop-tail queue limit in bytes (instead of `queue`).
-    pub queue_bytes: Option<u64>,
-    /// Client-to-server overrides.
-    pub up: DirSpec,
-    /// Server-to-client overrides.
-    pub down: DirSpec,
-}
-
-impl Default for LinkSpec {
-    /// 100 Mbit/s, 30 ms RTT, 1% Bernoulli loss both ways, unlimited queue:
-    /// the default `artq sim` path.
-    fn default() -> Self {
-        LinkSpec {
-            bw: Some(DEFAULT_BW_MBPS),
-            trace: None,
-            rtt: DEFAULT_RTT_MS,
-            loss: Some(DEFAULT_LOSS),
-            loss_model: LossKind::Bernoulli,
-            burst: 3.0,
-            burst_reset: None,
-            loss_std: 0.01,
-            loss_interval: 1000.0,
-            loss_pattern: None,
-            queue: None,
-            queue_bytes: None,
-            up: DirSpec::default(),
-            down: DirSpec::default(),
+impl From<SpecError> for ScenarioError {
+    fn from(e: SpecError) -> Self {
+        match e {
+            SpecError::Trace(t) => ScenarioError::Trace(t),
+            SpecError::Link(m) => ScenarioError::Link(m),
         }
     }
 }
 
-impl LinkSpec {
-    /// The (client-to-server, server-to-client) link configurations. Trace
-    /// and pattern files are read here; errors name the file and line.
-    pub fn configs(&self) -> Result<(LinkConfig, LinkConfig), ScenarioError> {
-        let delay = self.one_way_delay()?;
-        let queue = match (self.queue, self.queue_bytes) {
-            (Some(_), Some(_)) => {
-                return Err(ScenarioError::Link(
-                    "give queue or queue_bytes, not both".into(),
-                ))
-            }
-            (Some(p), None) => QueueLimit::Packets(p),
-            (None, Some(b)) => QueueLimit::Bytes(b),
-            (None, None) => QueueLimit::Unlimited,
-        };
-        let up = LinkConfig {
-            capacity: self.capacity(&self.up)?,
-            delay,
-            queue,
-            loss: self.loss(self.up.loss, false)?,
-        };
-        let down = LinkConfig {
-            capacity: self.capacity(&self.down)?,
-            delay,
-            queue,
-            loss: self.loss(self.down.loss, true)?,
-        };
-        up.validate()
-            .map_err(|e| ScenarioError::Link(format!("client-to-server: {e}")))?;
-        down.validate()
-            .map_err(|e| ScenarioError::Link(format!("server-to-client: {e}")))?;
-        Ok((up, down))
-    }
-
-    fn capacity(&self, dir: &DirSpec) -> Result<Capacity, ScenarioError> {
-        if let Some(path) = dir.trace.as_ref().or(self.trace.as_ref()) {
-            return Ok(Capacity::Trace(Arc::new(Trace::from_file(path)?)));
-        }
-        match dir.bw.or(self.bw) {
-            None => Ok(Capacity::Unlimited),
-            Some(mbps) if mbps.is_finite() && mbps > 0.0 && mbps <= 1e6 => Ok(Capacity::Constant {
-                bits_per_sec: (mbps * 1e6).round() as u64,
-            }),
-            Some(mbps) => Err(ScenarioError::Link(format!(
-                "bandwidth {mbps} Mbit/s is out of range (0 < bw <= 1e6)"
-            ))),
-        }
-    }
-
-    fn loss(&self, p: Option<f64>, replay: bool) -> Result<LossModel, ScenarioError> {
-        if replay {
-            if let Some(path) = &self.loss_pattern {
-                return Ok(LossModel::replay_from_file(path)?);
-            }
-        }
-        let Some(p) = p.or(self.loss) else {
-            return Ok(LossModel::None);
-        };
-        if !(0.0..=1.0).contains(&p) {
-            return Err(ScenarioError::Link(format!(
-                "loss probability {p} is not in 0..1"
-            )));
-        }
-        let model = match self.loss_model {
-            LossKind::Bernoulli => LossModel::Bernoulli { p },
-            LossKind::Gilbert => {
-                if p >= 1.0 {
-                    return Err(ScenarioError::Link(
-                        "gilbert loss needs a loss rate below 1".into(),
-                    ));
-                }
-                let reset = match self.burst_reset {
-                    None => None,
-                    Some(ms) if ms.is_finite() && ms > 0.0 && ms <= 3.6e6 => {
-                        Some(Duration::from_secs_f64(ms / 1e3))
-                    }
-                    Some(ms) => {
-                        return Err(ScenarioError::Link(format!(
-                        "burst_reset must be a positive number of ms (at most one hour), got {ms}"
-                    )))
-                    }
-                };
-                LossModel::gilbert_from_mean(p, self.burst).with_idle_reset(reset)
-            }
-            LossKind::Varying => {
-                if !(self.loss_interval.is_finite() && self.loss_interval > 0.0) {
-                    return Err(ScenarioError::Link(
-                        "loss_interval must be a positive number of ms".into(),
-                    ));
-                }
-                LossModel::Varying {
-                    mean: p,
-                    std_dev: self.loss_std,
-                    interval: Duration::from_secs_f64(self.loss_interval / 1e3),
-                }
-            }
-        };
-        model
-            .validate()
-            .map_err(|e| ScenarioError::Link(format!("invalid loss model: {e}")))?;
-        Ok(model)
-    }
-
-    fn one_way_delay(&self) -> Result<Duration, ScenarioError> {
-        if !(self.rtt.is_finite() && self.rtt >= 0.0 && self.rtt <= 1e7) {
-            return Err(ScenarioError::Link(format!(
-                "rtt {} ms is out of range",
-                self.rtt
-            )));
-        }
-        Ok(Duration::from_secs_f64(self.rtt / 2e3))
-    }
-
-    /// Makes relative file paths relative to `dir` (the scenario file's).
-    fn resolve_paths(&mut self, dir: &Path) {
-        let fix = |p: &mut Option<PathBuf>| {
-            if let Some(path) = p.as_mut().filter(|p| p.is_relative()) {
-                *path = dir.join(&*path);
-            }
-        };
-        fix(&mut self.trace);
-        fix(&mut self.loss_pattern);
-        fix(&mut self.up.trace);
-        fix(&mut self.down.trace);
-    }
+fn is_hq_interop(p: &Protocol) -> bool {
+    *p == Protocol::HqInterop
 }
 
 /// One simulated run: a client fetching a workload from a server over an
@@ -354,6 +144,10 @@ pub struct Scenario {
     pub recv_window: Option<u64>,
     /// Virtual seconds after which an unfinished run is abandoned.
     pub time_limit: f64,
+    /// The application protocol the client speaks (the server speaks all
+    /// of artq's). Default hq-interop, the protocol the papers' runs used.
+    #[serde(skip_serializing_if = "is_hq_interop")]
+    pub alpn: Protocol,
     /// What the client fetches.
     pub workload: Workload,
     /// The emulated path.
@@ -370,6 +164,7 @@ impl Default for Scenario {
             seed: 1,
             recv_window: None,
             time_limit: DEFAULT_TIME_LIMIT_S,
+            alpn: Protocol::HqInterop,
             workload: Workload::default(),
             link: LinkSpec::default(),
         }
@@ -429,6 +224,8 @@ impl Scenario {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use netem::{Capacity, LossKind, LossModel, QueueLimit};
+    use wire::time::Duration;
 
     #[test]
     fn empty_toml_is_the_default_run() {
@@ -497,7 +294,7 @@ mod tests {
         assert!(Scenario::from_toml_str("[link]\nrtt = ", "x").is_err());
         let mut s = Scenario::default();
         s.link.loss = Some(1.5);
-        assert!(matches!(s.link.configs(), Err(ScenarioError::Link(_))));
+        assert!(matches!(s.link.configs(), Err(SpecError::Link(_))));
         s.link.loss = Some(0.1);
         s.link.loss_model = LossKind::Gilbert;
         for bad in [0.0, -5.0, f64::NAN, f64::INFINITY] {
@@ -508,7 +305,7 @@ mod tests {
         s.link.burst_reset = None;
         s.link.loss_model = LossKind::Bernoulli;
         s.link.bw = Some(-1.0);
-        assert!(matches!(s.link.configs(), Err(ScenarioError::Link(_))));
+        assert!(matches!(s.link.configs(), Err(SpecError::Link(_))));
         s.link.bw = Some(10.0);
         s.link.trace = Some(PathBuf::from("/nonexistent/trace"));
         let err = s.link.configs().unwrap_err();

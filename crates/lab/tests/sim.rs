@@ -2,8 +2,9 @@
 //! acceptance): determinism, lossless throughput, recovery under loss,
 //! multi-file workloads, TOML scenarios and bad inputs.
 
-use lab::scenario::{LinkSpec, ScenarioError};
+use lab::scenario::ScenarioError;
 use lab::{run, run_with, RunOptions, Scenario, Workload};
+use netem::LinkSpec;
 
 /// A small scenario: `size` bytes over 20 Mbit/s, 40 ms RTT, `loss` both ways.
 fn scenario(size: u64, loss: f64, seed: u64) -> Scenario {

@@ -16,6 +16,8 @@
 //!   constant or unlimited), propagation delay. Sans-IO: time is an argument.
 //! - [`sim`]: the discrete-event simulator: nodes, links, routes, an
 //!   event heap keyed by `(time, seq)`; single-threaded, no sleeping.
+//! - [`spec`]: [`LinkSpec`], the path as users describe it (flags, TOML),
+//!   and its translation into the two directions' [`LinkConfig`]s.
 //! - [`relay`]: the only code with sockets and a real clock: relays UDP
 //!   both ways through two links in real time (`artq link`).
 //!
@@ -40,6 +42,7 @@ pub mod loss;
 pub mod relay;
 pub mod seed;
 pub mod sim;
+pub mod spec;
 pub mod trace;
 
 pub use link::{Capacity, Datagram, Ecn, Link, LinkConfig, LinkStats, QueueLimit};
@@ -47,4 +50,5 @@ pub use loss::{LossModel, LossProcess};
 pub use relay::{RelayConfig, RelayHandle, RelayStats};
 pub use seed::derive_seed;
 pub use sim::{LinkId, Node, NodeId, RouteError, RunOutcome, SimStats, Simulator};
+pub use spec::{LinkSpec, LossKind, SpecError};
 pub use trace::{Trace, TraceError};

@@ -16,7 +16,7 @@ fn server_config() -> Option<ServerConfig> {
     CONFIG
         .get_or_init(|| {
             let (chain, key) = crypto::self_signed_from_seed(&["localhost"], [7; 32]).ok()?;
-            let tls = crypto::server_config(chain, key, &[b"hq-interop"]).ok()?;
+            let tls = crypto::server_config(chain, key, &[crypto::TEST_ALPN]).ok()?;
             Some(ServerConfig {
                 tls,
                 transport: Arc::new(TransportConfig::default()),

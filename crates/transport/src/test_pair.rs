@@ -36,7 +36,7 @@ use crate::{
 };
 
 /// The ALPN both sides offer.
-const ALPN: &[u8] = b"hq-interop";
+const ALPN: &[u8] = crypto::TEST_ALPN;
 
 /// One datagram on its way.
 #[derive(PartialEq, Eq, PartialOrd, Ord)]

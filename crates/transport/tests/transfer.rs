@@ -12,7 +12,10 @@ fn handshake_completes() {
     pair.connect();
     assert!(!pair.client().is_handshaking());
     assert!(!pair.server().is_handshaking());
-    assert_eq!(pair.client().alpn_protocol(), Some(&b"hq-interop"[..]));
+    assert_eq!(
+        pair.client().alpn_protocol(),
+        Some(transport::crypto::TEST_ALPN)
+    );
 }
 
 #[test]

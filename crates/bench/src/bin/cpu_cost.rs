@@ -23,8 +23,8 @@
 use anyhow::{bail, Result};
 use artq_bench::size;
 use clap::Parser;
-use lab::scenario::LinkSpec;
 use lab::{RunOptions, Scenario, Workload};
+use netem::LinkSpec;
 
 /// Command-line options.
 #[derive(Parser, Debug)]

@@ -20,8 +20,9 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Result};
 use artq_bench::size;
 use clap::Parser;
-use lab::scenario::{LinkSpec, ScenarioError};
+use lab::scenario::ScenarioError;
 use lab::{RunOptions, RunResult, Scenario, Workload};
+use netem::LinkSpec;
 
 /// Command-line options.
 #[derive(Parser, Debug)]

@@ -10,8 +10,9 @@
 use transport::congestion::CongestionAlgorithm;
 
 use super::{find, mean_of, AggRow, Aside, Case, Claim, Experiment, Scale, Verdict};
-use crate::scenario::{LinkSpec, LossKind, Scenario};
-use crate::workload::Workload;
+use crate::scenario::Scenario;
+use apps::workload::Workload;
+use netem::{LinkSpec, LossKind};
 
 /// Every experiment name, in the order `artq reproduce` runs them.
 pub const EXPERIMENTS: &[&str] = &["fig19", "fig20", "fig21", "fig22", "fig24", "ablation"];

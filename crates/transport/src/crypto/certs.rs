@@ -1,8 +1,8 @@
 //! Certificates and TLS configurations for artq endpoints.
 //!
 //! Both configurations are TLS 1.3 only (RFC 9001 §4.2) on rustls's ring
-//! provider, with the ALPN list given (RFC 9001 §8.1; `hq-interop` for the
-//! file transfers of DESIGN.md). Neither side resumes sessions or accepts
+//! provider, with the ALPN list the caller gives (RFC 9001 §8.1; the
+//! application layer owns the tokens). Neither side resumes sessions or accepts
 //! 0-RTT: every connection runs a full handshake, so each measured transfer
 //! starts from the same state.
 //!
@@ -24,9 +24,11 @@ use rustls::{DigitallySignedStruct, SignatureScheme};
 
 use super::CryptoError;
 
-/// The ALPN token of HTTP/0.9 over QUIC used by the QUIC interop runner and by
-/// `artq serve`/`artq get` (DESIGN.md, "Command line").
-pub const ALPN_HQ_INTEROP: &[u8] = b"hq-interop";
+/// The ALPN token the transport's own tests, its in-memory test pair and its
+/// fuzz bodies negotiate. The transport knows no application protocol: the
+/// real ones (`h3`, `hq-interop`) are the application layer's (`apps`).
+#[doc(hidden)]
+pub const TEST_ALPN: &[u8] = b"artq-test";
 
 /// How a client decides whether to trust the server's certificate.
 #[derive(Clone, Debug)]
@@ -318,12 +320,7 @@ mod tests {
             key.secret_der()
         );
         // What was loaded works.
-        server_config(
-            loaded,
-            load_pem_key(&both).expect("key"),
-            &[ALPN_HQ_INTEROP],
-        )
-        .expect("config");
+        server_config(loaded, load_pem_key(&both).expect("key"), &[TEST_ALPN]).expect("config");
 
         let only_cert = temp_file("cert.pem", cert_pem.as_bytes());
         let err = load_pem_key(&only_cert).expect_err("no key").to_string();
@@ -361,13 +358,13 @@ mod tests {
         assert_ne!(a.0, c.0);
         // Same size whatever the key: Ed25519 keys and signatures are fixed-size.
         assert_eq!(a.0[0].len(), c.0[0].len());
-        server_config(a.0, a.1, &[ALPN_HQ_INTEROP]).expect("rustls accepts the seeded key");
+        server_config(a.0, a.1, &[TEST_ALPN]).expect("rustls accepts the seeded key");
     }
 
     #[test]
     fn bad_configurations_are_errors() {
         assert!(matches!(
-            client_config(ServerVerification::Roots(vec![]), &[ALPN_HQ_INTEROP]),
+            client_config(ServerVerification::Roots(vec![]), &[TEST_ALPN]),
             Err(CryptoError::NoRootCertificates)
         ));
         let garbage = CertificateDer::from(vec![0x30, 0x03, 0x02, 0x01]);
@@ -391,14 +388,13 @@ mod tests {
     #[test]
     fn configs_are_tls13_only_without_0rtt() {
         let (chain, key) = self_signed(&["localhost"]).expect("cert");
-        let server = server_config(chain, key, &[ALPN_HQ_INTEROP]).expect("server");
+        let server = server_config(chain, key, &[TEST_ALPN]).expect("server");
         assert_eq!(server.max_early_data_size, 0);
         assert_eq!(server.send_tls13_tickets, 0);
-        assert_eq!(server.alpn_protocols, vec![ALPN_HQ_INTEROP.to_vec()]);
-        let client =
-            client_config(ServerVerification::Insecure, &[ALPN_HQ_INTEROP]).expect("client");
+        assert_eq!(server.alpn_protocols, vec![TEST_ALPN.to_vec()]);
+        let client = client_config(ServerVerification::Insecure, &[TEST_ALPN]).expect("client");
         assert!(!client.enable_early_data);
-        assert_eq!(client.alpn_protocols, vec![ALPN_HQ_INTEROP.to_vec()]);
+        assert_eq!(client.alpn_protocols, vec![TEST_ALPN.to_vec()]);
 
         // A TLS 1.2-only client (plain TLS, not QUIC) is refused by the server.
         let tls12 = rustls::ClientConfig::builder_with_provider(provider())

@@ -46,7 +46,7 @@ use std::path::PathBuf;
 
 pub use certs::{
     client_config, load_pem_chain, load_pem_key, self_signed, self_signed_from_seed, server_config,
-    ServerVerification, ALPN_HQ_INTEROP,
+    ServerVerification, TEST_ALPN,
 };
 pub use keys::{
     initial_keys, DirectionalKeys, HeaderProtectionKey, KeyChange, Keys, NextSecrets, PacketKey,

@@ -5,7 +5,7 @@
 
 use super::*;
 use crate::crypto::certs::{
-    client_config, self_signed, server_config, ServerVerification, ALPN_HQ_INTEROP,
+    client_config, self_signed, server_config, ServerVerification, TEST_ALPN,
 };
 use crate::crypto::keys::{
     initial_keys, HeaderProtectionKey, KeyChange, Keys, NextSecrets, PacketKey,
@@ -153,7 +153,7 @@ fn pair(verify: ServerVerification, server_name: &str, client_alpn: &[&[u8]]) ->
         verify,
         server_name,
         client_alpn,
-        server_config(chain, key, &[ALPN_HQ_INTEROP]).expect("server config"),
+        server_config(chain, key, &[TEST_ALPN]).expect("server config"),
     )
 }
 
@@ -179,8 +179,8 @@ fn pair_with(
 fn check_established(client: &mut Peer, server: &mut Peer) {
     assert_eq!(client.tls.peer_transport_parameters(), Some(SERVER_PARAMS));
     assert_eq!(server.tls.peer_transport_parameters(), Some(CLIENT_PARAMS));
-    assert_eq!(client.tls.alpn_protocol(), Some(ALPN_HQ_INTEROP));
-    assert_eq!(server.tls.alpn_protocol(), Some(ALPN_HQ_INTEROP));
+    assert_eq!(client.tls.alpn_protocol(), Some(TEST_ALPN));
+    assert_eq!(server.tls.alpn_protocol(), Some(TEST_ALPN));
     // RFC 9001 §4.1.4: ClientHello and ServerHello in Initial, the server's
     // EncryptedExtensions..Finished and the client's Finished in Handshake,
     // nothing in 1-RTT (no session tickets).
@@ -280,11 +280,11 @@ fn transfer(
 #[test]
 fn handshake_with_trusted_roots() {
     let (chain, key) = self_signed(&["localhost"]).expect("cert");
-    let server = server_config(chain.clone(), key, &[ALPN_HQ_INTEROP]).expect("server config");
+    let server = server_config(chain.clone(), key, &[TEST_ALPN]).expect("server config");
     let (mut client, mut server) = pair_with(
         ServerVerification::Roots(chain),
         "localhost",
-        &[ALPN_HQ_INTEROP],
+        &[TEST_ALPN],
         server,
     );
     handshake(&mut client, &mut server).expect("handshake");
@@ -294,11 +294,7 @@ fn handshake_with_trusted_roots() {
 /// Insecure skips the name and chain checks.
 #[test]
 fn handshake_insecure_accepts_any_name() {
-    let (mut client, mut server) = pair(
-        ServerVerification::Insecure,
-        "example.org",
-        &[ALPN_HQ_INTEROP],
-    );
+    let (mut client, mut server) = pair(ServerVerification::Insecure, "example.org", &[TEST_ALPN]);
     handshake(&mut client, &mut server).expect("handshake");
     check_established(&mut client, &mut server);
 }
@@ -307,11 +303,11 @@ fn handshake_insecure_accepts_any_name() {
 #[test]
 fn handshake_with_ip_server_name() {
     let (chain, key) = self_signed(&["127.0.0.1"]).expect("cert");
-    let config = server_config(chain.clone(), key, &[ALPN_HQ_INTEROP]).expect("server config");
+    let config = server_config(chain.clone(), key, &[TEST_ALPN]).expect("server config");
     let (mut client, mut server) = pair_with(
         ServerVerification::Roots(chain),
         "127.0.0.1",
-        &[ALPN_HQ_INTEROP],
+        &[TEST_ALPN],
         config,
     );
     handshake(&mut client, &mut server).expect("handshake");
@@ -332,11 +328,11 @@ fn crypto_error(alert: AlertDescription) -> u64 {
 #[test]
 fn roots_reject_a_certificate_for_another_name() {
     let (chain, key) = self_signed(&["localhost"]).expect("cert");
-    let config = server_config(chain.clone(), key, &[ALPN_HQ_INTEROP]).expect("server config");
+    let config = server_config(chain.clone(), key, &[TEST_ALPN]).expect("server config");
     let (mut client, mut server) = pair_with(
         ServerVerification::Roots(chain),
         "example.org",
-        &[ALPN_HQ_INTEROP],
+        &[TEST_ALPN],
         config,
     );
     let failure = client_failure(&mut client, &mut server);
@@ -356,7 +352,7 @@ fn roots_reject_an_untrusted_certificate() {
     let (mut client, mut server) = pair(
         ServerVerification::Roots(trusted),
         "localhost",
-        &[ALPN_HQ_INTEROP],
+        &[TEST_ALPN],
     );
     let failure = client_failure(&mut client, &mut server);
     assert_eq!(
@@ -370,7 +366,7 @@ fn roots_reject_an_untrusted_certificate() {
     let (mut client, mut server) = pair(
         ServerVerification::Roots(same_name),
         "localhost",
-        &[ALPN_HQ_INTEROP],
+        &[TEST_ALPN],
     );
     let failure = client_failure(&mut client, &mut server);
     assert_eq!(
@@ -409,11 +405,11 @@ fn insecure_still_verifies_the_handshake_signature() {
     .with_cert_resolver(Arc::new(WrongKey(Arc::new(
         rustls::sign::CertifiedKey::new(chain, signer),
     ))));
-    config.alpn_protocols = vec![ALPN_HQ_INTEROP.to_vec()];
+    config.alpn_protocols = vec![TEST_ALPN.to_vec()];
     let (mut client, mut server) = pair_with(
         ServerVerification::Insecure,
         "localhost",
-        &[ALPN_HQ_INTEROP],
+        &[TEST_ALPN],
         Arc::new(config),
     );
     let failure = client_failure(&mut client, &mut server);
@@ -436,8 +432,7 @@ fn alpn_mismatch_is_no_application_protocol() {
 
 #[test]
 fn invalid_server_name_is_an_error() {
-    let config =
-        client_config(ServerVerification::Insecure, &[ALPN_HQ_INTEROP]).expect("client config");
+    let config = client_config(ServerVerification::Insecure, &[TEST_ALPN]).expect("client config");
     let err = TlsSession::client(config, "not a host name!", Vec::new()).expect_err("invalid name");
     assert!(
         matches!(err, CryptoError::InvalidServerName { .. }),
@@ -450,7 +445,7 @@ proptest! {
     #[test]
     fn garbage_handshake_data_fails_cleanly(chunks in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..300), 1..4)) {
         let (chain, key) = self_signed_cached();
-        let config = server_config(chain, key, &[ALPN_HQ_INTEROP]).expect("server config");
+        let config = server_config(chain, key, &[TEST_ALPN]).expect("server config");
         let mut server = TlsSession::server(config, SERVER_PARAMS.to_vec()).expect("server");
         for chunk in &chunks {
             if let Err(failure) = server.read_handshake(chunk) {

@@ -2,7 +2,11 @@
 //!
 //! This is the one list of ALPN tokens in the workspace: the transport knows
 //! none (it negotiates whatever list its TLS configuration carries), the
-//! drivers ask [`Protocol::from_alpn`] what a connection speaks.
+//! applications ask [`Protocol::from_alpn`] what a connection speaks and
+//! [`Protocol::server_session`] / [`Protocol::client_session`] for the
+//! code that speaks it.
+
+use crate::http::{ClientSession, ServerSession};
 
 /// ALPN token of HTTP/3 (RFC 9114 §3.1).
 pub const H3: &[u8] = b"h3";
@@ -46,6 +50,40 @@ impl Protocol {
         }
     }
 
+    /// The application close code of a connection that ends normally
+    /// (hq-interop: 0; HTTP/3: H3_NO_ERROR).
+    pub fn no_error_code(self) -> u64 {
+        match self {
+            Protocol::H3 => 0x100,
+            Protocol::HqInterop => crate::hq::CLOSE_NO_ERROR,
+        }
+    }
+
+    /// The application close code of a connection abandoned because of a
+    /// local error (hq-interop: 1; HTTP/3: H3_INTERNAL_ERROR).
+    pub fn error_code(self) -> u64 {
+        match self {
+            Protocol::H3 => 0x102,
+            Protocol::HqInterop => crate::hq::CLOSE_ERROR,
+        }
+    }
+
+    /// A server session of this protocol for a new connection.
+    pub fn server_session(self) -> Option<Box<dyn ServerSession>> {
+        match self {
+            Protocol::HqInterop => Some(Box::new(crate::hq::HqServer::new())),
+            Protocol::H3 => None,
+        }
+    }
+
+    /// A client session of this protocol for a new connection.
+    pub fn client_session(self) -> Option<Box<dyn ClientSession>> {
+        match self {
+            Protocol::HqInterop => Some(Box::new(crate::hq::HqClient::new())),
+            Protocol::H3 => None,
+        }
+    }
+
     /// The ALPN list of a TLS configuration that offers `protocols`.
     pub fn alpn_list(protocols: &[Protocol]) -> Vec<&'static [u8]> {
         protocols.iter().map(|p| p.alpn()).collect()
@@ -65,9 +103,7 @@ impl core::str::FromStr for Protocol {
         match s.to_ascii_lowercase().as_str() {
             "h3" => Ok(Protocol::H3),
             "hq-interop" | "hq" => Ok(Protocol::HqInterop),
-            other => Err(format!(
-                "unknown protocol '{other}' (use h3 or hq-interop)"
-            )),
+            other => Err(format!("unknown protocol '{other}' (use h3 or hq-interop)")),
         }
     }
 }

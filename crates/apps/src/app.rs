@@ -1,0 +1,200 @@
+//! The seam between applications and drivers: [`App`], [`Observer`] and
+//! [`Host`].
+//!
+//! A driver (the simulator's node in `lab`, the UDP event loop in `artq`)
+//! owns a [`Host`]: an [`Endpoint`] plus one application. It feeds the host
+//! datagrams and timeouts with the current time, drains its datagrams, and
+//! calls [`Host::drive`] after each batch of input; that is all a driver
+//! knows. The host accepts new connections, hands every connection event to
+//! the observer and the application, then lets the application move data.
+//! An application never reads a clock, a socket or the OS RNG, so the same
+//! application gives the same bytes in virtual time and over real UDP.
+//!
+//! Calling protocol of a driver, per turn:
+//! 1. [`Host::handle_datagram`] for each datagram that arrived and/or
+//!    [`Host::handle_timeout`] when [`Host::poll_timeout`] has passed;
+//! 2. [`Host::drive`];
+//! 3. [`Host::poll_transmit`] until `None`;
+//! 4. stop when [`Host::is_finished`].
+
+use std::any::Any;
+use std::net::SocketAddr;
+
+use transport::connection::ConnectError;
+use transport::{ClientConfig, Connection, ConnectionHandle, Endpoint, Event, Transmit};
+use wire::time::Instant;
+
+/// An application: the server or client role of a workload, over any
+/// number of connections of one endpoint.
+pub trait App: Any {
+    /// The endpoint accepted (server) or opened (client) connection `h`.
+    fn on_connection(&mut self, now: Instant, h: ConnectionHandle, conn: &mut Connection);
+
+    /// An event of connection `h`, in the order the connection raised it.
+    fn on_event(&mut self, now: Instant, h: ConnectionHandle, conn: &mut Connection, event: &Event);
+
+    /// After the events: make progress on every connection (read requests
+    /// and responses, write bodies, open streams).
+    fn drive(&mut self, now: Instant, endpoint: &mut Endpoint);
+
+    /// When the application must be driven again without network input
+    /// (a live source's next frame); `None` if it only reacts to the network.
+    fn poll_timeout(&self) -> Option<Instant> {
+        None
+    }
+
+    /// Nothing is left to do: a client whose work is done (or failed) and
+    /// whose connection is closed; a server that served at least one
+    /// connection and has none open.
+    fn is_finished(&self, endpoint: &Endpoint) -> bool;
+
+    /// Begins a graceful shutdown (a server stops taking requests, HTTP/3
+    /// sends GOAWAY) and closes connections once they are idle.
+    fn shutdown(&mut self, now: Instant, endpoint: &mut Endpoint) {
+        let _ = (now, endpoint);
+    }
+
+    /// The application as [`Any`], so that the code that built it can read
+    /// its results back (`lab` reads a client's report after a run).
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// Sees every connection and event before the application does: where a
+/// driver hangs what is not the application's business (qlog files,
+/// measurement subscribers, statistics lines).
+pub trait Observer {
+    /// A new connection (accepted, or opened by [`Host::connect`]).
+    fn on_connection(&mut self, h: ConnectionHandle, conn: &mut Connection) {
+        let _ = (h, conn);
+    }
+
+    /// An event of connection `h`.
+    fn on_event(&mut self, h: ConnectionHandle, conn: &mut Connection, event: &Event) {
+        let _ = (h, conn, event);
+    }
+}
+
+/// An endpoint and the application it runs: what a driver drives.
+pub struct Host {
+    endpoint: Endpoint,
+    app: Box<dyn App>,
+    observer: Option<Box<dyn Observer>>,
+}
+
+impl core::fmt::Debug for Host {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Host")
+            .field("connections", &self.endpoint.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Host {
+    /// `app` on `endpoint`.
+    pub fn new(endpoint: Endpoint, app: Box<dyn App>) -> Host {
+        Host {
+            endpoint,
+            app,
+            observer: None,
+        }
+    }
+
+    /// Adds an observer of every connection and event.
+    pub fn with_observer(mut self, observer: Box<dyn Observer>) -> Host {
+        self.observer = Some(observer);
+        self
+    }
+
+    /// Opens a client connection to `remote` and hands it to the observer
+    /// and the application.
+    pub fn connect(
+        &mut self,
+        now: Instant,
+        config: &ClientConfig,
+        remote: SocketAddr,
+    ) -> Result<ConnectionHandle, ConnectError> {
+        let h = self.endpoint.connect(now, config, remote)?;
+        self.introduce(now, h);
+        Ok(h)
+    }
+
+    /// A datagram from `from` arrived (decrypted in place). Call
+    /// [`Host::drive`] after a batch of them.
+    pub fn handle_datagram(&mut self, now: Instant, from: SocketAddr, payload: &mut [u8]) {
+        self.endpoint.handle_datagram(now, from, payload);
+    }
+
+    /// Fires the endpoint's timers that are due. Call [`Host::drive`] after.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.endpoint.handle_timeout(now);
+    }
+
+    /// Lets the application react: accepts new connections, dispatches
+    /// every pending connection event to the observer and the application,
+    /// then drives the application.
+    pub fn drive(&mut self, now: Instant) {
+        while let Some(h) = self.endpoint.accept() {
+            self.introduce(now, h);
+        }
+        for h in self.endpoint.handles() {
+            while let Some(conn) = self.endpoint.connection_mut(h) {
+                let Some(event) = conn.poll_event() else {
+                    break;
+                };
+                if let Some(o) = self.observer.as_mut() {
+                    o.on_event(h, conn, &event);
+                }
+                self.app.on_event(now, h, conn, &event);
+            }
+        }
+        self.app.drive(now, &mut self.endpoint);
+    }
+
+    /// The next datagram to send, written into `buf`.
+    pub fn poll_transmit(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
+        self.endpoint.poll_transmit(now, buf)
+    }
+
+    /// The earliest of the endpoint's and the application's timers.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        match (self.endpoint.poll_timeout(), self.app.poll_timeout()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The application has nothing left to do.
+    pub fn is_finished(&self) -> bool {
+        self.app.is_finished(&self.endpoint)
+    }
+
+    /// Asks the application to shut down gracefully; keep driving until
+    /// [`Host::is_finished`] or a deadline.
+    pub fn shutdown(&mut self, now: Instant) {
+        self.app.shutdown(now, &mut self.endpoint);
+    }
+
+    /// The endpoint.
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    /// The endpoint, mutably (to read or close connections).
+    pub fn endpoint_mut(&mut self) -> &mut Endpoint {
+        &mut self.endpoint
+    }
+
+    /// The application as its concrete type, if it is a `T`.
+    pub fn app<T: App>(&self) -> Option<&T> {
+        self.app.as_any().downcast_ref::<T>()
+    }
+
+    fn introduce(&mut self, now: Instant, h: ConnectionHandle) {
+        if let Some(conn) = self.endpoint.connection_mut(h) {
+            if let Some(o) = self.observer.as_mut() {
+                o.on_connection(h, conn);
+            }
+            self.app.on_connection(now, h, conn);
+        }
+    }
+}

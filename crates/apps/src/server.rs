@@ -1,0 +1,386 @@
+//! [`HttpServer`]: the server role of every request/response workload.
+//!
+//! One application for `artq serve` and the simulated server: it accepts
+//! connections, speaks hq-interop or HTTP/3 on each as its ALPN says, answers
+//! each request from a [`Content`] tree, and pulls response bodies into the
+//! streams as fast as their send buffers take them. What differs between a
+//! file server, a live-stream origin and a DASH origin is only the content.
+//!
+//! Responses: 200 with `content-type`, `content-length` (when known) and
+//! `alt-svc` (when configured); 400 for a malformed request, 404/403 for
+//! what the content refuses, 405 for methods other than GET and HEAD (with
+//! `allow`), 431 for an oversized header section. hq-interop carries no
+//! status: its session resets refused streams instead.
+
+use std::collections::BTreeMap;
+
+use transport::{Connection, ConnectionHandle, Endpoint, Event};
+use wire::time::Instant;
+use wire::StreamId;
+
+use crate::app::App;
+use crate::content::{BodyChunk, Content, Resource};
+use crate::http::{
+    MessageError, Method, Request, ResponseHead, SendError, ServerEvent, ServerSession,
+};
+use crate::protocol::Protocol;
+
+/// Bytes pulled from a body per step.
+pub const CHUNK: usize = 64 * 1024;
+
+/// How the server answers, beyond its content.
+#[derive(Clone, Debug, Default)]
+pub struct ServerOptions {
+    /// The `alt-svc` value added to every HTTP/3 response (e.g.
+    /// `h3=":4433"; ma=86400`), so a client can discover the QUIC endpoint.
+    pub alt_svc: Option<String>,
+}
+
+/// A response whose body is being sent.
+struct Exchange {
+    body: Box<dyn crate::content::Body>,
+    buf: Vec<u8>,
+    pos: usize,
+    /// The body has nothing now; retry at this time (or on the next turn).
+    waiting: Option<Option<Instant>>,
+}
+
+/// One connection's protocol state.
+struct ServerConn {
+    /// Made once the ALPN is known (a ClientHello may span several
+    /// Initial packets, so it is not always known at accept time).
+    session: Option<Box<dyn ServerSession>>,
+    exchanges: BTreeMap<StreamId, Exchange>,
+    connected: bool,
+    lost: bool,
+}
+
+impl ServerConn {
+    /// The session, made now if the ALPN has become known.
+    fn session(&mut self, conn: &Connection) -> Option<&mut Box<dyn ServerSession>> {
+        if self.session.is_none() {
+            let protocol = conn.alpn_protocol().and_then(Protocol::from_alpn)?;
+            self.session = protocol.server_session();
+        }
+        self.session.as_mut()
+    }
+}
+
+/// Counters of what the server has answered.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ServerCounters {
+    /// Requests answered with a 2xx status.
+    pub ok: u64,
+    /// Requests refused (4xx).
+    pub refused: u64,
+    /// Responses abandoned (body errors, peer cancellations).
+    pub aborted: u64,
+}
+
+/// The request/response server application.
+pub struct HttpServer {
+    content: Box<dyn Content>,
+    options: ServerOptions,
+    conns: BTreeMap<ConnectionHandle, ServerConn>,
+    /// Connections in the order they were accepted.
+    order: Vec<ConnectionHandle>,
+    shutting_down: bool,
+    counters: ServerCounters,
+}
+
+impl HttpServer {
+    /// A server answering from `content`.
+    pub fn new(content: Box<dyn Content>, options: ServerOptions) -> HttpServer {
+        HttpServer {
+            content,
+            options,
+            conns: BTreeMap::new(),
+            order: Vec::new(),
+            shutting_down: false,
+            counters: ServerCounters::default(),
+        }
+    }
+
+    /// What has been answered so far.
+    pub fn counters(&self) -> ServerCounters {
+        self.counters
+    }
+
+    /// Connections accepted so far, in order.
+    pub fn connections(&self) -> &[ConnectionHandle] {
+        &self.order
+    }
+
+    /// Answers one session report.
+    fn on_request_event(
+        &mut self,
+        now: Instant,
+        h: ConnectionHandle,
+        conn: &mut Connection,
+        ev: ServerEvent,
+    ) {
+        let Some(sc) = self.conns.get_mut(&h) else {
+            return;
+        };
+        let Some(session) = sc.session(conn) else {
+            return;
+        };
+        match ev {
+            ServerEvent::Request { stream, request } => {
+                let (head, resource) = answer(&mut *self.content, &self.options, now, &request);
+                let ok = (200..300).contains(&head.status);
+                let sent = session.send_response(conn, stream, &head);
+                if !ok || sent.is_err() {
+                    self.counters.refused += 1;
+                    let _ = session.finish(conn, stream);
+                    return;
+                }
+                self.counters.ok += 1;
+                match resource {
+                    Some(r) if request.method == Method::Get => {
+                        sc.exchanges.insert(
+                            stream,
+                            Exchange {
+                                body: r.body,
+                                buf: Vec::with_capacity(CHUNK),
+                                pos: 0,
+                                waiting: None,
+                            },
+                        );
+                    }
+                    _ => {
+                        let _ = session.finish(conn, stream);
+                    }
+                }
+            }
+            ServerEvent::BadRequest { stream, error } => {
+                self.counters.refused += 1;
+                let status = match error {
+                    MessageError::TooLarge(_) => 431,
+                    MessageError::Malformed(_) => 400,
+                };
+                let head = ResponseHead::new(status).with("content-length", "0");
+                if session.send_response(conn, stream, &head).is_ok() {
+                    let _ = session.finish(conn, stream);
+                }
+            }
+            ServerEvent::Cancelled { stream } => {
+                if sc.exchanges.remove(&stream).is_some() {
+                    self.counters.aborted += 1;
+                }
+            }
+        }
+    }
+
+    /// Moves body bytes into the streams until their buffers are full.
+    fn pump(&mut self, now: Instant, h: ConnectionHandle, conn: &mut Connection) {
+        let Some(sc) = self.conns.get_mut(&h) else {
+            return;
+        };
+        let Some(session) = sc.session.as_mut() else {
+            return;
+        };
+        let mut done = Vec::new();
+        for (&id, ex) in sc.exchanges.iter_mut() {
+            if let Some(Some(at)) = ex.waiting {
+                if now < at {
+                    continue;
+                }
+            }
+            ex.waiting = None;
+            let finished = loop {
+                if ex.pos >= ex.buf.len() {
+                    ex.buf.resize(CHUNK, 0);
+                    match ex.body.read(now, &mut ex.buf) {
+                        Ok(BodyChunk::Data(n)) => {
+                            ex.buf.truncate(n.min(CHUNK));
+                            ex.pos = 0;
+                            continue;
+                        }
+                        Ok(BodyChunk::End) => {
+                            ex.buf.clear();
+                            ex.pos = 0;
+                            // Fails only if the stream was reset meanwhile:
+                            // done either way.
+                            let _ = session.finish(conn, id);
+                            break Some(false);
+                        }
+                        Ok(BodyChunk::Wait(at)) => {
+                            ex.buf.clear();
+                            ex.pos = 0;
+                            ex.waiting = Some(at);
+                            break None;
+                        }
+                        Err(_) => {
+                            session.abort(conn, id);
+                            break Some(true);
+                        }
+                    }
+                }
+                match session.send_body(conn, id, ex.buf.get(ex.pos..).unwrap_or_default()) {
+                    Ok(n) => ex.pos += n,
+                    Err(SendError::Stream(transport::streams::WriteError::Blocked)) => break None,
+                    Err(_) => break Some(true),
+                }
+            };
+            if let Some(aborted) = finished {
+                done.push((id, aborted));
+            }
+        }
+        for (id, aborted) in done {
+            sc.exchanges.remove(&id);
+            if aborted {
+                self.counters.aborted += 1;
+            }
+        }
+    }
+}
+
+/// The response head and resource for `request`.
+fn answer(
+    content: &mut dyn Content,
+    options: &ServerOptions,
+    now: Instant,
+    request: &Request,
+) -> (ResponseHead, Option<Resource>) {
+    let with_alt_svc = |head: ResponseHead| match &options.alt_svc {
+        Some(v) => head.with("alt-svc", v.clone()),
+        None => head,
+    };
+    if !matches!(request.method, Method::Get | Method::Head) {
+        let head = ResponseHead::new(405)
+            .with("allow", "GET, HEAD")
+            .with("content-length", "0");
+        return (with_alt_svc(head), None);
+    }
+    match content.resolve(now, &request.path) {
+        Ok(r) => {
+            let mut head = ResponseHead::new(200).with("content-type", r.content_type);
+            if let Some(len) = r.length {
+                head = head.with("content-length", len.to_string());
+            }
+            (with_alt_svc(head), Some(r))
+        }
+        Err(refusal) => {
+            let head = ResponseHead::new(refusal.status()).with("content-length", "0");
+            (with_alt_svc(head), None)
+        }
+    }
+}
+
+impl App for HttpServer {
+    fn on_connection(&mut self, _now: Instant, h: ConnectionHandle, _conn: &mut Connection) {
+        self.order.push(h);
+        self.conns.insert(
+            h,
+            ServerConn {
+                session: None,
+                exchanges: BTreeMap::new(),
+                connected: false,
+                lost: false,
+            },
+        );
+    }
+
+    fn on_event(
+        &mut self,
+        _now: Instant,
+        h: ConnectionHandle,
+        conn: &mut Connection,
+        event: &Event,
+    ) {
+        let Some(sc) = self.conns.get_mut(&h) else {
+            return;
+        };
+        match event {
+            Event::Connected => {
+                sc.connected = true;
+                let shutting_down = self.shutting_down;
+                // TLS only completes with an ALPN from our list, so the
+                // session exists from here on.
+                if let Some(session) = sc.session(conn) {
+                    session.on_connected(conn);
+                    if shutting_down {
+                        session.shutdown(conn);
+                    }
+                }
+            }
+            Event::ConnectionLost(_) => {
+                sc.lost = true;
+                sc.exchanges.clear();
+            }
+            _ => {}
+        }
+    }
+
+    fn drive(&mut self, now: Instant, endpoint: &mut Endpoint) {
+        let handles: Vec<ConnectionHandle> = self.conns.keys().copied().collect();
+        for h in handles {
+            let Some(conn) = endpoint.connection_mut(h) else {
+                self.conns.remove(&h);
+                continue;
+            };
+            if self.conns.get(&h).is_none_or(|sc| sc.lost) {
+                self.conns.remove(&h);
+                continue;
+            }
+            // Requests are read as soon as they arrive, even before the
+            // handshake is confirmed (as the transport delivers them).
+            while let Some(ev) = self
+                .conns
+                .get_mut(&h)
+                .and_then(|sc| sc.session(conn))
+                .and_then(|s| s.poll(conn))
+            {
+                self.on_request_event(now, h, conn, ev);
+            }
+            self.pump(now, h, conn);
+            if self.shutting_down
+                && self.conns.get(&h).is_some_and(|sc| sc.exchanges.is_empty())
+                && !conn.is_closed()
+            {
+                conn.close(now, shutdown_code(conn), b"server shutting down");
+            }
+        }
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.conns
+            .values()
+            .flat_map(|sc| sc.exchanges.values())
+            .filter_map(|ex| ex.waiting.flatten())
+            .min()
+    }
+
+    fn is_finished(&self, endpoint: &Endpoint) -> bool {
+        !self.order.is_empty()
+            && self
+                .order
+                .iter()
+                .all(|&h| endpoint.connection(h).is_none_or(|c| c.is_closed()))
+    }
+
+    fn shutdown(&mut self, _now: Instant, endpoint: &mut Endpoint) {
+        self.shutting_down = true;
+        for (&h, sc) in self.conns.iter_mut() {
+            if let Some(conn) = endpoint.connection_mut(h) {
+                if sc.connected {
+                    if let Some(session) = sc.session(conn) {
+                        session.shutdown(conn);
+                    }
+                }
+            }
+        }
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+/// The close code of a graceful shutdown in the connection's protocol.
+fn shutdown_code(conn: &Connection) -> u64 {
+    conn.alpn_protocol()
+        .and_then(Protocol::from_alpn)
+        .map_or(0, Protocol::no_error_code)
+}

@@ -1,0 +1,299 @@
+//! The registry of workloads: every server/client application pair a
+//! scenario can name, and how each is built.
+//!
+//! A driver never knows which workload it runs: the simulator's runner
+//! (`lab`) asks a [`Workload`] for its two [`App`]s and for the client's
+//! [`ClientReport`] at the end. Adding a workload means adding a variant
+//! here, its keys to [`WorkloadOptions`] and its applications; neither
+//! driver changes.
+//!
+//! Scenario files and `artq sim` flags describe a workload with the same
+//! flat keys ([`WorkloadOptions`]): `kind` (default `files`), then the
+//! kind's own keys (files: `files`, `size`).
+
+use serde::{Deserialize, Serialize};
+
+use crate::app::{App, Host};
+use crate::content::GeneratedFiles;
+use crate::files::{ClientError, FileTimes, FilesClient, Paths, VerifySink};
+use crate::protocol::Protocol;
+use crate::server::{HttpServer, ServerOptions};
+use wire::time::Instant;
+
+/// Most files one workload may hold: the per-file records are kept in
+/// memory, so this bounds them (16 bytes each).
+pub const MAX_FILES: u64 = 10_000_000;
+
+/// A workload's name and one line about it, for `--help` and errors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WorkloadInfo {
+    /// The `kind` / `--workload` name.
+    pub name: &'static str,
+    /// What it is.
+    pub about: &'static str,
+}
+
+/// Every workload, in the order `--help` lists them.
+pub const WORKLOADS: &[WorkloadInfo] = &[WorkloadInfo {
+    name: "files",
+    about: "`files` files of `size` bytes fetched one after another over one connection (a bulk transfer is one file)",
+}];
+
+/// What the client and server of a run do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "WorkloadOptions", into = "WorkloadOptions")]
+pub enum Workload {
+    /// N files of one size fetched sequentially over one connection (ART
+    /// journal Figs. 20-21 fetch 1000 files; a bulk transfer is one file).
+    /// File contents are generated ([`crate::content::FileContent`]) and
+    /// every byte is checked by the client.
+    Files {
+        /// Number of files, fetched one after another (at least 1).
+        files: u64,
+        /// Size of each file, bytes.
+        size: u64,
+    },
+}
+
+impl Default for Workload {
+    /// One 10 MB file: the default `artq sim` run.
+    fn default() -> Self {
+        Workload::bulk(10_000_000)
+    }
+}
+
+impl Workload {
+    /// One file of `size` bytes.
+    pub fn bulk(size: u64) -> Self {
+        Workload::Files { files: 1, size }
+    }
+
+    /// `files` files of `size` bytes.
+    pub fn files(files: u64, size: u64) -> Self {
+        Workload::Files { files, size }
+    }
+
+    /// The registry name (`files`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Workload::Files { .. } => "files",
+        }
+    }
+
+    /// Number of items the client completes (files).
+    pub fn items(&self) -> u64 {
+        match *self {
+            Workload::Files { files, .. } => files,
+        }
+    }
+
+    /// Body bytes the client receives in total (saturating).
+    pub fn total_bytes(&self) -> u64 {
+        match *self {
+            Workload::Files { files, size } => files.saturating_mul(size),
+        }
+    }
+
+    /// Checks the numbers: at least one file, at most [`MAX_FILES`], and a
+    /// size that fits a QUIC stream.
+    pub fn validate(&self) -> Result<(), String> {
+        match *self {
+            Workload::Files { files, size } => {
+                if files == 0 {
+                    return Err("the workload needs at least one file".into());
+                }
+                if files > MAX_FILES {
+                    return Err(format!(
+                        "{files} files is more than the {MAX_FILES} a workload may hold"
+                    ));
+                }
+                // RFC 9000 §19.8: stream offsets stay below 2^62.
+                if size >= 1 << 62 {
+                    return Err(format!(
+                        "file size {size} bytes exceeds a QUIC stream's 2^62 bytes"
+                    ));
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// The server application of a simulated run; `content_seed` seeds the
+    /// generated content.
+    pub fn server_app(&self, content_seed: u64) -> Box<dyn App> {
+        match *self {
+            Workload::Files { files, size } => {
+                let content = GeneratedFiles {
+                    seed: content_seed,
+                    files,
+                    size,
+                };
+                Box::new(HttpServer::new(Box::new(content), ServerOptions::default()))
+            }
+        }
+    }
+
+    /// The client application of a simulated run, speaking `protocol`.
+    pub fn client_app(
+        &self,
+        content_seed: u64,
+        protocol: Protocol,
+    ) -> Result<Box<dyn App>, String> {
+        match *self {
+            Workload::Files { files, size } => {
+                let client = FilesClient::new(
+                    protocol,
+                    Some("localhost".into()),
+                    Paths::Indexed(files),
+                    Box::new(VerifySink::new(content_seed, size)),
+                )
+                .ok_or_else(|| format!("artq has no {protocol} client"))?;
+                Ok(Box::new(client))
+            }
+        }
+    }
+
+    /// What the client application of `host` (built by
+    /// [`Workload::client_app`]) has done.
+    pub fn client_report(&self, host: &Host) -> Option<ClientReport> {
+        match self {
+            Workload::Files { .. } => host.app::<FilesClient>().map(|c| {
+                let r = c.report();
+                ClientReport {
+                    items: r.files.clone(),
+                    bytes_received: r.bytes_received,
+                    done_at: r.done_at,
+                    error: r.error.clone(),
+                }
+            }),
+        }
+    }
+}
+
+/// What a workload's client has done, in the terms every workload shares.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ClientReport {
+    /// Completed items (files), in order, with their request and completion
+    /// times.
+    pub items: Vec<FileTimes>,
+    /// Body bytes received and accepted so far.
+    pub bytes_received: u64,
+    /// When the last item completed.
+    pub done_at: Option<Instant>,
+    /// Why the client gave up, if it did.
+    pub error: Option<ClientError>,
+}
+
+/// The workload keys, flat, as scenario files and `artq sim` flags give
+/// them. `kind` picks the workload (default `files`); a key that the kind
+/// does not use is an error.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadOptions {
+    /// The workload's registry name ([`WORKLOADS`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// files: number of files (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files: Option<u64>,
+    /// files: size of each file, bytes or with a unit (`"100KB"`).
+    #[serde(
+        default,
+        deserialize_with = "crate::size::deserialize_opt_size",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub size: Option<u64>,
+}
+
+impl TryFrom<WorkloadOptions> for Workload {
+    type Error = String;
+
+    fn try_from(o: WorkloadOptions) -> Result<Self, Self::Error> {
+        let kind = o.kind.as_deref().unwrap_or("files");
+        match kind {
+            "files" => {
+                let size = o
+                    .size
+                    .ok_or("the files workload needs `size` (bytes, or with a unit: \"10MB\")")?;
+                let w = Workload::files(o.files.unwrap_or(1), size);
+                w.validate()?;
+                Ok(w)
+            }
+            other => Err(format!(
+                "unknown workload '{other}' (known: {})",
+                WORKLOADS
+                    .iter()
+                    .map(|w| w.name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        }
+    }
+}
+
+impl From<Workload> for WorkloadOptions {
+    fn from(w: Workload) -> Self {
+        match w {
+            Workload::Files { files, size } => WorkloadOptions {
+                kind: None,
+                files: Some(files),
+                size: Some(size),
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Deserialize)]
+    struct Holder {
+        workload: Workload,
+    }
+
+    fn parse(json: &str) -> Result<Workload, String> {
+        serde_json::from_str::<Holder>(json)
+            .map(|h| h.workload)
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn workload_keys_parse_and_validate() {
+        assert_eq!(
+            parse(r#"{"workload": {"files": 3, "size": "2KB"}}"#),
+            Ok(Workload::files(3, 2000))
+        );
+        assert_eq!(
+            parse(r#"{"workload": {"kind": "files", "size": 5}}"#),
+            Ok(Workload::bulk(5))
+        );
+        for bad in [
+            r#"{"workload": {"size": "5 parsecs"}}"#,
+            r#"{"workload": {"size": 5, "extra": 1}}"#,
+            r#"{"workload": {"files": 2}}"#,
+            r#"{"workload": {"files": 0, "size": 1}}"#,
+            r#"{"workload": {"kind": "teleport", "size": 1}}"#,
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+        let err = parse(r#"{"workload": {"kind": "teleport", "size": 1}}"#).unwrap_err();
+        assert!(err.contains("files"), "{err}");
+    }
+
+    #[test]
+    fn workload_validation() {
+        assert!(Workload::bulk(0).validate().is_ok());
+        assert!(Workload::files(0, 10).validate().is_err());
+        assert!(Workload::files(MAX_FILES + 1, 10).validate().is_err());
+        assert!(Workload::bulk(1 << 62).validate().is_err());
+        assert_eq!(Workload::files(u64::MAX, 2).total_bytes(), u64::MAX);
+    }
+
+    #[test]
+    fn round_trips_through_its_keys() {
+        let w = Workload::files(7, 1234);
+        let json = serde_json::to_string(&w).expect("serialises");
+        assert_eq!(serde_json::from_str::<Workload>(&json).ok(), Some(w));
+    }
+}

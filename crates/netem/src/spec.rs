@@ -1,0 +1,437 @@
+//! [`LinkSpec`]: the emulated path as users describe it, the one link
+//! description of the workspace.
+//!
+//! `artq link` and `artq sim` take it as flags (with the `cli` feature it is
+//! a `clap::Args`), scenario files as a `[link]` table, and experiments build
+//! it in code; [`LinkSpec::configs`] turns it into the two [`LinkConfig`]s the
+//! simulator and the relay run. Both directions are alike unless `up`
+//! (client to server, flags `--up-*`, table `[link.up]`) or `down` (server
+//! to client, `--down-*`, `[link.down]`) override a value.
+//!
+//! Defaults: [`LinkSpec::default`] is `artq sim`'s path (100 Mbit/s, 30 ms,
+//! 1% loss); the flags' own defaults are the identity link (no rate limit,
+//! no delay, no loss), which `artq sim` overrides with its defaults.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use wire::time::Duration;
+
+use crate::link::{Capacity, LinkConfig, QueueLimit};
+use crate::loss::LossModel;
+use crate::trace::{Trace, TraceError};
+
+/// Default bottleneck rate of [`LinkSpec::default`], Mbit/s.
+pub const DEFAULT_BW_MBPS: f64 = 100.0;
+/// Default round-trip propagation delay of [`LinkSpec::default`], ms.
+pub const DEFAULT_RTT_MS: f64 = 30.0;
+/// Default random loss probability of [`LinkSpec::default`].
+pub const DEFAULT_LOSS: f64 = 0.01;
+/// Default mean Gilbert-Elliott burst length, packets.
+pub const DEFAULT_BURST: f64 = 3.0;
+/// Default standard deviation of the varying loss rate.
+pub const DEFAULT_LOSS_STD: f64 = 0.01;
+/// Default interval between varying loss-rate draws, ms.
+pub const DEFAULT_LOSS_INTERVAL_MS: f64 = 1000.0;
+
+/// Why a [`LinkSpec`] cannot become links.
+#[derive(Debug, thiserror::Error)]
+pub enum SpecError {
+    /// A trace or loss-pattern file is missing or malformed. The message
+    /// names the file, line and OS error.
+    #[error("{0}")]
+    Trace(TraceError),
+    /// A parameter is out of range.
+    #[error("invalid link: {0}")]
+    Link(String),
+}
+
+impl From<TraceError> for SpecError {
+    fn from(e: TraceError) -> Self {
+        SpecError::Trace(e)
+    }
+}
+
+/// Random loss process of a [`LinkSpec`] (`--loss-model`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+#[serde(rename_all = "lowercase")]
+pub enum LossKind {
+    /// Independent losses with probability --loss (like mm-loss).
+    #[default]
+    Bernoulli,
+    /// Gilbert-Elliott bursts: mean rate --loss, mean burst length --burst.
+    Gilbert,
+    /// Bernoulli with the rate redrawn from N(--loss, --loss-std) every
+    /// --loss-interval ms (ART journal Fig. 15).
+    Varying,
+}
+
+/// Per-direction overrides: one struct per direction, so that each has its
+/// own flag names (`--up-bw`, `--down-bw`) and TOML table.
+macro_rules! direction {
+    ($name:ident, $which:literal, $bw:literal, $bw_id:literal, $trace:literal, $trace_id:literal, $loss:literal, $loss_id:literal) => {
+        #[doc = concat!("Overrides of the ", $which, " direction of a [`LinkSpec`].")]
+        #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+        #[cfg_attr(feature = "cli", derive(clap::Args))]
+        #[serde(deny_unknown_fields)]
+        pub struct $name {
+            #[doc = concat!("Rate of the ", $which, " direction, Mbit/s.")]
+            #[cfg_attr(feature = "cli", arg(long = $bw, id = $bw_id, value_name = "MBPS"))]
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub bw: Option<f64>,
+            #[doc = concat!("Mahimahi trace of the ", $which, " direction.")]
+            #[cfg_attr(feature = "cli", arg(long = $trace, id = $trace_id, value_name = "FILE"))]
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub trace: Option<PathBuf>,
+            #[doc = concat!("Loss probability of the ", $which, " direction.")]
+            #[cfg_attr(feature = "cli", arg(long = $loss, id = $loss_id, value_name = "P"))]
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub loss: Option<f64>,
+        }
+
+        impl $name {
+            fn overrides(&self) -> Overrides<'_> {
+                Overrides {
+                    bw: self.bw,
+                    trace: self.trace.as_ref(),
+                    loss: self.loss,
+                }
+            }
+
+            fn trace_mut(&mut self) -> &mut Option<PathBuf> {
+                &mut self.trace
+            }
+        }
+    };
+}
+
+direction!(
+    UpSpec,
+    "client-to-server",
+    "up-bw",
+    "up_bw",
+    "up-trace",
+    "up_trace",
+    "up-loss",
+    "up_loss"
+);
+direction!(
+    DownSpec,
+    "server-to-client",
+    "down-bw",
+    "down_bw",
+    "down-trace",
+    "down_trace",
+    "down-loss",
+    "down_loss"
+);
+
+/// One direction's overrides, whichever struct they came from.
+struct Overrides<'a> {
+    bw: Option<f64>,
+    trace: Option<&'a PathBuf>,
+    loss: Option<f64>,
+}
+
+/// The emulated path (DESIGN.md link options).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
+#[serde(deny_unknown_fields, default)]
+pub struct LinkSpec {
+    /// Bottleneck rate in Mbit/s, both directions (none: unlimited).
+    #[cfg_attr(feature = "cli", arg(long, value_name = "MBPS"))]
+    pub bw: Option<f64>,
+    /// Mahimahi trace file for both directions (one 1500-byte delivery
+    /// opportunity per line, in ms; loops); overrides --bw.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "FILE"))]
+    pub trace: Option<PathBuf>,
+    /// Round-trip propagation delay in ms, split evenly over both
+    /// directions.
+    #[cfg_attr(feature = "cli", arg(long, default_value_t = 0.0, value_name = "MS"))]
+    pub rtt: f64,
+    /// Random loss probability 0..1, both directions (none: no loss).
+    #[cfg_attr(feature = "cli", arg(long, value_name = "P"))]
+    pub loss: Option<f64>,
+    /// Loss model.
+    #[cfg_attr(feature = "cli", arg(long, value_enum, default_value_t = LossKind::Bernoulli))]
+    pub loss_model: LossKind,
+    /// Mean burst length in packets (gilbert).
+    #[cfg_attr(feature = "cli", arg(long, default_value_t = DEFAULT_BURST, value_name = "PKTS"))]
+    pub burst: f64,
+    /// Gilbert-Elliott idle reset in ms (gilbert): a packet arriving this
+    /// long after the previous one redraws the chain's state from its
+    /// stationary distribution, so a burst cannot outlast a silence
+    /// (default: the plain per-packet chain, whose bursts can swallow
+    /// backed-off PTO probes for seconds).
+    #[cfg_attr(feature = "cli", arg(long, value_name = "MS"))]
+    pub burst_reset: Option<f64>,
+    /// Standard deviation of the loss rate (varying).
+    #[cfg_attr(feature = "cli", arg(long, default_value_t = DEFAULT_LOSS_STD))]
+    pub loss_std: f64,
+    /// Interval between loss-rate draws in ms (varying).
+    #[cfg_attr(feature = "cli", arg(long, default_value_t = DEFAULT_LOSS_INTERVAL_MS, value_name = "MS"))]
+    pub loss_interval: f64,
+    /// Replay a recorded loss pattern (one 0/1 per line, 1 = drop) on the
+    /// server-to-client direction instead of a random model.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "FILE"))]
+    pub loss_pattern: Option<PathBuf>,
+    /// Drop-tail queue limit in packets (default: unlimited).
+    #[cfg_attr(feature = "cli", arg(long, value_name = "PKTS"))]
+    pub queue: Option<u64>,
+    /// Drop-tail queue limit in bytes (instead of --queue).
+    #[cfg_attr(
+        feature = "cli",
+        arg(long, value_name = "BYTES", conflicts_with = "queue")
+    )]
+    pub queue_bytes: Option<u64>,
+    /// Client-to-server overrides.
+    #[cfg_attr(feature = "cli", command(flatten))]
+    pub up: UpSpec,
+    /// Server-to-client overrides.
+    #[cfg_attr(feature = "cli", command(flatten))]
+    pub down: DownSpec,
+}
+
+impl Default for LinkSpec {
+    /// 100 Mbit/s, 30 ms RTT, 1% Bernoulli loss both ways, unlimited queue:
+    /// the default `artq sim` path.
+    fn default() -> Self {
+        LinkSpec {
+            bw: Some(DEFAULT_BW_MBPS),
+            trace: None,
+            rtt: DEFAULT_RTT_MS,
+            loss: Some(DEFAULT_LOSS),
+            loss_model: LossKind::Bernoulli,
+            burst: DEFAULT_BURST,
+            burst_reset: None,
+            loss_std: DEFAULT_LOSS_STD,
+            loss_interval: DEFAULT_LOSS_INTERVAL_MS,
+            loss_pattern: None,
+            queue: None,
+            queue_bytes: None,
+            up: UpSpec::default(),
+            down: DownSpec::default(),
+        }
+    }
+}
+
+impl LinkSpec {
+    /// The (client-to-server, server-to-client) link configurations. Trace
+    /// and pattern files are read here; errors name the file and line.
+    pub fn configs(&self) -> Result<(LinkConfig, LinkConfig), SpecError> {
+        let delay = self.one_way_delay()?;
+        let queue = match (self.queue, self.queue_bytes) {
+            (Some(_), Some(_)) => {
+                return Err(SpecError::Link(
+                    "give queue or queue_bytes, not both".into(),
+                ))
+            }
+            (Some(p), None) => QueueLimit::Packets(p),
+            (None, Some(b)) => QueueLimit::Bytes(b),
+            (None, None) => QueueLimit::Unlimited,
+        };
+        let (up, down) = (self.up.overrides(), self.down.overrides());
+        let up = LinkConfig {
+            capacity: self.capacity(&up)?,
+            delay,
+            queue,
+            loss: self.loss(up.loss, false)?,
+        };
+        let down = LinkConfig {
+            capacity: self.capacity(&down)?,
+            delay,
+            queue,
+            loss: self.loss(down.loss, true)?,
+        };
+        up.validate()
+            .map_err(|e| SpecError::Link(format!("client-to-server: {e}")))?;
+        down.validate()
+            .map_err(|e| SpecError::Link(format!("server-to-client: {e}")))?;
+        Ok((up, down))
+    }
+
+    fn capacity(&self, dir: &Overrides<'_>) -> Result<Capacity, SpecError> {
+        if let Some(path) = dir.trace.or(self.trace.as_ref()) {
+            return Ok(Capacity::Trace(Arc::new(Trace::from_file(path)?)));
+        }
+        match dir.bw.or(self.bw) {
+            None => Ok(Capacity::Unlimited),
+            Some(mbps) if mbps.is_finite() && mbps > 0.0 && mbps <= 1e6 => Ok(Capacity::Constant {
+                bits_per_sec: (mbps * 1e6).round() as u64,
+            }),
+            Some(mbps) => Err(SpecError::Link(format!(
+                "bandwidth {mbps} Mbit/s is out of range (0 < bw <= 1e6)"
+            ))),
+        }
+    }
+
+    fn loss(&self, p: Option<f64>, replay: bool) -> Result<LossModel, SpecError> {
+        if replay {
+            if let Some(path) = &self.loss_pattern {
+                return Ok(LossModel::replay_from_file(path)?);
+            }
+        }
+        let Some(p) = p.or(self.loss) else {
+            return Ok(LossModel::None);
+        };
+        if !(0.0..=1.0).contains(&p) {
+            return Err(SpecError::Link(format!(
+                "loss probability {p} is not in 0..1"
+            )));
+        }
+        let model = match self.loss_model {
+            LossKind::Bernoulli => LossModel::Bernoulli { p },
+            LossKind::Gilbert => {
+                if p >= 1.0 {
+                    return Err(SpecError::Link(
+                        "gilbert loss needs a loss rate below 1".into(),
+                    ));
+                }
+                let reset = match self.burst_reset {
+                    None => None,
+                    Some(ms) if ms.is_finite() && ms > 0.0 && ms <= 3.6e6 => {
+                        Some(Duration::from_secs_f64(ms / 1e3))
+                    }
+                    Some(ms) => {
+                        return Err(SpecError::Link(format!(
+                        "burst_reset must be a positive number of ms (at most one hour), got {ms}"
+                    )))
+                    }
+                };
+                LossModel::gilbert_from_mean(p, self.burst).with_idle_reset(reset)
+            }
+            LossKind::Varying => {
+                if !(self.loss_interval.is_finite() && self.loss_interval > 0.0) {
+                    return Err(SpecError::Link(
+                        "loss_interval must be a positive number of ms".into(),
+                    ));
+                }
+                LossModel::Varying {
+                    mean: p,
+                    std_dev: self.loss_std,
+                    interval: Duration::from_secs_f64(self.loss_interval / 1e3),
+                }
+            }
+        };
+        model
+            .validate()
+            .map_err(|e| SpecError::Link(format!("invalid loss model: {e}")))?;
+        Ok(model)
+    }
+
+    fn one_way_delay(&self) -> Result<Duration, SpecError> {
+        if !(self.rtt.is_finite() && self.rtt >= 0.0 && self.rtt <= 1e7) {
+            return Err(SpecError::Link(format!(
+                "rtt {} ms is out of range",
+                self.rtt
+            )));
+        }
+        Ok(Duration::from_secs_f64(self.rtt / 2e3))
+    }
+
+    /// Makes relative file paths relative to `dir` (a scenario file's).
+    pub fn resolve_paths(&mut self, dir: &Path) {
+        let fix = |p: &mut Option<PathBuf>| {
+            if let Some(path) = p.as_mut().filter(|p| p.is_relative()) {
+                *path = dir.join(&*path);
+            }
+        };
+        fix(&mut self.trace);
+        fix(&mut self.loss_pattern);
+        fix(self.up.trace_mut());
+        fix(self.down.trace_mut());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_is_the_sim_path() {
+        let (up, down) = LinkSpec::default().configs().expect("valid");
+        assert_eq!(
+            up.capacity,
+            Capacity::Constant {
+                bits_per_sec: 100_000_000
+            }
+        );
+        assert_eq!(down.delay, Duration::from_millis(15));
+        assert_eq!(down.loss, LossModel::Bernoulli { p: 0.01 });
+        assert_eq!(up.queue, QueueLimit::Unlimited);
+    }
+
+    #[test]
+    fn directions_override_and_errors_say_what() {
+        let mut s = LinkSpec {
+            loss_model: LossKind::Gilbert,
+            burst: 4.0,
+            burst_reset: Some(100.0),
+            loss: Some(0.02),
+            queue: Some(50),
+            ..LinkSpec::default()
+        };
+        s.up.loss = Some(0.0);
+        s.down.bw = Some(5.0);
+        let (up, down) = s.configs().expect("valid");
+        let reset = Some(Duration::from_millis(100));
+        assert_eq!(
+            up.loss,
+            LossModel::gilbert_from_mean(0.0, 4.0).with_idle_reset(reset)
+        );
+        assert_eq!(
+            down.loss,
+            LossModel::gilbert_from_mean(0.02, 4.0).with_idle_reset(reset)
+        );
+        assert_eq!(
+            down.capacity,
+            Capacity::Constant {
+                bits_per_sec: 5_000_000
+            }
+        );
+        assert_eq!(down.queue, QueueLimit::Packets(50));
+        for bad in [0.0, -5.0, f64::NAN, f64::INFINITY] {
+            s.burst_reset = Some(bad);
+            let err = s.configs().unwrap_err();
+            assert!(err.to_string().contains("burst_reset"), "{err}");
+        }
+        let s = LinkSpec {
+            loss: Some(1.5),
+            ..LinkSpec::default()
+        };
+        assert!(matches!(s.configs(), Err(SpecError::Link(_))));
+        let s = LinkSpec {
+            bw: Some(-1.0),
+            ..LinkSpec::default()
+        };
+        assert!(matches!(s.configs(), Err(SpecError::Link(_))));
+        let s = LinkSpec {
+            queue_bytes: Some(10),
+            queue: Some(10),
+            ..LinkSpec::default()
+        };
+        assert!(matches!(s.configs(), Err(SpecError::Link(_))));
+        let s = LinkSpec {
+            trace: Some(PathBuf::from("/nonexistent/trace")),
+            ..LinkSpec::default()
+        };
+        let err = s.configs().unwrap_err();
+        assert!(err.to_string().contains("/nonexistent/trace"), "{err}");
+    }
+
+    #[test]
+    fn relative_paths_resolve_against_a_directory() {
+        let mut s = LinkSpec {
+            trace: Some(PathBuf::from("t.trace")),
+            loss_pattern: Some(PathBuf::from("/abs/p")),
+            ..LinkSpec::default()
+        };
+        s.down.trace = Some(PathBuf::from("d.trace"));
+        s.resolve_paths(Path::new("/dir"));
+        assert_eq!(s.trace, Some(PathBuf::from("/dir/t.trace")));
+        assert_eq!(s.down.trace, Some(PathBuf::from("/dir/d.trace")));
+        assert_eq!(s.loss_pattern, Some(PathBuf::from("/abs/p")));
+    }
+}
