@@ -13,4 +13,5 @@
 #![warn(missing_docs)]
 
 pub mod alpn;
+pub mod h3;
 pub mod http;
