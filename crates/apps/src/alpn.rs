@@ -65,7 +65,9 @@ impl core::str::FromStr for Protocol {
         match s.to_ascii_lowercase().as_str() {
             "h3" => Ok(Protocol::H3),
             "hq-interop" | "hq" => Ok(Protocol::HqInterop),
-            other => Err(format!("unknown protocol '{other}' (use h3 or hq-interop)")),
+            other => Err(format!(
+                "unknown protocol '{other}' (use h3 or hq-interop)"
+            )),
         }
     }
 }
