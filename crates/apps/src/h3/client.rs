@@ -9,6 +9,7 @@ use wire::{Dir, Side, StreamId};
 
 use super::control::Control;
 use super::error::{H3Error, H3_REQUEST_CANCELLED, H3_STREAM_CREATION_ERROR};
+use super::frame::Settings;
 use super::message;
 use super::reader::ConnStream;
 use super::response_reader::{BodyRead, HeadRead, ResponseReader};
@@ -67,6 +68,11 @@ impl H3Client {
     /// The server sent GOAWAY: no new request will be processed.
     pub fn is_going_away(&self) -> bool {
         self.control.peer.goaway.is_some()
+    }
+
+    /// The peer's SETTINGS, once its control stream delivered them.
+    pub fn peer_settings(&self) -> Option<Settings> {
+        self.control.peer.settings
     }
 
     /// Closes the connection for `error` (once).

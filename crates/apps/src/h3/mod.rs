@@ -101,6 +101,9 @@ pub mod response_reader;
 pub mod server;
 pub mod writer;
 
+#[cfg(test)]
+mod tests;
+
 pub use client::H3Client;
 pub use error::H3Error;
 pub use server::H3Server;

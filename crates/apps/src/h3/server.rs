@@ -12,6 +12,7 @@ use super::error::{
     H3Error, H3_EXCESSIVE_LOAD, H3_INTERNAL_ERROR, H3_MESSAGE_ERROR, H3_REQUEST_CANCELLED,
     H3_REQUEST_INCOMPLETE, H3_REQUEST_REJECTED,
 };
+use super::frame::Settings;
 use super::message;
 use super::reader::ConnStream;
 use super::request_reader::{RequestRead, RequestReader};
@@ -84,6 +85,11 @@ impl H3Server {
             failed: false,
             deferred: None,
         }
+    }
+
+    /// The peer's SETTINGS, once its control stream delivered them.
+    pub fn peer_settings(&self) -> Option<Settings> {
+        self.control.peer.settings
     }
 
     /// Closes the connection for `error` (once).
