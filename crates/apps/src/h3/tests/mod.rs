@@ -21,9 +21,10 @@ use crate::http::{
     ServerEvent, ServerSession,
 };
 
-/// A response body the test server is still writing.
+/// A response body the test server is still writing: a file of
+/// [`Harness::files`] and how much of it went out.
 struct Outgoing {
-    body: Vec<u8>,
+    path: String,
     sent: usize,
 }
 
@@ -58,6 +59,8 @@ pub struct Harness {
     /// Errors the server session returned to the test application (a
     /// stream the client abandoned while the answer was being written).
     pub send_errors: Vec<(StreamId, SendError)>,
+    /// The client application's read buffer.
+    buf: Vec<u8>,
 }
 
 impl Harness {
@@ -75,6 +78,7 @@ impl Harness {
             server_events: Vec::new(),
             downloads: BTreeMap::new(),
             send_errors: Vec::new(),
+            buf: vec![0; 64 * 1024],
         };
         if let Some(s) = h.server.as_mut() {
             s.on_connected(h.pair.server());
@@ -119,6 +123,7 @@ impl Harness {
             server_events,
             downloads,
             send_errors,
+            buf,
         } = self;
         if let (Some(server), Some(conn)) = (server.as_mut(), pair.server_opt()) {
             // Transport events are not needed: sessions poll their streams.
@@ -129,7 +134,7 @@ impl Harness {
                 }
                 server_events.push(event);
             }
-            pump(server, conn, outgoing);
+            pump(server, conn, files, outgoing);
         }
         if let (Some(client), Some(conn)) = (client.as_mut(), pair.client_opt()) {
             while conn.poll_event().is_some() {}
@@ -143,13 +148,12 @@ impl Harness {
                     }
                 }
             }
-            let mut buf = vec![0u8; 256 * 1024];
             for (&id, d) in downloads.iter_mut() {
                 if d.head.is_none() || d.done || d.error.is_some() {
                     continue;
                 }
                 loop {
-                    match client.read_body(now, conn, id, &mut buf) {
+                    match client.read_body(now, conn, id, buf) {
                         Ok(Some(n)) => d.body.extend_from_slice(&buf[..n]),
                         Ok(None) => {
                             d.done = true;
@@ -260,7 +264,7 @@ fn serve(
                     outgoing.insert(
                         *stream,
                         Outgoing {
-                            body: body.clone(),
+                            path: request.path.clone(),
                             sent: 0,
                         },
                     );
@@ -287,10 +291,16 @@ fn serve(
 }
 
 /// Writes what fits of every body being sent; finishes the complete ones.
-fn pump(server: &mut H3Server, conn: &mut Connection, outgoing: &mut BTreeMap<StreamId, Outgoing>) {
+fn pump(
+    server: &mut H3Server,
+    conn: &mut Connection,
+    files: &BTreeMap<String, Vec<u8>>,
+    outgoing: &mut BTreeMap<StreamId, Outgoing>,
+) {
     outgoing.retain(|&id, out| {
-        while out.sent < out.body.len() {
-            match server.send_body(conn, id, &out.body[out.sent..]) {
+        let body = files.get(&out.path).map_or(&[][..], Vec::as_slice);
+        while out.sent < body.len() {
+            match server.send_body(conn, id, &body[out.sent..]) {
                 Ok(n) => out.sent += n,
                 Err(_) => return true,
             }
