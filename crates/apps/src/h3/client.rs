@@ -133,14 +133,14 @@ impl H3Client {
             let Some(ex) = self.exchanges.get_mut(&id) else {
                 continue;
             };
-            if let Err(e) = ex.send.flush(conn, id) {
-                self.give_up(
-                    conn,
-                    id,
-                    H3_REQUEST_CANCELLED,
-                    format!("request write failed: {e}"),
-                );
-                continue;
+            match ex.send.flush(conn, id) {
+                Ok(_) => {}
+                Err(WriteError::Stopped(_)) => ex.send.abandon(),
+                Err(e) => {
+                    let reason = format!("request write failed: {e}");
+                    self.give_up(conn, id, H3_REQUEST_CANCELLED, reason);
+                    continue;
+                }
             }
             if ex.reader.has_head() {
                 continue;
@@ -199,7 +199,11 @@ impl ClientSession for H3Client {
         ex.send.queue(&frame);
         // The body is empty: FIN right after HEADERS (now or on a later
         // poll if the send buffer is full).
-        ex.send.finish(conn, id)?;
+        if let Err(e) = ex.send.finish(conn, id) {
+            let _ = conn.streams().reset(id, H3_REQUEST_CANCELLED);
+            let _ = conn.streams().stop_sending(id, H3_REQUEST_CANCELLED);
+            return Err(e);
+        }
         self.exchanges.insert(id, ex);
         Ok(id)
     }
@@ -236,10 +240,9 @@ impl ClientSession for H3Client {
             .exchanges
             .get_mut(&stream)
             .ok_or(BodyError::UnknownStream)?;
-        if let Err(WriteError::Stopped(code)) = ex.send.flush(conn, stream) {
-            // The server stopped our request half: it will reset or answer;
-            // keep reading the response.
-            tracing::debug!(code, "request stream stopped by the server");
+        if let Err(WriteError::Stopped(_)) = ex.send.flush(conn, stream) {
+            // The server stopped our request half; the response goes on.
+            ex.send.abandon();
         }
         let read = ex
             .reader

@@ -66,6 +66,18 @@ impl SendState {
         self.data_owed
     }
 
+    /// Gives up sending after the peer stopped the stream (STOP_SENDING):
+    /// nothing more will be written, and the half counts as finished. A
+    /// server may do that once it has answered (RFC 9114 §4.1.1); the
+    /// response still arrives.
+    pub fn abandon(&mut self) {
+        self.pending.clear();
+        self.pending_at = 0;
+        self.data_owed = 0;
+        self.fin_requested = true;
+        self.fin_sent = true;
+    }
+
     /// Writes what is pending, then FIN if requested and nothing is owed.
     /// `Ok(true)` once no committed frame byte is left in `pending` (a DATA
     /// frame may still owe payload: see [`SendState::is_idle`]).

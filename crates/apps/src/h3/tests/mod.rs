@@ -17,8 +17,8 @@ use super::frame::{self, write_frame};
 use super::qpack;
 use super::{H3Client, H3Server};
 use crate::http::{
-    BodyError, ClientEvent, ClientSession, MessageError, Method, Request, ResponseHead, SendError,
-    ServerEvent, ServerSession,
+    BodyError, ClientEvent, ClientSession, Field, MessageError, Method, Request, ResponseHead,
+    SendError, ServerEvent, ServerSession,
 };
 
 /// A response body the test server is still writing: a file of
@@ -51,6 +51,8 @@ pub struct Harness {
     pub client: Option<H3Client>,
     /// What the test server serves, by path.
     pub files: BTreeMap<String, Vec<u8>>,
+    /// Fields the test server adds to every 200 response.
+    pub extra_fields: Vec<Field>,
     outgoing: BTreeMap<StreamId, Outgoing>,
     /// Every event the server session reported.
     pub server_events: Vec<ServerEvent>,
@@ -67,13 +69,18 @@ impl Harness {
     /// A connected pair with sessions on the sides asked for
     /// (`on_connected` already called).
     pub fn new(server: bool, client: bool) -> Harness {
-        let mut pair = Pair::default_pair();
+        Harness::over(Pair::default_pair(), server, client)
+    }
+
+    /// Like [`Harness::new`] over `pair` (not connected yet).
+    pub fn over(mut pair: Pair, server: bool, client: bool) -> Harness {
         pair.connect();
         let mut h = Harness {
             pair,
             server: server.then(H3Server::new),
             client: client.then(H3Client::new),
             files: BTreeMap::new(),
+            extra_fields: Vec::new(),
             outgoing: BTreeMap::new(),
             server_events: Vec::new(),
             downloads: BTreeMap::new(),
@@ -119,6 +126,7 @@ impl Harness {
             server,
             client,
             files,
+            extra_fields,
             outgoing,
             server_events,
             downloads,
@@ -129,7 +137,7 @@ impl Harness {
             // Transport events are not needed: sessions poll their streams.
             while conn.poll_event().is_some() {}
             while let Some(event) = server.poll(now, conn) {
-                if let Err(e) = serve(server, conn, files, outgoing, &event) {
+                if let Err(e) = serve(server, conn, files, extra_fields, outgoing, &event) {
                     send_errors.push(e);
                 }
                 server_events.push(event);
@@ -244,6 +252,7 @@ fn serve(
     server: &mut H3Server,
     conn: &mut Connection,
     files: &BTreeMap<String, Vec<u8>>,
+    extra_fields: &[Field],
     outgoing: &mut BTreeMap<StreamId, Outgoing>,
     event: &ServerEvent,
 ) -> Result<(), (StreamId, SendError)> {
@@ -252,7 +261,10 @@ fn serve(
             let file = files.get(&request.path);
             let head = match (&request.method, file) {
                 (Method::Get | Method::Head, Some(body)) => {
-                    ResponseHead::new(200).with("content-length", body.len().to_string())
+                    let mut head =
+                        ResponseHead::new(200).with("content-length", body.len().to_string());
+                    head.headers.extend_from_slice(extra_fields);
+                    head
                 }
                 (Method::Get | Method::Head, None) => ResponseHead::new(404),
                 (Method::Other(_), _) => ResponseHead::new(405),

@@ -1,6 +1,7 @@
 //! A client session fetching from a server session.
 
-use transport::test_pair::content;
+use transport::test_pair::{content, Pair};
+use transport::TransportConfig;
 use wire::time::Duration;
 
 use super::Harness;
@@ -166,4 +167,71 @@ fn shutdown_rejects_streams_opened_after_goaway() {
     let d = &h.downloads[&id];
     assert!(d.failed.is_some(), "{d:?}");
     assert!(h.server_events.is_empty());
+}
+
+#[test]
+fn server_keeps_serving_while_it_cannot_open_its_control_stream() {
+    // The client lets the server open no unidirectional stream at all: the
+    // server's control stream waits (retried on every poll), requests are
+    // still served.
+    let mut client_transport = TransportConfig::default();
+    client_transport.streams.max_concurrent_uni_streams = 0;
+    let pair = Pair::new(TransportConfig::default(), client_transport);
+    let mut h = Harness::over(pair, true, true);
+    h.files.insert("/".into(), content(10_000, 5));
+    let id = h.get("/");
+    assert!(h.finish_downloads(Duration::from_secs(5)));
+    assert!(h.downloads[&id].done && h.downloads[&id].body == h.files["/"]);
+    assert!(h.server.as_ref().unwrap().peer_settings().is_some());
+    assert!(h.client.as_ref().unwrap().peer_settings().is_none());
+    assert!(h.pair.client().close_reason().is_none());
+}
+
+#[test]
+fn partial_writes_never_tear_frames() {
+    // A send buffer smaller than a response head and than the DATA frames:
+    // every write falls short, often inside a frame header.
+    let mut server_transport = TransportConfig::default();
+    server_transport.streams.send_buffer = 7_777;
+    let pair = Pair::new(server_transport, TransportConfig::default());
+    let mut h = Harness::over(pair, true, true);
+    h.extra_fields = vec![Field::new("x-padding", "p".repeat(9_000))];
+    let mut ids = Vec::new();
+    for (i, size) in [1usize, 7_776, 7_777, 300_000, 1_100_000]
+        .into_iter()
+        .enumerate()
+    {
+        let path = format!("/p{i}");
+        h.files.insert(path.clone(), content(size, 10 + i as u64));
+        ids.push((h.get(&path), path));
+    }
+    assert!(h.finish_downloads(Duration::from_secs(60)));
+    for (id, path) in &ids {
+        let d = &h.downloads[id];
+        let head = d.head.as_ref().expect("a head");
+        assert_eq!(head.header("x-padding").map(str::len), Some(9_000));
+        assert!(d.done && d.body == h.files[path], "{path}: {d:?}");
+    }
+}
+
+#[test]
+fn tiny_send_buffer_tears_every_write() {
+    // Three bytes of send buffer: frame headers themselves are written in
+    // pieces, and each DATA frame's payload over many calls.
+    let mut server_transport = TransportConfig::default();
+    server_transport.streams.send_buffer = 3;
+    let pair = Pair::new(server_transport, TransportConfig::default());
+    let mut h = Harness::over(pair, true, true);
+    let mut ids = Vec::new();
+    for (i, size) in [1usize, 63, 64, 2_000].into_iter().enumerate() {
+        let path = format!("/t{i}");
+        h.files.insert(path.clone(), content(size, 20 + i as u64));
+        ids.push((h.get(&path), path));
+    }
+    assert!(h.finish_downloads(Duration::from_secs(120)));
+    for (id, path) in &ids {
+        let d = &h.downloads[id];
+        assert_eq!(d.head.as_ref().map(|h| h.status), Some(200), "{path}");
+        assert!(d.done && d.body == h.files[path], "{path}: {d:?}");
+    }
 }
