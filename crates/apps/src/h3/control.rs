@@ -10,8 +10,8 @@ use wire::coding::decode_varint;
 use wire::{Dir, Side, StreamId};
 
 use super::error::{
-    is_reserved_code_point, H3Error, H3_CLOSED_CRITICAL_STREAM, H3_EXCESSIVE_LOAD,
-    H3_FRAME_UNEXPECTED, H3_ID_ERROR, H3_MISSING_SETTINGS, H3_STREAM_CREATION_ERROR,
+    H3Error, H3_CLOSED_CRITICAL_STREAM, H3_EXCESSIVE_LOAD, H3_FRAME_UNEXPECTED, H3_ID_ERROR,
+    H3_MISSING_SETTINGS, H3_STREAM_CREATION_ERROR,
 };
 use super::frame::{self, Settings, StreamKind};
 use super::qpack::streams::{DecoderStreamChecker, EncoderStreamChecker};
@@ -28,6 +28,11 @@ pub const STREAM_PUSH: u64 = 0x01;
 pub const STREAM_QPACK_ENCODER: u64 = 0x02;
 /// The QPACK decoder stream.
 pub const STREAM_QPACK_DECODER: u64 = 0x03;
+
+/// A reserved setting identifier (`0x1f * 7 + 0x21`) we send with value 0,
+/// as RFC 9114 §7.2.4.1 asks ("Endpoints SHOULD include at least one such
+/// setting"), so peers that choke on unknown settings show up early.
+pub const GREASE_SETTING: u64 = 0x1f * 7 + 0x21;
 
 /// The settings we send: a field-section limit and no dynamic table.
 pub fn our_settings() -> Settings {
@@ -232,8 +237,16 @@ impl Control {
         let mut bytes = vec![STREAM_CONTROL as u8];
         let mut payload = Vec::new();
         our_settings().encode(&mut payload);
+        wire::BufMutExt::put_varint(&mut payload, GREASE_SETTING);
+        wire::BufMutExt::put_varint(&mut payload, 0);
         frame::write_frame(&mut bytes, frame::SETTINGS, &payload);
         self.ours_send.queue(&bytes);
+    }
+
+    /// What our control stream would send now (tests).
+    #[cfg(test)]
+    fn ours_send_bytes(&self) -> Vec<u8> {
+        self.ours_send.pending_bytes().to_vec()
     }
 
     /// Queues GOAWAY with `id` after SETTINGS.
@@ -278,7 +291,6 @@ impl Control {
         for id in ids {
             let outcome = self.read_uni(id, &mut ConnStream { conn, id })?;
             if outcome == UniOutcome::Refuse {
-                self.uni.remove(&id);
                 // The stream may already be gone; nothing to undo then.
                 let _ = conn.streams().stop_sending(id, H3_STREAM_CREATION_ERROR);
             }
@@ -333,9 +345,9 @@ impl Control {
                     let Ok((ty, _)) = decode_varint(buf.get(..*filled).unwrap_or_default()) else {
                         return Ok(UniOutcome::Keep);
                     };
-                    *stream = self.open_typed(ty)?;
-                    if matches!(stream, UniStream::Typing { .. }) {
-                        return Ok(UniOutcome::Refuse);
+                    match self.open_typed(ty)? {
+                        Some(typed) => *stream = typed,
+                        None => return Ok(UniOutcome::Refuse),
                     }
                 }
                 UniStream::Control(cursor) => {
@@ -348,8 +360,9 @@ impl Control {
         }
     }
 
-    /// The state for a stream of type `ty`; `Typing` means "refuse it".
-    fn open_typed(&mut self, ty: u64) -> Result<UniStream, H3Error> {
+    /// The state for a stream of type `ty`; `None` for a type we do not
+    /// know (reserved ones included), which is refused.
+    fn open_typed(&mut self, ty: u64) -> Result<Option<UniStream>, H3Error> {
         let second = |seen: &mut bool, what: &'static str| {
             if std::mem::replace(seen, true) {
                 Err(H3Error::new(H3_STREAM_CREATION_ERROR, what))
@@ -360,15 +373,15 @@ impl Control {
         match ty {
             STREAM_CONTROL => {
                 second(&mut self.seen_control, "second control stream")?;
-                Ok(UniStream::Control(FrameCursor::default()))
+                Ok(Some(UniStream::Control(FrameCursor::default())))
             }
             STREAM_QPACK_ENCODER => {
                 second(&mut self.seen_encoder, "second QPACK encoder stream")?;
-                Ok(UniStream::Encoder(EncoderStreamChecker::default()))
+                Ok(Some(UniStream::Encoder(EncoderStreamChecker::default())))
             }
             STREAM_QPACK_DECODER => {
                 second(&mut self.seen_decoder, "second QPACK decoder stream")?;
-                Ok(UniStream::Decoder(DecoderStreamChecker::default()))
+                Ok(Some(UniStream::Decoder(DecoderStreamChecker::default())))
             }
             STREAM_PUSH if self.side == Side::Server => Err(H3Error::new(
                 H3_STREAM_CREATION_ERROR,
@@ -377,14 +390,30 @@ impl Control {
             // We never sent MAX_PUSH_ID, so any push ID exceeds our limit
             // (RFC 9114 §4.6).
             STREAM_PUSH => Err(H3Error::new(H3_ID_ERROR, "push stream without MAX_PUSH_ID")),
-            other => {
-                debug_assert!(other > STREAM_QPACK_DECODER || is_reserved_code_point(other));
-                Ok(UniStream::Typing {
-                    buf: [0; 8],
-                    filled: 0,
-                })
-            }
+            _ => Ok(None),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::h3::error::is_reserved_code_point;
+
+    #[test]
+    fn grease_setting_is_reserved_and_ignored() {
+        assert!(is_reserved_code_point(GREASE_SETTING));
+        let mut control = Control::new(Side::Client);
+        control.start();
+        let mut peer = Control::new(Side::Server);
+        let id = StreamId::new(Side::Client, Dir::Uni, 0);
+        let bytes = control.ours_send_bytes();
+        let outcome = peer.read_uni(
+            id,
+            &mut super::super::reader::SliceSource::new(&bytes, false),
+        );
+        assert_eq!(outcome, Ok(UniOutcome::Keep));
+        assert_eq!(peer.peer.settings, Some(our_settings()));
     }
 }
 

@@ -10,9 +10,7 @@
 use wire::coding::decode_varint;
 use wire::BufMutExt;
 
-use super::error::{
-    is_reserved_code_point, H3Error, H3_FRAME_ERROR, H3_FRAME_UNEXPECTED, H3_SETTINGS_ERROR,
-};
+use super::error::{H3Error, H3_FRAME_ERROR, H3_FRAME_UNEXPECTED, H3_SETTINGS_ERROR};
 
 /// DATA: a piece of message content.
 pub const DATA: u64 = 0x00;
@@ -44,16 +42,6 @@ pub const SETTING_QPACK_BLOCKED_STREAMS: u64 = 0x07;
 /// H3_FRAME_UNEXPECTED.
 pub fn is_http2_only(ty: u64) -> bool {
     matches!(ty, 0x02 | 0x06 | 0x08 | 0x09)
-}
-
-/// Whether this implementation knows `ty` (the frames of RFC 9114 and the
-/// HTTP/2 leftovers); every other type, reserved ones included, is skipped
-/// wherever it appears (RFC 9114 §9).
-pub fn is_known(ty: u64) -> bool {
-    matches!(
-        ty,
-        DATA | HEADERS | CANCEL_PUSH | SETTINGS | PUSH_PROMISE | GOAWAY | MAX_PUSH_ID
-    ) || is_http2_only(ty)
 }
 
 /// A frame's type and payload length.
@@ -218,12 +206,6 @@ impl Settings {
     }
 }
 
-/// Whether `ty` is a reserved frame type (`0x1f * N + 0x21`), which must
-/// be ignored (RFC 9114 §7.2.8).
-pub fn is_reserved(ty: u64) -> bool {
-    is_reserved_code_point(ty)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -325,9 +307,7 @@ mod tests {
         for h2 in [0x02, 0x06, 0x08, 0x09] {
             assert_eq!(unexpected(h2, Control), Err(H3_FRAME_UNEXPECTED));
             assert_eq!(unexpected(h2, Request), Err(H3_FRAME_UNEXPECTED));
-            assert!(is_known(h2));
         }
-        assert!(!is_known(0x21) && is_reserved(0x21));
     }
 
     proptest! {

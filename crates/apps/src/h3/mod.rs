@@ -69,6 +69,9 @@
 //!   we do not; the peer's are accepted and checked.
 //! - No server push: we never send MAX_PUSH_ID (client) or PUSH_PROMISE
 //!   (server).
+//! - Our SETTINGS carries one reserved identifier
+//!   ([`control::GREASE_SETTING`], value 0), as RFC 9114 §7.2.4.1
+//!   recommends, so a peer that mishandles unknown settings fails at once.
 //! - Limits, so no peer can grow a buffer without bound: a frame header is
 //!   at most 16 bytes; a HEADERS payload is collected only up to
 //!   [`crate::http::MAX_FIELD_SECTION`] bytes (larger is refused as too

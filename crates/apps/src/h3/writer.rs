@@ -44,6 +44,13 @@ impl SendState {
         self.pending.extend_from_slice(bytes);
     }
 
+    /// The committed bytes not yet written (tests look at what a stream
+    /// would send).
+    #[cfg(test)]
+    pub fn pending_bytes(&self) -> &[u8] {
+        self.pending.get(self.pending_at..).unwrap_or_default()
+    }
+
     /// Nothing owed: every committed byte (and FIN, if requested) went out.
     pub fn is_idle(&self) -> bool {
         self.pending_at >= self.pending.len()
