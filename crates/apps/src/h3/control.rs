@@ -395,28 +395,6 @@ impl Control {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::h3::error::is_reserved_code_point;
-
-    #[test]
-    fn grease_setting_is_reserved_and_ignored() {
-        assert!(is_reserved_code_point(GREASE_SETTING));
-        let mut control = Control::new(Side::Client);
-        control.start();
-        let mut peer = Control::new(Side::Server);
-        let id = StreamId::new(Side::Client, Dir::Uni, 0);
-        let bytes = control.ours_send_bytes();
-        let outcome = peer.read_uni(
-            id,
-            &mut super::super::reader::SliceSource::new(&bytes, false),
-        );
-        assert_eq!(outcome, Ok(UniOutcome::Keep));
-        assert_eq!(peer.peer.settings, Some(our_settings()));
-    }
-}
-
 /// Reads a QPACK encoder or decoder stream into its checker until it
 /// blocks; its end is H3_CLOSED_CRITICAL_STREAM (RFC 9204 §4.2).
 fn read_qpack_stream(
@@ -435,5 +413,24 @@ fn read_qpack_stream(
                 ))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::h3::error::is_reserved_code_point;
+
+    #[test]
+    fn grease_setting_is_reserved_and_ignored() {
+        assert!(is_reserved_code_point(GREASE_SETTING));
+        let mut control = Control::new(Side::Client);
+        control.start();
+        let mut peer = Control::new(Side::Server);
+        let id = StreamId::new(Side::Client, Dir::Uni, 0);
+        let bytes = control.ours_send_bytes();
+        let outcome = peer.read_uni(id, &mut crate::h3::reader::SliceSource::new(&bytes, false));
+        assert_eq!(outcome, Ok(UniOutcome::Keep));
+        assert_eq!(peer.peer.settings, Some(our_settings()));
     }
 }
