@@ -175,21 +175,40 @@ impl H3Server {
         Ok(())
     }
 
-    /// Writes what responses owe (heads that did not fit, FINs); a stream
-    /// the client stopped is reported as cancelled.
+    /// Writes what responses owe (heads that did not fit, FINs). A response
+    /// the client stopped (STOP_SENDING) is reported as cancelled: streams
+    /// with nothing owed are probed with an empty write, which the
+    /// transport refuses with `Stopped` once the client stopped them.
     fn flush_responses(&mut self, conn: &mut Connection) {
+        let mut stopped = Vec::new();
         for (&id, ex) in &mut self.exchanges {
-            if ex.reset || ex.send.is_idle() {
+            if ex.reset || ex.send.is_finished() {
                 continue;
             }
-            if let Err(WriteError::Stopped(_)) = ex.send.flush(conn, id) {
-                ex.reset = true;
-                if ex.reported {
-                    self.events.push_back(ServerEvent::Cancelled { stream: id });
-                }
+            let result = if ex.send.is_idle() {
+                conn.streams().write(id, &[]).map(|_| true)
+            } else {
+                ex.send.flush(conn, id)
+            };
+            if let Err(WriteError::Stopped(_)) = result {
+                stopped.push(id);
             }
         }
+        for id in stopped {
+            self.cancelled(id);
+        }
         self.exchanges.retain(|_, ex| !ex.is_over());
+    }
+
+    /// The client stopped our half of `stream`: it is over for us (the
+    /// transport reset it), and the application hears of it once.
+    fn cancelled(&mut self, stream: StreamId) {
+        if let Some(ex) = self.exchanges.get_mut(&stream) {
+            if !ex.reset && ex.reported {
+                self.events.push_back(ServerEvent::Cancelled { stream });
+            }
+            ex.reset = true;
+        }
     }
 
     /// The exchange on `stream`, if the session can still send on it.
@@ -213,10 +232,9 @@ impl H3Server {
 }
 
 /// A write error that means the client stopped the stream.
-fn note_stopped(ex: &mut Exchange, result: &Result<(), SendError>) {
-    if let Err(SendError::Stream(WriteError::Stopped(_))) = result {
-        ex.reset = true;
-    }
+/// Whether a send failed because the client stopped the stream.
+fn was_stopped<T>(result: &Result<T, SendError>) -> bool {
+    matches!(result, Err(SendError::Stream(WriteError::Stopped(_))))
 }
 
 impl ServerSession for H3Server {
@@ -274,7 +292,9 @@ impl ServerSession for H3Server {
             .flush(conn, stream)
             .map(|_| ())
             .map_err(SendError::from);
-        note_stopped(ex, &result);
+        if was_stopped(&result) {
+            self.cancelled(stream);
+        }
         result
     }
 
@@ -289,8 +309,8 @@ impl ServerSession for H3Server {
             return Err(SendError::NotReady("send_response comes before the body"));
         }
         let result = ex.send.send_body(conn, stream, data);
-        if let Err(SendError::Stream(WriteError::Stopped(_))) = result {
-            ex.reset = true;
+        if was_stopped(&result) {
+            self.cancelled(stream);
         }
         result
     }
@@ -301,8 +321,10 @@ impl ServerSession for H3Server {
             return Err(SendError::NotReady("no final response head was sent"));
         }
         let result = ex.send.finish(conn, stream);
-        note_stopped(ex, &result);
-        if ex.is_over() {
+        if was_stopped(&result) {
+            self.cancelled(stream);
+        }
+        if self.exchanges.get(&stream).is_some_and(Exchange::is_over) {
             self.exchanges.remove(&stream);
         }
         result

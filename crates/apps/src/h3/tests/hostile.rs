@@ -4,6 +4,8 @@
 
 use transport::connection::Event;
 use transport::streams::{ReadError, StreamEvent};
+use transport::test_pair::Pair;
+use transport::TransportConfig;
 use wire::time::Duration;
 use wire::{Dir, StreamId};
 
@@ -452,19 +454,35 @@ fn request_stream_ending_early_is_reset() {
 }
 
 #[test]
-fn client_reset_is_reported_as_cancelled() {
-    let mut h = raw_client();
-    h.files.insert("/".into(), vec![7; 4 << 20]);
-    let id = client_stream(&mut h, Dir::Bi, &headers_frame(&GET_ROOT), false);
-    assert!(h.run(Duration::from_secs(2), |h| !h.server_events.is_empty()));
-    let streams = h.pair.client().streams();
-    streams.reset(id, H3_REQUEST_CANCELLED).unwrap();
-    streams.stop_sending(id, H3_REQUEST_CANCELLED).unwrap();
-    assert!(h.run(Duration::from_secs(2), |h| {
-        h.server_events
-            .iter()
-            .any(|e| matches!(e, ServerEvent::Cancelled { stream } if *stream == id))
-    }));
+fn client_reset_or_stop_is_reported_as_cancelled() {
+    for (reset, stop) in [(true, true), (true, false), (false, true)] {
+        // A send buffer far smaller than the body: the response is still
+        // being written when the client gives up.
+        let mut server_transport = TransportConfig::default();
+        server_transport.streams.send_buffer = 100_000;
+        let pair = Pair::new(server_transport, TransportConfig::default());
+        let mut h = Harness::over(pair, true, false);
+        h.files.insert("/".into(), vec![7; 4 << 20]);
+        let id = client_stream(&mut h, Dir::Bi, &headers_frame(&GET_ROOT), false);
+        assert!(h.run(Duration::from_secs(2), |h| !h.server_events.is_empty()));
+        let streams = h.pair.client().streams();
+        if reset {
+            streams.reset(id, H3_REQUEST_CANCELLED).unwrap();
+        }
+        if stop {
+            streams.stop_sending(id, H3_REQUEST_CANCELLED).unwrap();
+        }
+        let cancelled = h.run(Duration::from_secs(2), |h| {
+            h.server_events
+                .iter()
+                .any(|e| matches!(e, ServerEvent::Cancelled { stream } if *stream == id))
+        });
+        assert!(
+            cancelled,
+            "reset {reset}, stop {stop}: {:?}",
+            h.server_events
+        );
+    }
 }
 
 // ---- a client session facing a raw server ----
