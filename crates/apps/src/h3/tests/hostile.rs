@@ -485,6 +485,26 @@ fn client_reset_or_stop_is_reported_as_cancelled() {
     }
 }
 
+#[test]
+fn stop_before_the_answer_is_reported_as_cancelled() {
+    // The application has not answered yet: nothing is written, and the
+    // stop is still noticed.
+    let mut h = raw_client();
+    h.hold = true;
+    let id = client_stream(&mut h, Dir::Bi, &headers_frame(&GET_ROOT), false);
+    assert!(h.run(Duration::from_secs(2), |h| !h.server_events.is_empty()));
+    h.pair
+        .client()
+        .streams()
+        .stop_sending(id, H3_REQUEST_CANCELLED)
+        .unwrap();
+    assert!(h.run(Duration::from_secs(2), |h| {
+        h.server_events
+            .iter()
+            .any(|e| matches!(e, ServerEvent::Cancelled { stream } if *stream == id))
+    }));
+}
+
 // ---- a client session facing a raw server ----
 
 /// A client session facing a raw server, with one request sent; returns

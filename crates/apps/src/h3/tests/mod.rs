@@ -53,6 +53,8 @@ pub struct Harness {
     pub files: BTreeMap<String, Vec<u8>>,
     /// Fields the test server adds to every 200 response.
     pub extra_fields: Vec<Field>,
+    /// The test server leaves requests unanswered.
+    pub hold: bool,
     outgoing: BTreeMap<StreamId, Outgoing>,
     /// Every event the server session reported.
     pub server_events: Vec<ServerEvent>,
@@ -81,6 +83,7 @@ impl Harness {
             client: client.then(H3Client::new),
             files: BTreeMap::new(),
             extra_fields: Vec::new(),
+            hold: false,
             outgoing: BTreeMap::new(),
             server_events: Vec::new(),
             downloads: BTreeMap::new(),
@@ -127,6 +130,7 @@ impl Harness {
             client,
             files,
             extra_fields,
+            hold,
             outgoing,
             server_events,
             downloads,
@@ -137,8 +141,10 @@ impl Harness {
             // Transport events are not needed: sessions poll their streams.
             while conn.poll_event().is_some() {}
             while let Some(event) = server.poll(now, conn) {
-                if let Err(e) = serve(server, conn, files, extra_fields, outgoing, &event) {
-                    send_errors.push(e);
+                if !*hold {
+                    if let Err(e) = serve(server, conn, files, extra_fields, outgoing, &event) {
+                        send_errors.push(e);
+                    }
                 }
                 server_events.push(event);
             }
