@@ -295,17 +295,16 @@ pub struct FilesClient {
 
 impl FilesClient {
     /// Fetches `paths` over `protocol` into `sink`. `authority` (`host:port`)
-    /// is sent where the protocol carries one (HTTP/3 requires it). `None`
-    /// if artq has no client for `protocol`.
+    /// is sent where the protocol carries one (HTTP/3 requires it).
     pub fn new(
         protocol: Protocol,
         authority: Option<String>,
         paths: Paths,
         sink: Box<dyn BodySink>,
-    ) -> Option<FilesClient> {
-        Some(FilesClient {
+    ) -> FilesClient {
+        FilesClient {
             protocol,
-            session: protocol.client_session()?,
+            session: protocol.client_session(),
             authority,
             paths,
             sink,
@@ -316,7 +315,7 @@ impl FilesClient {
             report: FilesReport::default(),
             closed: false,
             buf: vec![0; CHUNK],
-        })
+        }
     }
 
     /// Progress and results.
@@ -364,7 +363,7 @@ impl FilesClient {
         let Some(d) = self.current.as_mut() else {
             return Ok(false);
         };
-        while let Some(ev) = self.session.poll(conn) {
+        while let Some(ev) = self.session.poll(now, conn) {
             match ev {
                 ClientEvent::Response { stream, head } if stream == d.stream => {
                     self.sink.start(d.file, &head)?;
@@ -383,7 +382,7 @@ impl FilesClient {
             return Ok(false);
         }
         loop {
-            match self.session.read_body(conn, d.stream, &mut self.buf) {
+            match self.session.read_body(now, conn, d.stream, &mut self.buf) {
                 Ok(Some(n)) => {
                     let got = self.buf.get(..n).unwrap_or_default();
                     self.sink.data(d.file, d.received, got)?;

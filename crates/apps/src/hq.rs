@@ -14,6 +14,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use transport::streams::{ReadError, WriteError};
 use transport::Connection;
+use wire::time::Instant;
 use wire::{Dir, StreamId};
 
 use crate::http::{
@@ -133,7 +134,7 @@ impl HqServer {
 impl ServerSession for HqServer {
     fn on_connected(&mut self, _conn: &mut Connection) {}
 
-    fn poll(&mut self, conn: &mut Connection) -> Option<ServerEvent> {
+    fn poll(&mut self, _now: Instant, conn: &mut Connection) -> Option<ServerEvent> {
         if self.ready.is_empty() {
             self.read_requests(conn);
         }
@@ -217,12 +218,13 @@ impl ClientSession for HqClient {
         Ok(id)
     }
 
-    fn poll(&mut self, _conn: &mut Connection) -> Option<ClientEvent> {
+    fn poll(&mut self, _now: Instant, _conn: &mut Connection) -> Option<ClientEvent> {
         self.ready.pop_front()
     }
 
     fn read_body(
         &mut self,
+        _now: Instant,
         conn: &mut Connection,
         stream: StreamId,
         buf: &mut [u8],

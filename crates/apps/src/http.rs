@@ -11,9 +11,14 @@
 //!
 //! Sessions are sans-IO like the transport: they never read a clock; they
 //! act when the application calls them, on the connection it passes in.
+//! The methods that read peer input ([`ServerSession::poll`],
+//! [`ClientSession::poll`], [`ClientSession::read_body`]) take the driver's
+//! `now`, because a protocol error found there closes the connection and
+//! [`Connection::close`] needs the time.
 
 use transport::streams::{ReadError, WriteError};
 use transport::Connection;
+use wire::time::Instant;
 use wire::StreamId;
 
 /// Largest field section (all header names and values, each plus 32 bytes as
@@ -252,8 +257,9 @@ pub trait ServerSession {
     fn on_connected(&mut self, conn: &mut Connection);
 
     /// Reads what arrived and reports the next request, bad request or
-    /// cancellation; `None` when there is nothing more now.
-    fn poll(&mut self, conn: &mut Connection) -> Option<ServerEvent>;
+    /// cancellation; `None` when there is nothing more now. `now` is the
+    /// driver's time, used if a protocol error closes the connection.
+    fn poll(&mut self, now: Instant, conn: &mut Connection) -> Option<ServerEvent>;
 
     /// Sends the response head on `stream` (hq-interop: nothing for a 2xx;
     /// any other status resets the stream, as hq has no status line).
@@ -303,17 +309,19 @@ pub trait ClientSession {
     ) -> Result<StreamId, SendError>;
 
     /// Reads what arrived and reports the next response head or failure;
-    /// `None` when there is nothing more now.
-    fn poll(&mut self, conn: &mut Connection) -> Option<ClientEvent>;
+    /// `None` when there is nothing more now. `now` is the driver's time,
+    /// used if a protocol error closes the connection.
+    fn poll(&mut self, now: Instant, conn: &mut Connection) -> Option<ClientEvent>;
 
     /// Reads body bytes of the response on `stream` into `buf`, as
     /// [`transport::streams::Streams::read`] does: `Ok(Some(n))` with
     /// `n > 0`, `Ok(None)` at the end of the body, `Err(Blocked)` when
     /// nothing is available now. Protocol framing is removed (HTTP/3 DATA
     /// frames); a framing error closes the connection and is reported as
-    /// [`BodyError::Protocol`].
+    /// [`BodyError::Protocol`] (`now` is the driver's time, for that close).
     fn read_body(
         &mut self,
+        now: Instant,
         conn: &mut Connection,
         stream: StreamId,
         buf: &mut [u8],

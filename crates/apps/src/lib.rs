@@ -15,6 +15,7 @@
 pub mod app;
 pub mod content;
 pub mod files;
+pub mod h3;
 pub mod hq;
 pub mod http;
 pub mod protocol;

@@ -69,18 +69,18 @@ impl Protocol {
     }
 
     /// A server session of this protocol for a new connection.
-    pub fn server_session(self) -> Option<Box<dyn ServerSession>> {
+    pub fn server_session(self) -> Box<dyn ServerSession> {
         match self {
-            Protocol::HqInterop => Some(Box::new(crate::hq::HqServer::new())),
-            Protocol::H3 => None,
+            Protocol::HqInterop => Box::new(crate::hq::HqServer::new()),
+            Protocol::H3 => Box::new(crate::h3::H3Server::new()),
         }
     }
 
     /// A client session of this protocol for a new connection.
-    pub fn client_session(self) -> Option<Box<dyn ClientSession>> {
+    pub fn client_session(self) -> Box<dyn ClientSession> {
         match self {
-            Protocol::HqInterop => Some(Box::new(crate::hq::HqClient::new())),
-            Protocol::H3 => None,
+            Protocol::HqInterop => Box::new(crate::hq::HqClient::new()),
+            Protocol::H3 => Box::new(crate::h3::H3Client::new()),
         }
     }
 

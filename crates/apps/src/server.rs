@@ -60,7 +60,7 @@ impl ServerConn {
     fn session(&mut self, conn: &Connection) -> Option<&mut Box<dyn ServerSession>> {
         if self.session.is_none() {
             let protocol = conn.alpn_protocol().and_then(Protocol::from_alpn)?;
-            self.session = protocol.server_session();
+            self.session = Some(protocol.server_session());
         }
         self.session.as_mut()
     }
@@ -330,7 +330,7 @@ impl App for HttpServer {
                 .conns
                 .get_mut(&h)
                 .and_then(|sc| sc.session(conn))
-                .and_then(|s| s.poll(conn))
+                .and_then(|s| s.poll(now, conn))
             {
                 self.on_request_event(now, h, conn, ev);
             }

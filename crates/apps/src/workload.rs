@@ -146,8 +146,7 @@ impl Workload {
                     Some("localhost".into()),
                     Paths::Indexed(files),
                     Box::new(VerifySink::new(content_seed, size)),
-                )
-                .ok_or_else(|| format!("artq has no {protocol} client"))?;
+                );
                 Ok(Box::new(client))
             }
         }

@@ -180,8 +180,7 @@ fn files_client(protocol: Protocol, files: u64, sink: Collect) -> Box<dyn App> {
             Some("localhost".into()),
             Paths::Indexed(files),
             Box::new(sink),
-        )
-        .expect("a client for the protocol"),
+        ),
     )
 }
 
@@ -234,6 +233,11 @@ fn same_bytes_through_both_drivers(protocol: Protocol) {
 #[test]
 fn file_workload_gives_the_same_bytes_in_both_drivers_over_hq_interop() {
     same_bytes_through_both_drivers(Protocol::HqInterop);
+}
+
+#[test]
+fn file_workload_gives_the_same_bytes_in_both_drivers_over_h3() {
+    same_bytes_through_both_drivers(Protocol::H3);
 }
 
 /// A trivial application that neither driver, nor the registry of

@@ -127,8 +127,7 @@ pub fn run(opts: GetOptions) -> Result<GetReport> {
         Some(authority),
         Paths::List(vec![path]),
         Box::new(WriteSink::new(sink)),
-    )
-    .with_context(|| format!("artq has no {} client", opts.protocol))?;
+    );
     let qlog = match &opts.qlog {
         Some(q) => {
             Some(File::create(q).with_context(|| format!("cannot create --qlog {}", q.display()))?)

@@ -165,8 +165,9 @@ struct GetArgs {
     /// Print the connection's counters as JSON on stderr after the summary.
     #[arg(long)]
     stats: bool,
-    /// Application protocol: h3 or hq-interop.
-    #[arg(long, default_value = "hq-interop", value_name = "PROTOCOL")]
+    /// Application protocol: h3 (HTTP/3) or hq-interop (HTTP/0.9 over
+    /// QUIC).
+    #[arg(long, default_value = "h3", value_name = "PROTOCOL")]
     alpn: apps::Protocol,
     #[command(flatten)]
     transport: TransportArgs,

@@ -60,7 +60,7 @@ fn artq_get_downloads_20mb_from_quinn_server() {
     let mut cmd = Command::new(common::artq_bin());
     cmd.arg("get")
         .arg(format!("https://{}/file", server.addr))
-        .args(["--insecure", "-o"])
+        .args(["--insecure", "--alpn", "hq-interop", "-o"])
         .arg(&out);
     let run = process::run_with_deadline(cmd, TRANSFER_DEADLINE).unwrap_or_else(|e| panic!("{e}"));
     common::assert_downloaded(&run, "artq get", "", SIZE, &file, &out);
@@ -80,7 +80,7 @@ fn artq_get_fails_cleanly_when_quinn_server_refuses() {
     let mut cmd = Command::new(common::artq_bin());
     cmd.arg("get")
         .arg(format!("https://{}/missing", server.addr))
-        .args(["--insecure", "-o"])
+        .args(["--insecure", "--alpn", "hq-interop", "-o"])
         .arg(&out);
     let run =
         process::run_with_deadline(cmd, Duration::from_secs(60)).unwrap_or_else(|e| panic!("{e}"));

@@ -112,7 +112,8 @@ pub struct Pair {
 /// If the certificate or the TLS configuration cannot be built (fixed inputs,
 /// so never in practice).
 pub fn server_config(transport: TransportConfig) -> ServerConfig {
-    let (chain, key) = crypto::self_signed(&["localhost"]).expect("certificate");
+    let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ED25519).expect("key");
+    let (chain, key) = crypto::self_signed_with_key(&["localhost"], key).expect("certificate");
     server_config_from(chain, key, transport)
 }
 

@@ -40,7 +40,7 @@ pub enum ServerVerification {
     /// certificate, so the TLS handshake itself stays sound.
     Insecure,
     /// Trust exactly these certificates as roots: CA certificates, or
-    /// self-signed server certificates (as made by [`self_signed`]). The
+    /// self-signed server certificates (as made by [`self_signed_with_key`]). The
     /// server's chain and name are fully verified (WebPKI).
     Roots(Vec<CertificateDer<'static>>),
 }
@@ -50,16 +50,14 @@ fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
-/// A self-signed Ed25519 certificate for `names` (DNS names or IP addresses,
-/// e.g. `localhost`, `127.0.0.1`) and its PKCS#8 private key. The key comes
-/// from the OS random generator: this is for configuration time (`artq serve`
-/// without `--cert`), never for the protocol path. The simulator should use
-/// [`self_signed_from_seed`].
-pub fn self_signed(
+/// A self-signed Ed25519 certificate for `names` with a fresh key (ring's
+/// system random generator): the transport's own tests.
+#[cfg(test)]
+pub(crate) fn self_signed(
     names: &[&str],
 ) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), CryptoError> {
     let key_pair = rcgen::KeyPair::generate_for(&rcgen::PKCS_ED25519)?;
-    certify(names, key_pair)
+    self_signed_with_key(names, key_pair)
 }
 
 /// Like [`self_signed`], but the key is derived from `seed` (RFC 8032 §5.1.5:
@@ -84,13 +82,19 @@ pub fn self_signed_from_seed(
         &PrivatePkcs8KeyDer::from(der),
         &rcgen::PKCS_ED25519,
     )?;
-    certify(names, key_pair)
+    self_signed_with_key(names, key_pair)
 }
 
-/// Sign a certificate for `names` with `key_pair` itself, its subject (and
-/// so issuer) common name the first name. rcgen's defaults make the rest
-/// fixed: validity 1975–4096, serial number from the public key.
-fn certify(
+/// A certificate for `names` (DNS names or IP addresses, e.g. `localhost`,
+/// `127.0.0.1`) signed with `key_pair` itself, its subject (and so issuer)
+/// common name the first name, and the key as PKCS#8. rcgen's defaults make
+/// the rest fixed: validity 1975–4096, serial number from the public key.
+///
+/// The caller brings the key: a real endpoint generates one from the OS
+/// random generator (`artq serve` makes an ECDSA P-256 key, the algorithm
+/// every browser accepts; Chromium offers no Ed25519), the simulator derives
+/// an Ed25519 one from its seed ([`self_signed_from_seed`]).
+pub fn self_signed_with_key(
     names: &[&str],
     key_pair: rcgen::KeyPair,
 ) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), CryptoError> {

@@ -45,7 +45,8 @@ mod test_vectors;
 use std::path::PathBuf;
 
 pub use certs::{
-    client_config, load_pem_chain, load_pem_key, self_signed, self_signed_from_seed, server_config,
+    client_config, load_pem_chain, load_pem_key, self_signed_from_seed, self_signed_with_key,
+    server_config,
     ServerVerification, TEST_ALPN,
 };
 pub use keys::{
