@@ -15,7 +15,10 @@
 // Each test binary compiles this module and uses a different subset of it.
 #![allow(dead_code)]
 
+pub mod certs;
+pub mod h3_peers;
 pub mod process;
+pub mod quinn_h3;
 pub mod quinn_hq;
 
 use std::fs::File;
