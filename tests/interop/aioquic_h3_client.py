@@ -88,6 +88,7 @@ class H3ClientProtocol(QuicConnectionProtocol):
         super().__init__(*args, **kwargs)
         self._http = H3Connection(self._quic)
         self._responses: dict[int, _Response] = {}
+        self.closed_by: str | None = None  # why the connection ended, if it did
 
     async def get(self, authority: str, path: str, sink: BinaryIO) -> int:
         """Sends ``GET path`` and writes a 200 response's body to `sink`."""
@@ -117,6 +118,10 @@ class H3ClientProtocol(QuicConnectionProtocol):
                     f"{event.error_code} after {response.received} body bytes"
                 )
         elif isinstance(event, ConnectionTerminated):
+            self.closed_by = (
+                f"error code {event.error_code} ({event.error_code:#x}), frame type "
+                f"{event.frame_type}, reason {event.reason_phrase!r}"
+            )
             for response in self._responses.values():
                 response.fail(
                     f"connection closed (error code {event.error_code}, reason "
@@ -187,13 +192,27 @@ async def download(args: argparse.Namespace, sink: BinaryIO) -> tuple[int, float
     if args.insecure:
         configuration.verify_mode = ssl.CERT_NONE
     authority = urlsplit(args.url).netloc
-    async with connect(
-        host, port, configuration=configuration, create_protocol=H3ClientProtocol
-    ) as protocol:
-        assert isinstance(protocol, H3ClientProtocol)
-        start = time.monotonic()
-        received = await protocol.get(authority, path, sink)
-        elapsed = time.monotonic() - start
+    created: list[H3ClientProtocol] = []
+
+    def create_protocol(*a, **kw) -> H3ClientProtocol:
+        created.append(H3ClientProtocol(*a, **kw))
+        return created[-1]
+
+    try:
+        async with connect(
+            host, port, configuration=configuration, create_protocol=create_protocol
+        ) as protocol:
+            assert isinstance(protocol, H3ClientProtocol)
+            start = time.monotonic()
+            received = await protocol.get(authority, path, sink)
+            elapsed = time.monotonic() - start
+    except ConnectionError as err:
+        # aioquic raises a bare ConnectionError when the handshake fails; the
+        # peer's CONNECTION_CLOSE says why (0x100 + TLS alert for TLS errors).
+        why = created[-1].closed_by if created else None
+        if why is None:
+            raise
+        raise H3Error(f"connection closed during the handshake: {why}") from err
     return received, elapsed
 
 
@@ -237,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: timed out after {args.timeout} s", file=sys.stderr)
         code = EXIT_TIMEOUT
     except (H3Error, ConnectionError, OSError) as err:
-        print(f"error: {err or type(err).__name__}", file=sys.stderr)
+        print(f"error: {str(err) or type(err).__name__}", file=sys.stderr)
         code = EXIT_ERROR
     finally:
         if code != 0 and args.output:
