@@ -600,3 +600,59 @@ fn base64_and_sha256_vectors() {
         "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
     );
 }
+
+/// Chromium refuses an Ed25519 server certificate even when its key is
+/// pinned: it offers no Ed25519 signature scheme (its signature_algorithms
+/// are ECDSA P-256/384, RSA-PSS and RSA PKCS#1), so rustls fails the handshake
+/// with NoSignatureSchemesInCommon. This is why the browser tests hand
+/// `artq serve` an ECDSA P-256 certificate (`--cert/--key`, [`certs::TestCert`]):
+/// artq's built-in self-signed certificate is Ed25519.
+#[test]
+fn chromium_refuses_ed25519_certificate() {
+    let scratch = Scratch::new();
+    scratch.served_file("file", 1000, 35);
+    h3_peers::install_digest_page(&scratch.root(), "page.html");
+    let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ED25519).expect("Ed25519 key");
+    let cert = rcgen::CertificateParams::new(vec!["localhost".into(), "127.0.0.1".into()])
+        .and_then(|p| p.self_signed(&key))
+        .expect("Ed25519 certificate");
+    let spki =
+        certs::base64(ring::digest::digest(&ring::digest::SHA256, &key.public_key_der()).as_ref());
+    let rt = common::runtime();
+    let server = rt
+        .block_on(async {
+            quinn_h3::spawn_server(
+                scratch.root(),
+                Some((
+                    vec![cert.der().clone()],
+                    rustls::pki_types::PrivatePkcs8KeyDer::from(key.serialize_der()).into(),
+                )),
+            )
+        })
+        .expect("starting the quinn h3 server");
+    let origin = server.addr.to_string();
+    let run = h3_peers::chromium_fetch(
+        &format!("https://{origin}/page.html#/file"),
+        &spki,
+        &origin,
+        &scratch.logs().join("chromium.netlog.json"),
+        Duration::from_secs(60),
+    )
+    .unwrap_or_else(|e| panic!("{e}\n{}", server.describe()));
+    assert_eq!(
+        run.status.code(),
+        Some(1),
+        "driver: {}\n{}",
+        run.stderr,
+        server.describe()
+    );
+    assert!(
+        server.connections() == 0
+            && server
+                .errors()
+                .iter()
+                .any(|e| e.contains("NoSignatureSchemesInCommon")),
+        "expected rustls to find no signature scheme in common with Chromium:\n{}",
+        server.describe()
+    );
+}

@@ -166,22 +166,7 @@ fn chromium_fetches_5mb_over_h3_from_artq_serve_through_lossy_link() {
     let cert = certs::TestCert::generate(scratch.path()).unwrap_or_else(|e| panic!("{e}"));
     let (mut server, server_addr) = artq_serve_for_browser(&scratch, &cert);
 
-    let mut link_cmd = Command::new(common::artq_bin());
-    link_cmd
-        .args(["link", "--listen", "127.0.0.1:0", "--to"])
-        .arg(server_addr.to_string())
-        .args(["--bw", "20", "--rtt", "40", "--loss", "0.05", "--seed", "1"]);
-    let (mut link, link_addr) = process::spawn_listening(
-        link_cmd,
-        "artq-link",
-        &scratch.logs(),
-        Duration::from_secs(20),
-    )
-    .unwrap_or_else(|e| panic!("{e}\nserver: {}", server.describe()));
-    assert!(
-        link_addr.ip().is_loopback(),
-        "artq link reports {link_addr}"
-    );
+    let (mut link, link_addr) = lossy_link(&scratch, server_addr);
 
     // Chromium talks to the link; the certificate is the server's.
     let origin = link_addr.to_string();
@@ -207,6 +192,72 @@ fn chromium_fetches_5mb_over_h3_from_artq_serve_through_lossy_link() {
         "server exited: {}",
         server.describe()
     );
+    assert!(
+        link.try_status().is_none(),
+        "link exited: {}",
+        link.describe()
+    );
+}
+
+/// Starts `artq link` in front of `to` with the browser tests' lossy link:
+/// 20 Mbit/s, 40 ms RTT, 5% random loss each way, seed 1.
+fn lossy_link(
+    scratch: &Scratch,
+    to: std::net::SocketAddr,
+) -> (process::ChildGuard, std::net::SocketAddr) {
+    let mut link_cmd = Command::new(common::artq_bin());
+    link_cmd
+        .args(["link", "--listen", "127.0.0.1:0", "--to"])
+        .arg(to.to_string())
+        .args(["--bw", "20", "--rtt", "40", "--loss", "0.05", "--seed", "1"]);
+    let (link, link_addr) = process::spawn_listening(
+        link_cmd,
+        "artq-link",
+        &scratch.logs(),
+        Duration::from_secs(20),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        link_addr.ip().is_loopback(),
+        "artq link reports {link_addr}"
+    );
+    (link, link_addr)
+}
+
+/// Headless Chromium loads the digest page from the quinn + h3 reference
+/// server through `artq link` (the lossy link of the previous test) and the
+/// 5 MB file's SHA-256 matches: proves the relay carries a browser's QUIC
+/// (and that the lossy browser harness finishes well inside its deadline),
+/// so a failure of the previous test is `artq serve`'s.
+#[test]
+fn chromium_fetches_5mb_from_quinn_h3_server_through_lossy_link() {
+    h3_peers::chromium().unwrap_or_else(|e| panic!("{e}"));
+    let scratch = Scratch::new();
+    let file = scratch.served_file("file", SIZE, 46);
+    let expected = certs::sha256_file_hex(&file).unwrap_or_else(|e| panic!("{e}"));
+    let cert = certs::TestCert::generate(scratch.path()).unwrap_or_else(|e| panic!("{e}"));
+    h3_peers::install_digest_page(&scratch.root(), "page.html");
+    let rt = common::runtime();
+    let server = rt
+        .block_on(async {
+            quinn_h3::spawn_server(
+                scratch.root(),
+                Some((vec![cert.cert_der.clone()], cert.key_der())),
+            )
+        })
+        .expect("starting the quinn h3 server");
+    let (mut link, link_addr) = lossy_link(&scratch, server.addr);
+    let origin = link_addr.to_string();
+    let run = h3_peers::chromium_fetch(
+        &format!("https://{origin}/page.html#/file"),
+        &cert.spki_sha256_base64,
+        &origin,
+        &scratch.logs().join("chromium.netlog.json"),
+        LOSSY_BROWSER_DEADLINE,
+    )
+    .unwrap_or_else(|e| panic!("{e}\nlink: {}\n{}", link.describe(), server.describe()));
+    let context = format!("link: {}\n{}", link.describe(), server.describe());
+    h3_peers::assert_browser_digest(&run, &expected, &context);
     assert!(
         link.try_status().is_none(),
         "link exited: {}",
