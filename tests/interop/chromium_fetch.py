@@ -37,11 +37,14 @@ with --netlog, the QUIC connection closes Chromium recorded.
 from __future__ import annotations
 
 import argparse
+import ctypes
+import ctypes.util
 import fcntl
 import json
 import os
 import queue
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -73,6 +76,12 @@ BASE_FLAGS = [
 ]
 
 POLL_SECONDS = 0.2
+PR_SET_PDEATHSIG = 1
+
+try:
+    _libc: ctypes.CDLL | None = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+except OSError:
+    _libc = None
 LOG_TAIL_BYTES = 4000
 
 
@@ -167,6 +176,10 @@ def start_chromium(binary: str, flags: list[str], log_path: str) -> tuple[subpro
         high_w = fcntl.fcntl(from_child_w, fcntl.F_DUPFD, 10)
         os.dup2(high_r, 3)  # dup2 leaves the new fds inheritable
         os.dup2(high_w, 4)
+        # If this driver is killed (a test harness deadline), the browser must
+        # not outlive it: PR_SET_PDEATHSIG survives exec (Linux only).
+        if _libc is not None:
+            _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
     log = open(log_path, "wb")
     try:
@@ -288,7 +301,9 @@ def netlog_summary(path: str) -> str:
             "QUIC_SESSION_CRYPTO_HANDSHAKE_MESSAGE_RECEIVED",
             "HTTP3_GOAWAY_RECEIVED",
         ) or (name.startswith("QUIC_") and "ERROR" in name):
-            lines.append(f"  {name}: {json.dumps(params)[:600]}")
+            line = f"  {name}: {json.dumps(params)[:600]}"
+            if not lines or lines[-1] != line:  # begin and end phases repeat params
+                lines.append(line)
     if not lines:
         return "(netlog has no QUIC session events: Chromium never tried QUIC?)"
     return "\n".join(lines[-20:])

@@ -15,6 +15,7 @@
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use super::process::{self, RunOutput};
@@ -147,8 +148,15 @@ pub fn install_digest_page(root: &Path, name: &str) -> PathBuf {
     dst
 }
 
+/// One browser at a time per test binary: Chromium starts about ten
+/// processes, and two of them beside 5 MB transfers on a 2-core machine would
+/// only make each run slower and its timing less telling.
+static BROWSER: Mutex<()> = Mutex::new(());
+
 /// Runs the Chromium driver on `page_url`, accepting the key with SPKI hash
 /// `spki`, forcing QUIC on `origin`, writing Chromium's netlog to `netlog`.
+/// Waits for any other browser run of this test binary to finish first (the
+/// `deadline` starts when this run does).
 pub fn chromium_fetch(
     page_url: &str,
     spki: &str,
@@ -158,6 +166,9 @@ pub fn chromium_fetch(
 ) -> Result<RunOutput, String> {
     let python = interop_python()?;
     let chromium = chromium()?;
+    // A test that panicked while holding the lock poisons it; the lock guards
+    // no data, so carry on.
+    let _one_browser = BROWSER.lock().unwrap_or_else(|e| e.into_inner());
     let mut cmd = Command::new(python);
     cmd.arg(chromium_driver())
         .arg("--chromium")
