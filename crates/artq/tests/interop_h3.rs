@@ -18,8 +18,10 @@
 //! CLI contract relied on:
 //! - `artq serve --listen 127.0.0.1:0 --root DIR [--recovery S] [--cert F --key F]`
 //!   prints `listening on <ip:port>` first, then serves HTTP/3 (ALPN `h3`):
-//!   `GET /path` answers 200 with the file (and `content-length`), 404 for a
-//!   missing file; `.html` is best sent as `content-type: text/html`.
+//!   `GET /path` answers 200 with the file, 404 for a missing file. The
+//!   clients check `content-length` against the body when it is sent, but do
+//!   not need it; Chromium needs no `content-type` (it sniffs the page as
+//!   HTML), and also asks for `/favicon.ico` (a 404 is fine).
 //! - `artq link --listen 127.0.0.1:0 --to ADDR [link options]` prints
 //!   `listening on <ip:port>` and relays UDP both ways.
 //! - `artq get URL --insecure --alpn h3 --timeout S -o FILE` exits 0 after a
