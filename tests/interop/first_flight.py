@@ -1,22 +1,26 @@
 #!/usr/bin/env python3
-"""Shows what headless Chromium's first QUIC flight looks like to a server.
+"""Shows what an HTTP/3 peer's first QUIC flight looks like to a server.
 
-Why it exists: a QUIC server that works with quinn, aioquic and quic-go can
-still fail with a browser, whose first flight differs: a ClientHello larger
-than one packet (post-quantum key shares), CRYPTO frames out of order and
-interleaved with PING/PADDING ("chaos protection"), GREASE everywhere. This
-tool lets an artq developer see exactly that, on this machine's Chromium,
-without a server: it listens on a UDP port on 127.0.0.1, points the harness's
-Chromium driver at it, decrypts the client's Initial packets (their keys
-derive from the client's destination connection ID, RFC 9001 section 5.2),
-reassembles the ClientHello and prints the datagrams, the frames of each
-Initial packet, and the ClientHello's groups, key shares, ALPN and QUIC
-transport parameters. Nothing is answered, so Chromium retransmits and gives
-up; the driver's failure is expected.
+Why it exists: a QUIC server that works with one client can still fail with
+another whose first flight differs: a ClientHello larger than one packet
+(post-quantum key shares), CRYPTO frames out of order and interleaved with
+PING/PADDING (Chromium's "chaos protection"), skipped packet numbers, an empty
+source connection ID, GREASE everywhere. This tool lets an artq developer see
+exactly that for the harness's peers, without a server: it listens on a UDP
+port on 127.0.0.1, points the chosen client at it, decrypts the client's
+Initial packets (their keys derive from the client's destination connection
+ID, RFC 9001 section 5.2), reassembles the ClientHello and prints the
+datagrams, the frames of each Initial packet, and the ClientHello's groups,
+key shares, ALPN and QUIC transport parameters. Nothing is answered, so the
+client retransmits and gives up; its failure is expected.
 
-Usage (the venv python, which has aioquic; Chromium as for chromium_fetch.py)::
+Usage (the venv python, which has aioquic; peers as for the interop tests)::
 
-    chromium_client_hello.py [--chromium BIN] [--seconds S]
+    first_flight.py [--peer chromium|quic-go|aioquic] [--seconds S]
+
+chromium runs tests/interop/chromium_fetch.py ($ARTQ_CHROMIUM or chromium on
+PATH), quic-go runs $ARTQ_H3_CLIENT (default target/interop/h3client), aioquic
+runs tests/interop/aioquic_h3_client.py.
 """
 
 from __future__ import annotations
@@ -37,12 +41,19 @@ GROUPS = {
     0x0017: "secp256r1",
     0x0018: "secp384r1",
     0x0019: "secp521r1",
+    0x11EB: "SecP256r1MLKEM768",
     0x11EC: "X25519MLKEM768",
+    0x11ED: "SecP384r1MLKEM1024",
+    0x001E: "x448",
     0x6399: "X25519Kyber768Draft00",
 }
 EXTENSIONS = {
     0: "server_name",
     5: "status_request",
+    11: "ec_point_formats",
+    23: "extended_master_secret",
+    50: "signature_algorithms_cert",
+    0xFF01: "renegotiation_info",
     10: "supported_groups",
     13: "signature_algorithms",
     16: "alpn",
@@ -56,6 +67,7 @@ EXTENSIONS = {
     17513: "application_settings(old)",
     17613: "application_settings",
     0xFE0D: "encrypted_client_hello",
+    0xCA34: "trust_anchors(draft)",
 }
 TRANSPORT_PARAMETERS = {
     0x00: "original_destination_connection_id",
@@ -204,7 +216,9 @@ def client_hello(stream: bytes) -> list[str]:
                         shown = str(Buffer(data=value).pull_uint_var()) if value else "(empty)"
                     except Exception:
                         shown = value.hex()
-                params.append(f"    {name(TRANSPORT_PARAMETERS, pid)}: {shown}")
+                label = (f"GREASE({pid:#x})" if pid >= 27 and (pid - 27) % 31 == 0
+                         else name(TRANSPORT_PARAMETERS, pid))
+                params.append(f"    {label}: {shown}")
             lines.append("  quic_transport_parameters:")
             lines.extend(params)
     lines.insert(1, "  extensions (in order): " + ", ".join(order))
@@ -212,21 +226,27 @@ def client_hello(stream: bytes) -> list[str]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--chromium", default=os.environ.get("ARTQ_CHROMIUM") or "chromium")
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
+    parser.add_argument("--peer", choices=("chromium", "quic-go", "aioquic"), default="chromium")
     parser.add_argument("--seconds", type=float, default=4.0, help="how long to listen")
     args = parser.parse_args()
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.bind(("127.0.0.1", 0))
     sock.settimeout(0.2)
-    port = sock.getsockname()[1]
-    driver = os.path.join(os.path.dirname(os.path.abspath(__file__)), "chromium_fetch.py")
-    child = subprocess.Popen(
-        [sys.executable, driver, "--chromium", args.chromium, "--timeout", str(args.seconds + 5),
-         f"https://127.0.0.1:{port}/page.html"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
+    url = f"https://127.0.0.1:{sock.getsockname()[1]}/page.html"
+    here = os.path.dirname(os.path.abspath(__file__))
+    timeout = str(int(args.seconds + 5))
+    if args.peer == "chromium":
+        command = [sys.executable, os.path.join(here, "chromium_fetch.py"), "--timeout", timeout, url]
+    elif args.peer == "quic-go":
+        client = os.environ.get("ARTQ_H3_CLIENT") or os.path.join(
+            here, "..", "..", "target", "interop", "h3client")
+        command = [client, "-insecure", "-timeout", timeout, "-o", os.devnull, url]
+    else:
+        command = [sys.executable, os.path.join(here, "aioquic_h3_client.py"), "--insecure",
+                   "--timeout", timeout, "-o", os.devnull, url]
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     datagrams: list[tuple[float, bytes]] = []
     start = None
     deadline = time.monotonic() + args.seconds + 10
@@ -245,7 +265,7 @@ def main() -> int:
         child.kill()
         child.wait()
     if not datagrams:
-        print("Chromium sent nothing", file=sys.stderr)
+        print(f"{args.peer} sent nothing", file=sys.stderr)
         return 1
 
     crypto = None
@@ -256,7 +276,7 @@ def main() -> int:
         while not buf.eof():
             start_off = buf.tell()
             if not data[start_off] & 0x80:
-                print("  short-header packet")
+                print(f"  {len(data) - start_off} trailing bytes (zero padding or a short-header packet)")
                 break
             header = pull_quic_header(buf, host_cid_length=8)
             end_off = start_off + header.packet_length
