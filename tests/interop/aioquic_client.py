@@ -190,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: timed out after {args.timeout} s", file=sys.stderr)
         code = EXIT_TIMEOUT
     except (HqError, ConnectionError, OSError) as err:
-        print(f"error: {err or type(err).__name__}", file=sys.stderr)
+        print(f"error: {str(err) or type(err).__name__}", file=sys.stderr)
         code = EXIT_ERROR
     finally:
         if code != 0 and args.output:

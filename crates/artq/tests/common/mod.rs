@@ -1,7 +1,7 @@
 //! Shared pieces of the interop harness.
 //!
-//! Why this exists: the interop tests (`interop_quinn.rs`, `interop_aioquic.rs`)
-//! and the harness self-check (`harness_selfcheck.rs`) all need the same
+//! Why this exists: the interop tests (`interop_quinn.rs`, `interop_aioquic.rs`,
+//! `interop_h3.rs`) and the harness self-check (`harness_selfcheck.rs`) all need the same
 //! scaffolding: seeded test files, byte-exact comparison, child processes that
 //! are killed when a test ends, and independent QUIC peers. Keeping it here
 //! means a failure in an interop test is about artq, not about a copy of the
@@ -10,12 +10,19 @@
 //! - [`process`]: child processes with deadlines (`artq serve`, `artq get`, python);
 //!   also compiled into the benchmark crate by path.
 //! - [`quinn_hq`]: an hq-interop server and client on quinn's public API.
+//! - [`quinn_h3`]: an HTTP/3 file server on quinn + h3, the HTTP/3 reference.
+//! - [`h3_peers`]: the HTTP/3 clients (aioquic, quic-go, Chromium, `artq get
+//!   --alpn h3`) as child processes, and the browser's digest page.
+//! - [`certs`]: a certificate written as PEM and its SPKI hash for Chromium.
 //! - this module: test content, file comparison, locating binaries and python.
 
 // Each test binary compiles this module and uses a different subset of it.
 #![allow(dead_code)]
 
+pub mod certs;
+pub mod h3_peers;
 pub mod process;
+pub mod quinn_h3;
 pub mod quinn_hq;
 
 use std::fs::File;
