@@ -384,3 +384,63 @@ fn shutdown_code(conn: &Connection) -> u64 {
         .and_then(Protocol::from_alpn)
         .map_or(0, Protocol::no_error_code)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::content::GeneratedFiles;
+
+    fn files() -> GeneratedFiles {
+        GeneratedFiles {
+            seed: 1,
+            files: 2,
+            size: 1234,
+        }
+    }
+
+    fn options() -> ServerOptions {
+        ServerOptions {
+            alt_svc: Some("h3=\":4433\"; ma=86400".into()),
+        }
+    }
+
+    #[test]
+    fn a_found_resource_is_200_with_type_length_and_alt_svc() {
+        let (head, resource) = answer(&mut files(), &options(), Instant::ZERO, &Request::get("/1"));
+        assert_eq!(head.status, 200);
+        assert_eq!(head.content_length(), Some(1234));
+        assert_eq!(
+            head.header("content-type"),
+            Some("application/octet-stream")
+        );
+        assert_eq!(head.header("alt-svc"), Some("h3=\":4433\"; ma=86400"));
+        assert!(resource.is_some());
+    }
+
+    #[test]
+    fn refusals_carry_their_status_and_alt_svc() {
+        let (head, resource) = answer(&mut files(), &options(), Instant::ZERO, &Request::get("/9"));
+        assert_eq!((head.status, resource.is_none()), (404, true));
+        assert_eq!(head.header("alt-svc"), Some("h3=\":4433\"; ma=86400"));
+        let post = Request {
+            method: Method::Other("POST".into()),
+            ..Request::get("/1")
+        };
+        let (head, resource) = answer(&mut files(), &options(), Instant::ZERO, &post);
+        assert_eq!((head.status, resource.is_none()), (405, true));
+        assert_eq!(head.header("allow"), Some("GET, HEAD"));
+        let head_req = Request {
+            method: Method::Head,
+            ..Request::get("/0")
+        };
+        let (head, _) = answer(
+            &mut files(),
+            &ServerOptions::default(),
+            Instant::ZERO,
+            &head_req,
+        );
+        assert_eq!(head.status, 200);
+        assert_eq!(head.content_length(), Some(1234));
+        assert_eq!(head.header("alt-svc"), None);
+    }
+}

@@ -174,14 +174,12 @@ fn generated(files: u64, size: u64) -> Vec<Vec<u8>> {
 }
 
 fn files_client(protocol: Protocol, files: u64, sink: Collect) -> Box<dyn App> {
-    Box::new(
-        FilesClient::new(
-            protocol,
-            Some("localhost".into()),
-            Paths::Indexed(files),
-            Box::new(sink),
-        ),
-    )
+    Box::new(FilesClient::new(
+        protocol,
+        Some("localhost".into()),
+        Paths::Indexed(files),
+        Box::new(sink),
+    ))
 }
 
 fn same_bytes_through_both_drivers(protocol: Protocol) {

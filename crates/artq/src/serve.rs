@@ -56,6 +56,11 @@ pub fn run(opts: ServeOptions) -> Result<()> {
             // offers no Ed25519); the key comes from the OS RNG.
             let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256)
                 .context("cannot generate a key for the self-signed certificate")?;
+            let spki = spki_sha256_base64(&key.public_key_der());
+            eprintln!(
+                "artq serve: self-signed certificate for localhost, 127.0.0.1 and ::1; \
+                 its key's SPKI SHA-256 (for Chromium's --ignore-certificate-errors-spki-list): {spki}"
+            );
             transport::crypto::self_signed_with_key(&["localhost", "127.0.0.1", "::1"], key)?
         }
     };
@@ -107,6 +112,14 @@ pub fn run(opts: ServeOptions) -> Result<()> {
     )?;
     eprintln!("artq serve: shut down");
     Ok(())
+}
+
+/// base64(SHA-256(SubjectPublicKeyInfo DER)): how Chromium names a key to
+/// trust (`--ignore-certificate-errors-spki-list`).
+fn spki_sha256_base64(spki_der: &[u8]) -> String {
+    use base64::Engine;
+    let digest = ring::digest::digest(&ring::digest::SHA256, spki_der);
+    base64::engine::general_purpose::STANDARD.encode(digest.as_ref())
 }
 
 /// What `artq serve` does beside serving: a qlog file per connection, and

@@ -197,3 +197,42 @@ fn recovery_help_lists_the_schemes() {
         );
     }
 }
+
+/// SIGTERM shuts `artq serve` down gracefully: it stops within the grace
+/// period, exits 0 and says so, after having served over HTTP/3.
+#[test]
+fn serve_shuts_down_gracefully_on_sigterm() {
+    let scratch = Scratch::new();
+    scratch.served_file("f", 100_000, 5);
+    let (mut server, addr) = common::spawn_artq_serve(&scratch.root(), &scratch.logs(), &[])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut get = artq();
+    get.arg("get")
+        .arg(format!("https://{addr}/f"))
+        .args(["--insecure", "-o"])
+        .arg(scratch.out("f"));
+    let out = process::run_with_deadline(get, DEADLINE).unwrap_or_else(|e| panic!("{e}"));
+    assert!(out.status.success(), "{}", out.stderr);
+    let kill = std::process::Command::new("kill")
+        .args(["-TERM", &server.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(kill.success());
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(s) = server.try_status() {
+            break s;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "artq serve did not stop within 10 s of SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "{status}; {}", server.stderr_tail());
+    assert!(
+        server.stderr_tail().contains("shut down"),
+        "{}",
+        server.stderr_tail()
+    );
+}

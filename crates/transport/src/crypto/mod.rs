@@ -46,8 +46,7 @@ use std::path::PathBuf;
 
 pub use certs::{
     client_config, load_pem_chain, load_pem_key, self_signed_from_seed, self_signed_with_key,
-    server_config,
-    ServerVerification, TEST_ALPN,
+    server_config, ServerVerification, TEST_ALPN,
 };
 pub use keys::{
     initial_keys, DirectionalKeys, HeaderProtectionKey, KeyChange, Keys, NextSecrets, PacketKey,
