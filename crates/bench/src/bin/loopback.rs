@@ -2,11 +2,14 @@
 //!
 //! Why this exists: DESIGN.md puts speed targets in benchmarks measured as a
 //! ratio against a peer on the same machine in the same run. This moves one
-//! seeded file of `--size` bytes (default 1 GiB) twice:
-//! (a) quinn server -> quinn client, in this process (the reference);
-//! (b) `artq serve` -> `artq get`, as child processes of the release binary;
-//! and prints both goodputs (request sent to last byte received) and the ratio
-//! artq/quinn.
+//! seeded file of `--size` bytes (default 1 GiB) three times:
+//! (a) quinn server -> quinn client (hq-interop), in this process (the
+//!     reference);
+//! (b) `artq serve` -> `artq get --alpn hq-interop`, and
+//! (c) `artq serve` -> `artq get --alpn h3`, as child processes of the
+//!     release binary;
+//! and prints the goodputs (request sent to last byte received) and the
+//! ratios artq/quinn and h3/hq-interop (the cost of HTTP/3's framing).
 //!
 //! Run: `cargo build --release -p artq && cargo run --release -p artq-bench
 //! --bin loopback -- [--size 1GiB] [--artq PATH] [--quinn-only]`.
@@ -35,6 +38,11 @@ struct Args {
     /// Seed of the file's content.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Rounds of measurements (each round runs every configuration once,
+    /// interleaved); the medians are reported. Loopback goodput varies by
+    /// tens of percent from one transfer to the next.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=50))]
+    repeat: u32,
     /// Give up on any one transfer after this many seconds.
     #[arg(long, default_value_t = 600)]
     timeout_s: u64,
@@ -94,39 +102,65 @@ fn run(args: Args) -> Result<()> {
     );
     content::write_seeded_file(&file, args.size, args.seed).context("writing the test file")?;
 
-    eprintln!("loopback: quinn -> quinn ...");
-    let quinn = measure_quinn(dir.path().to_path_buf(), args.size, deadline)?;
-    let artq_result = match &artq {
-        Some(bin) => {
-            eprintln!("loopback: artq serve -> artq get ({}) ...", bin.display());
-            Some(measure_artq(bin, dir.path(), &args, deadline)?)
-        }
-        None => None,
+    let alpns: &[&str] = if artq.is_some() {
+        &["hq-interop", "h3"]
+    } else {
+        &[]
     };
+    let mut quinn_runs = Vec::new();
+    let mut artq_runs: Vec<Vec<Measured>> = alpns.iter().map(|_| Vec::new()).collect();
+    for round in 1..=args.repeat {
+        eprintln!("loopback: round {round}/{}: quinn -> quinn ...", args.repeat);
+        quinn_runs.push(measure_quinn(dir.path().to_path_buf(), args.size, deadline)?);
+        if let Some(bin) = &artq {
+            for (runs, alpn) in artq_runs.iter_mut().zip(alpns) {
+                eprintln!("loopback: round {round}/{}: artq serve -> artq get --alpn {alpn} ...", args.repeat);
+                runs.push(measure_artq(bin, dir.path(), &args, alpn, deadline)?);
+            }
+        }
+    }
 
     println!(
-        "loopback bulk goodput, {} ({} bytes), seed {}",
+        "loopback bulk goodput, {} ({} bytes), seed {}, median of {} round(s)",
         size::format_size(args.size),
         args.size,
-        args.seed
+        args.seed,
+        args.repeat
     );
-    println!(
-        "  quinn -> quinn : {:>9.1} Mbit/s  ({:.3} s)",
-        quinn.mbps(),
-        quinn.transfer.as_secs_f64()
-    );
-    if let Some((m, wall)) = &artq_result {
+    let quinn = median_mbps(&quinn_runs);
+    println!("  quinn -> quinn (hq-interop): {:>8.1} Mbit/s  {}", quinn, all_mbps(&quinn_runs));
+    let mut medians = Vec::new();
+    for (runs, alpn) in artq_runs.iter().zip(alpns) {
+        let m = median_mbps(runs);
+        medians.push(m);
         println!(
-            "  artq  -> artq  : {:>9.1} Mbit/s  ({:.3} s per artq get's summary; process wall time {:.3} s)",
-            m.mbps(),
-            m.transfer.as_secs_f64(),
-            wall.as_secs_f64()
+            "  artq  -> artq  ({alpn:<10}): {m:>8.1} Mbit/s  {}  ratio artq/quinn {:.3}",
+            all_mbps(runs),
+            m / quinn
         );
-        println!("  ratio artq/quinn: {:.3}", m.mbps() / quinn.mbps());
-    } else {
-        println!("  artq  -> artq  : skipped (--quinn-only)");
+    }
+    match medians.as_slice() {
+        [hq, h3] => println!("  ratio h3/hq-interop: {:.3}", h3 / hq),
+        _ => println!("  artq  -> artq  : skipped (--quinn-only)"),
     }
     Ok(())
+}
+
+/// The median goodput of `runs`, Mbit/s.
+fn median_mbps(runs: &[Measured]) -> f64 {
+    let mut v: Vec<f64> = runs.iter().map(Measured::mbps).collect();
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+/// Every run's goodput, for the record: `[a, b, c]`.
+fn all_mbps(runs: &[Measured]) -> String {
+    let v: Vec<String> = runs.iter().map(|m| format!("{:.0}", m.mbps())).collect();
+    format!("[{}]", v.join(", "))
 }
 
 /// (a) quinn server and client in this process; times request to last byte.
@@ -162,17 +196,20 @@ fn measure_quinn(root: PathBuf, size: u64, deadline: Duration) -> Result<Measure
     })
 }
 
-/// (b) `artq serve` and `artq get` as child processes; the transfer time is the
-/// one `artq get` reports (request to last byte), its wall time is shown too.
+/// (b), (c) `artq serve` and `artq get --alpn <alpn>` as child processes;
+/// the transfer time is the one `artq get` reports (request to last byte).
 fn measure_artq(
     artq: &Path,
     root: &Path,
     args: &Args,
+    alpn: &str,
     deadline: Duration,
-) -> Result<(Measured, Duration)> {
+) -> Result<Measured> {
     let server = artq_child::spawn_serve(artq, root, &args.serve_args, Duration::from_secs(30))?;
     let url = format!("https://{}/file", server.addr);
-    let get = artq_child::run_get(artq, &url, &args.get_args, deadline)
+    let mut get_args = vec!["--alpn".to_string(), alpn.to_string()];
+    get_args.extend(args.get_args.iter().cloned());
+    let get = artq_child::run_get(artq, &url, &get_args, deadline)
         .with_context(|| format!("artq serve stderr:\n{}", server.stderr()))?;
     if get.bytes != args.size {
         bail!(
@@ -181,11 +218,8 @@ fn measure_artq(
             args.size
         );
     }
-    Ok((
-        Measured {
-            bytes: get.bytes,
-            transfer: get.transfer,
-        },
-        get.wall,
-    ))
+    Ok(Measured {
+        bytes: get.bytes,
+        transfer: get.transfer,
+    })
 }
