@@ -24,14 +24,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import os
 import ssl
 import sys
 import time
 from typing import BinaryIO
-from urllib.parse import urlsplit
 
+import client_cli
 from aioquic.asyncio import connect
 from aioquic.asyncio.protocol import QuicConnectionProtocol
 from aioquic.quic.configuration import QuicConfiguration
@@ -43,9 +41,6 @@ from aioquic.quic.events import (
 )
 
 ALPN = "hq-interop"
-EXIT_ERROR = 1
-EXIT_USAGE = 2
-EXIT_TIMEOUT = 3
 
 
 class HqError(Exception):
@@ -118,25 +113,9 @@ class HqClientProtocol(QuicConnectionProtocol):
                     )
 
 
-def parse_url(url: str) -> tuple[str, int, str]:
-    """Splits an https URL into (host, port, path); raises ValueError if bad."""
-    parts = urlsplit(url)
-    if parts.scheme != "https":
-        raise ValueError(f"URL scheme must be https, got {parts.scheme!r}")
-    if not parts.hostname:
-        raise ValueError("URL has no host")
-    port = parts.port if parts.port is not None else 443
-    path = parts.path or "/"
-    if parts.query:
-        path = f"{path}?{parts.query}"
-    if any(c in path for c in "\r\n"):
-        raise ValueError("URL path contains a line break")
-    return parts.hostname, port, path
-
-
 async def download(args: argparse.Namespace, sink: BinaryIO) -> tuple[int, float]:
     """Connects, fetches one path, and returns (bytes, seconds from request)."""
-    host, port, path = parse_url(args.url)
+    host, port, path = client_cli.parse_url(args.url)
     configuration = QuicConfiguration(is_client=True, alpn_protocols=[ALPN])
     if args.insecure:
         configuration.verify_mode = ssl.CERT_NONE
@@ -151,54 +130,7 @@ async def download(args: argparse.Namespace, sink: BinaryIO) -> tuple[int, float
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("url", help="https://HOST:PORT/path")
-    parser.add_argument("-o", "--output", help="write the body here (default stdout)")
-    parser.add_argument(
-        "--insecure", action="store_true", help="do not verify the server certificate"
-    )
-    parser.add_argument(
-        "--timeout", type=float, default=60.0, help="give up after this many seconds"
-    )
-    args = parser.parse_args(argv)
-    try:
-        parse_url(args.url)
-    except ValueError as err:
-        parser.error(str(err))
-    if not args.timeout > 0:
-        parser.error("--timeout must be positive")
-
-    try:
-        sink = open(args.output, "wb") if args.output else sys.stdout.buffer
-    except OSError as err:
-        print(f"error: cannot open output: {err}", file=sys.stderr)
-        return EXIT_ERROR
-
-    code = EXIT_ERROR
-    try:
-        with sink if args.output else contextlib.nullcontext():
-            received, elapsed = asyncio.run(
-                asyncio.wait_for(download(args, sink), timeout=args.timeout)
-            )
-        mbps = received * 8 / elapsed / 1e6 if elapsed > 0 else float("inf")
-        print(
-            f"received {received} bytes in {elapsed:.3f} s: {mbps:.1f} Mbit/s",
-            file=sys.stderr,
-        )
-        code = 0
-    except (asyncio.TimeoutError, TimeoutError):
-        print(f"error: timed out after {args.timeout} s", file=sys.stderr)
-        code = EXIT_TIMEOUT
-    except (HqError, ConnectionError, OSError) as err:
-        print(f"error: {str(err) or type(err).__name__}", file=sys.stderr)
-        code = EXIT_ERROR
-    finally:
-        if code != 0 and args.output:
-            try:
-                os.remove(args.output)
-            except OSError:
-                pass
-    return code
+    return client_cli.main(__doc__, download, (HqError,), argv)
 
 
 if __name__ == "__main__":

@@ -224,23 +224,16 @@ impl Scenario {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use netem::{Capacity, LossKind, LossModel, QueueLimit};
+    use netem::{Capacity, LossModel, QueueLimit};
     use wire::time::Duration;
 
+    /// (The link's own rules are `netem::spec`'s tests.)
     #[test]
     fn empty_toml_is_the_default_run() {
         let s = Scenario::from_toml_str("", "<test>").expect("parses");
         assert_eq!(s, Scenario::default());
-        let (up, down) = s.link.configs().expect("valid");
-        assert_eq!(
-            up.capacity,
-            Capacity::Constant {
-                bits_per_sec: 100_000_000
-            }
-        );
-        assert_eq!(down.delay, Duration::from_millis(15));
-        assert_eq!(down.loss, LossModel::Bernoulli { p: 0.01 });
-        assert_eq!(up.queue, QueueLimit::Unlimited);
+        assert_eq!(s.link, LinkSpec::default());
+        assert_eq!(s.alpn, Protocol::HqInterop);
     }
 
     #[test]
@@ -292,24 +285,7 @@ mod tests {
         );
         assert!(Scenario::from_toml_str("seed = \"one\"", "x").is_err());
         assert!(Scenario::from_toml_str("[link]\nrtt = ", "x").is_err());
-        let mut s = Scenario::default();
-        s.link.loss = Some(1.5);
-        assert!(matches!(s.link.configs(), Err(SpecError::Link(_))));
-        s.link.loss = Some(0.1);
-        s.link.loss_model = LossKind::Gilbert;
-        for bad in [0.0, -5.0, f64::NAN, f64::INFINITY] {
-            s.link.burst_reset = Some(bad);
-            let err = s.link.configs().unwrap_err();
-            assert!(err.to_string().contains("burst_reset"), "{err}");
-        }
-        s.link.burst_reset = None;
-        s.link.loss_model = LossKind::Bernoulli;
-        s.link.bw = Some(-1.0);
-        assert!(matches!(s.link.configs(), Err(SpecError::Link(_))));
-        s.link.bw = Some(10.0);
-        s.link.trace = Some(PathBuf::from("/nonexistent/trace"));
-        let err = s.link.configs().unwrap_err();
-        assert!(err.to_string().contains("/nonexistent/trace"), "{err}");
+        assert!(Scenario::from_toml_str("alpn = \"h2\"", "x").is_err());
         let s = Scenario {
             recv_window: Some(10),
             ..Scenario::default()

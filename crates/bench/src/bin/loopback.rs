@@ -110,11 +110,21 @@ fn run(args: Args) -> Result<()> {
     let mut quinn_runs = Vec::new();
     let mut artq_runs: Vec<Vec<Measured>> = alpns.iter().map(|_| Vec::new()).collect();
     for round in 1..=args.repeat {
-        eprintln!("loopback: round {round}/{}: quinn -> quinn ...", args.repeat);
-        quinn_runs.push(measure_quinn(dir.path().to_path_buf(), args.size, deadline)?);
+        eprintln!(
+            "loopback: round {round}/{}: quinn -> quinn ...",
+            args.repeat
+        );
+        quinn_runs.push(measure_quinn(
+            dir.path().to_path_buf(),
+            args.size,
+            deadline,
+        )?);
         if let Some(bin) = &artq {
             for (runs, alpn) in artq_runs.iter_mut().zip(alpns) {
-                eprintln!("loopback: round {round}/{}: artq serve -> artq get --alpn {alpn} ...", args.repeat);
+                eprintln!(
+                    "loopback: round {round}/{}: artq serve -> artq get --alpn {alpn} ...",
+                    args.repeat
+                );
                 runs.push(measure_artq(bin, dir.path(), &args, alpn, deadline)?);
             }
         }
@@ -128,7 +138,11 @@ fn run(args: Args) -> Result<()> {
         args.repeat
     );
     let quinn = median_mbps(&quinn_runs);
-    println!("  quinn -> quinn (hq-interop): {:>8.1} Mbit/s  {}", quinn, all_mbps(&quinn_runs));
+    println!(
+        "  quinn -> quinn (hq-interop): {:>8.1} Mbit/s  {}",
+        quinn,
+        all_mbps(&quinn_runs)
+    );
     let mut medians = Vec::new();
     for (runs, alpn) in artq_runs.iter().zip(alpns) {
         let m = median_mbps(runs);
