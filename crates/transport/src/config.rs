@@ -6,6 +6,7 @@ use wire::time::Duration;
 
 use crate::congestion::CongestionAlgorithm;
 use crate::policy::{PolicyFactory, QuicPolicy};
+use crate::rng::RngSeed;
 use crate::streams::StreamsConfig;
 
 /// Per-connection transport settings (both roles).
@@ -79,31 +80,122 @@ pub struct ClientConfig {
 /// Endpoint settings.
 #[derive(Clone, Debug)]
 pub struct EndpointConfig {
-    /// Seeds every random choice of the endpoint and its connections
-    /// (connection IDs, packet-number-free choices of policies, BBR phase).
-    pub rng_seed: u64,
+    /// Seeds every random choice of the endpoint and its connections:
+    /// connection IDs, stateless reset tokens, the address-validation token
+    /// key, policies' coin flips, BBR's phase. [`RngSeed::Secret`] (drawn
+    /// from the OS by the caller) on a real network; [`RngSeed::Fixed`] for
+    /// the simulator and for tests (see [`crate::rng`]).
+    pub rng_seed: RngSeed,
     /// Length of the connection IDs we issue (routing depends on it).
     pub local_cid_len: usize,
     /// Present when the endpoint accepts connections.
     pub server: Option<ServerConfig>,
+    /// How a server admits new connections: limits on state created for
+    /// unvalidated addresses, Retry, address-validation tokens.
+    pub admission: AdmissionConfig,
 }
 
 impl EndpointConfig {
-    /// A client-only endpoint.
+    /// A client-only endpoint whose randomness follows from `rng_seed`
+    /// (reproducible; see [`EndpointConfig::with_rng_seed`] for a secret one).
     pub fn client(rng_seed: u64) -> Self {
         EndpointConfig {
-            rng_seed,
+            rng_seed: RngSeed::Fixed(rng_seed),
             local_cid_len: 8,
             server: None,
+            admission: AdmissionConfig::default(),
         }
     }
 
-    /// An endpoint that accepts connections.
+    /// An endpoint that accepts connections, its randomness following from
+    /// `rng_seed` (reproducible; see [`EndpointConfig::with_rng_seed`]).
     pub fn server(rng_seed: u64, server: ServerConfig) -> Self {
         EndpointConfig {
-            rng_seed,
+            rng_seed: RngSeed::Fixed(rng_seed),
             local_cid_len: 8,
             server: Some(server),
+            admission: AdmissionConfig::default(),
+        }
+    }
+
+    /// The same endpoint with another source of randomness (real endpoints
+    /// pass [`RngSeed::Secret`] with 256 bits from the OS RNG).
+    pub fn with_rng_seed(mut self, seed: RngSeed) -> Self {
+        self.rng_seed = seed;
+        self
+    }
+
+    /// The same endpoint with other admission settings.
+    pub fn with_admission(mut self, admission: AdmissionConfig) -> Self {
+        self.admission = admission;
+        self
+    }
+}
+
+/// When a server answers a new client with Retry (RFC 9000 §8.1.2) instead
+/// of creating state for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RetryMode {
+    /// Never: beyond the limits of [`AdmissionConfig`], Initials are dropped.
+    Never,
+    /// Every client without a valid token first proves its address with a
+    /// Retry round trip (`artq serve --retry`).
+    Always,
+    /// Retry once this many connections wait for their address to be
+    /// validated (or a source address passes
+    /// [`AdmissionConfig::max_unvalidated_per_source`]): clients pay the
+    /// extra round trip only when the server is under load.
+    WhenUnvalidatedAtLeast(usize),
+}
+
+/// How a server admits new connections (bug 4 and 5 of issue 15): what it
+/// asks of an Initial before it creates any state, how much state it keeps
+/// for addresses it has not validated, and when it sends Retry.
+///
+/// A connection is *unvalidated* until the client proved it receives at its
+/// address (a Handshake packet from it, or a valid Retry or NEW_TOKEN token;
+/// RFC 9000 §8.1). It is *half-open* while its ClientHello is incomplete
+/// (a ClientHello may span several Initial packets that arrive out of
+/// order). The defaults bound the state an attacker with spoofed addresses
+/// can pin to `max_unvalidated` connections, and with the default Retry
+/// threshold to 64 of them.
+#[derive(Clone, Debug)]
+pub struct AdmissionConfig {
+    /// Most connections the endpoint holds (4096).
+    pub max_connections: usize,
+    /// Most unvalidated connections in total (256); beyond it a new client
+    /// gets Retry (unless [`RetryMode::Never`]) or nothing.
+    pub max_unvalidated: usize,
+    /// Most unvalidated connections from one IP address (16); beyond it as
+    /// for `max_unvalidated`.
+    pub max_unvalidated_per_source: usize,
+    /// A half-open connection that receives nothing for this long is
+    /// dropped silently (3 s: three times a client's first PTO at the
+    /// RFC 9002 initial RTT of 333 ms; the client's next retransmission
+    /// starts over).
+    pub half_open_timeout: Duration,
+    /// When to send Retry (default: once 64 connections are unvalidated).
+    pub retry: RetryMode,
+    /// How long a Retry token stays valid after it was issued (10 s: a
+    /// client answers a Retry within one round trip).
+    pub retry_token_lifetime: Duration,
+    /// How long a token sent in NEW_TOKEN stays valid for a later
+    /// connection from the same IP address (24 h); `None` sends no
+    /// NEW_TOKEN frames. The token key lives as long as the endpoint, so a
+    /// restarted server honours no earlier tokens.
+    pub new_token_lifetime: Option<Duration>,
+}
+
+impl Default for AdmissionConfig {
+    fn default() -> Self {
+        AdmissionConfig {
+            max_connections: 4096,
+            max_unvalidated: 256,
+            max_unvalidated_per_source: 16,
+            half_open_timeout: Duration::from_secs(3),
+            retry: RetryMode::WhenUnvalidatedAtLeast(64),
+            retry_token_lifetime: Duration::from_secs(10),
+            new_token_lifetime: Some(Duration::from_secs(24 * 3600)),
         }
     }
 }

@@ -76,6 +76,16 @@ pub trait Subscriber: Send {
     /// STREAM payload arrived (receiver side; duplicates included, before
     /// reassembly).
     fn stream_data_received(&mut self, _now: Instant, _id: StreamId, _offset: u64, _len: u64) {}
+    /// We issued a connection ID (and its stateless reset token) to the
+    /// peer: what makes the endpoint's identifiers observable in a trace.
+    fn connection_id_issued(
+        &mut self,
+        _now: Instant,
+        _sequence: u64,
+        _cid: &[u8],
+        _reset_token: &[u8; 16],
+    ) {
+    }
 }
 
 /// Writes qlog JSON-SEQ (RFC 7464 record separators) to a writer. Write
@@ -118,6 +128,15 @@ impl<W: Write + Send> Drop for QlogWriter<W> {
             let _ = out.flush();
         }
     }
+}
+
+/// Lower-case hex, as qlog writes connection IDs and tokens.
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    bytes.iter().fold(String::with_capacity(2 * bytes.len()), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
 }
 
 fn packet_type(space: SpaceId) -> &'static str {
@@ -194,6 +213,25 @@ impl<W: Write + Send> Subscriber for QlogWriter<W> {
                 "first_sent_ms": r.first_sent.as_nanos() as f64 / 1e6,
                 "first_lost_ms": r.first_lost.as_nanos() as f64 / 1e6,
                 "recovery_sent_ms": r.recovery_sent.as_nanos() as f64 / 1e6,
+            }),
+        );
+    }
+
+    fn connection_id_issued(
+        &mut self,
+        now: Instant,
+        sequence: u64,
+        cid: &[u8],
+        reset_token: &[u8; 16],
+    ) {
+        self.event(
+            now,
+            "connectivity:connection_id_updated",
+            json!({
+                "owner": "local",
+                "sequence_number": sequence,
+                "new": hex(cid),
+                "stateless_reset_token": hex(reset_token),
             }),
         );
     }

@@ -12,7 +12,11 @@
 //!   controllers (NewReno, Cubic, BBRv1);
 //! - [`range_set`], [`streams`]: stream state, reassembly, flow control;
 //! - [`policy`]: the loss-recovery policy seam the papers' schemes plug into;
-//! - [`connection`]: the connection state machine; [`endpoint`]: routing.
+//! - [`connection`]: the connection state machine; [`endpoint`]: routing,
+//!   admission of new clients (Retry, address-validation tokens, bounds on
+//!   unvalidated state);
+//! - [`rng`]: where randomness comes from (a fixed seed for the simulator
+//!   and tests, a secret one from the OS for real endpoints).
 #![warn(missing_docs)]
 
 pub mod config;
@@ -27,14 +31,18 @@ pub mod fuzzing;
 pub mod pacing;
 pub mod policy;
 pub mod range_set;
+pub mod rng;
 pub mod rtt;
 pub mod stats;
 pub mod streams;
 #[cfg(feature = "test-hooks")]
 pub mod test_pair;
 
-pub use config::{ClientConfig, EndpointConfig, ServerConfig, TransportConfig};
+pub use config::{
+    AdmissionConfig, ClientConfig, EndpointConfig, RetryMode, ServerConfig, TransportConfig,
+};
 pub use connection::{Connection, ConnectionError, Event, Transmit};
-pub use endpoint::{ConnectionHandle, Endpoint};
+pub use endpoint::{ConnectionHandle, Endpoint, EndpointStats};
 pub use error::TransportError;
+pub use rng::RngSeed;
 pub use stats::ConnectionStats;

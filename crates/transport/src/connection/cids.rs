@@ -1,10 +1,17 @@
 //! Connection IDs (RFC 9000 §5.1): the ones we issue to the peer and the
-//! ones the peer issued to us.
+//! ones the peer issued to us, and the authentication of the ones the
+//! handshake used (RFC 9000 §7.3).
+//!
+//! Every connection ID and stateless reset token we issue is drawn from the
+//! connection's generator ([`crate::rng::StackRng`]): unpredictable when the
+//! endpoint was seeded from the OS, reproducible under a fixed seed.
 
 use std::collections::{BTreeMap, VecDeque};
 
 use rand::RngCore;
 use wire::cid::ConnectionId;
+use wire::time::Instant;
+use wire::transport_params::TransportParameters;
 use wire::TransportErrorCode;
 
 use super::{Connection, EndpointEvent};
@@ -32,8 +39,8 @@ pub(crate) struct CidState {
     remote_retire_prior_to: u64,
     /// RETIRE_CONNECTION_ID frames to send.
     pub pending_retire: VecDeque<u64>,
-    /// New local CIDs the endpoint must learn about.
-    new_local: VecDeque<ConnectionId>,
+    /// New local CIDs the endpoint must learn about, by sequence number.
+    new_local: VecDeque<(u64, IssuedCid)>,
     /// How many peer CIDs we accept at once (our active_connection_id_limit).
     local_limit: u64,
 }
@@ -103,9 +110,10 @@ impl CidState {
             rng.fill_bytes(&mut reset_token);
             let seq = self.next_local_seq;
             self.next_local_seq += 1;
-            self.local.insert(seq, IssuedCid { cid, reset_token });
+            let issued = IssuedCid { cid, reset_token };
+            self.local.insert(seq, issued);
             self.pending_new.push_back(seq);
-            self.new_local.push_back(cid);
+            self.new_local.push_back((seq, issued));
         }
     }
 
@@ -176,26 +184,58 @@ impl CidState {
         Ok(retired)
     }
 
-    pub fn take_new_local(&mut self) -> Option<ConnectionId> {
+    pub fn take_new_local(&mut self) -> Option<(u64, IssuedCid)> {
         self.new_local.pop_front()
     }
 }
 
 impl Connection {
+    /// RFC 9000 §7.3: the peer's transport parameters must name the
+    /// connection IDs the handshake actually used, which authenticates them
+    /// (the Initial packets that carried them are not). A client also checks
+    /// what the server says about its first Destination Connection ID and
+    /// about a Retry: present with the Retry's Source Connection ID after
+    /// one, absent otherwise.
+    pub(super) fn authenticate_cids(&self, params: &TransportParameters) -> Result<(), TransportError> {
+        let tp_err = |r| TransportError::new(TransportErrorCode::TRANSPORT_PARAMETER_ERROR, r);
+        if params.initial_source_connection_id != Some(self.cids.remote_cid()) {
+            return Err(tp_err("initial_source_connection_id mismatch"));
+        }
+        if self.side.is_client() {
+            if params.original_destination_connection_id != Some(self.original_dcid) {
+                return Err(tp_err("original_destination_connection_id mismatch"));
+            }
+            match (self.retry_scid, params.retry_source_connection_id) {
+                (None, Some(_)) => return Err(tp_err("retry_source_connection_id without Retry")),
+                (Some(_), None) => return Err(tp_err("retry_source_connection_id missing after Retry")),
+                (Some(ours), Some(theirs)) if ours != theirs => {
+                    return Err(tp_err("retry_source_connection_id mismatch"))
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
     /// Hand the peer spare connection IDs once the handshake is confirmed.
-    pub(super) fn issue_cids(&mut self) {
+    pub(super) fn issue_cids(&mut self, now: Instant) {
         let len = self.cids.local_cid_len();
         if len == 0 {
             return;
         }
         self.cids.issue(&mut self.rng, len);
-        self.drain_cid_events();
+        self.drain_cid_events(now);
     }
 
-    pub(super) fn drain_cid_events(&mut self) {
-        while let Some(cid) = self.cids.take_new_local() {
+    /// Tell the endpoint (routing) and the subscribers (traces) about the
+    /// connection IDs just issued.
+    pub(super) fn drain_cid_events(&mut self, now: Instant) {
+        while let Some((seq, issued)) = self.cids.take_new_local() {
+            for s in &mut self.subscribers {
+                s.connection_id_issued(now, seq, &issued.cid, &issued.reset_token);
+            }
             self.endpoint_events
-                .push_back(EndpointEvent::NewLocalCid(cid));
+                .push_back(EndpointEvent::NewLocalCid(issued.cid));
         }
     }
 }

@@ -59,19 +59,7 @@ impl Connection {
             )
             .with_frame(0x06)
         })?;
-        // RFC 9000 §7.3: authenticate the connection IDs used in the handshake.
-        let tp_err = |r| TransportError::new(TransportErrorCode::TRANSPORT_PARAMETER_ERROR, r);
-        if params.initial_source_connection_id != Some(self.cids.remote_cid()) {
-            return Err(tp_err("initial_source_connection_id mismatch"));
-        }
-        if self.side.is_client() {
-            if params.original_destination_connection_id != Some(self.original_dcid) {
-                return Err(tp_err("original_destination_connection_id mismatch"));
-            }
-            if params.retry_source_connection_id.is_some() {
-                return Err(tp_err("retry_source_connection_id without Retry"));
-            }
-        }
+        self.authenticate_cids(&params)?;
         self.streams.set_peer_params(&params);
         self.peer_max_ack_delay = Duration::from_millis(params.max_ack_delay_ms);
         self.peer_ack_delay_exponent = params.ack_delay_exponent as u8;
@@ -119,7 +107,7 @@ impl Connection {
         }
         self.handshake_confirmed = true;
         self.discard_space(now, SpaceId::Handshake);
-        self.issue_cids();
+        self.issue_cids(now);
     }
 
     /// Drop a space's keys and in-flight packets (RFC 9001 §4.9).

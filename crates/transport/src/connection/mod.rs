@@ -21,7 +21,10 @@
 //!   retransmission rounds driven by the [`RecoveryPolicy`](crate::policy::RecoveryPolicy);
 //! - `handshake`: TLS output and keys, peer transport parameters, handshake
 //!   completion and confirmation, discarding the Initial/Handshake spaces;
-//! - `cids`: connection IDs issued and received;
+//! - `cids`: connection IDs issued and received, and the authentication
+//!   of the handshake's connection IDs (RFC 9000 §7.3);
+//! - `validation`: address validation as the client sees it (following a
+//!   Retry) and as the server offers it (NEW_TOKEN), RFC 9000 §8.1;
 //! - `timer`: the timer table.
 
 mod cids;
@@ -32,13 +35,13 @@ mod recv;
 mod send;
 pub(crate) mod spaces;
 mod timer;
+mod validation;
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use rand::{RngCore, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+use rand::RngCore;
 use wire::cid::ConnectionId;
 use wire::time::{Duration, Instant};
 use wire::transport_params::TransportParameters;
@@ -51,6 +54,7 @@ use crate::error::TransportError;
 use crate::events::Subscriber;
 use crate::pacing::Pacer;
 use crate::policy::RecoveryPolicy;
+use crate::rng::{RngSeed, StackRng};
 use crate::rtt::RttEstimator;
 use crate::stats::ConnectionStats;
 use crate::streams::{StreamEvent, Streams};
@@ -108,6 +112,9 @@ pub enum EndpointEvent {
     RetireLocalCid(ConnectionId),
     /// The connection is gone; forget it.
     Drained,
+    /// Client: the server sent this token in a NEW_TOKEN frame, for a later
+    /// connection to the same server (RFC 9000 §8.1.3).
+    NewToken(Vec<u8>),
 }
 
 /// One datagram produced by [`Connection::poll_transmit`].
@@ -162,8 +169,20 @@ pub struct Connection {
     tls_write_space: SpaceId,
     spaces: [PacketSpace; 3],
     remote: SocketAddr,
-    /// The DCID of the client's first Initial (keys, transport parameters).
+    /// The DCID of the client's first Initial, before any Retry: what the
+    /// server echoes in original_destination_connection_id (RFC 9000 §7.3).
     original_dcid: ConnectionId,
+    /// Client: the token its Initial packets carry (from a Retry, or an
+    /// earlier connection's NEW_TOKEN); empty for none.
+    initial_token: Vec<u8>,
+    /// The Source Connection ID of the server's Retry, if there was one:
+    /// the client checks it against retry_source_connection_id, the server
+    /// sends it there (RFC 9000 §7.3).
+    retry_scid: Option<ConnectionId>,
+    /// Server: the NEW_TOKEN token for this client, until acknowledged.
+    new_token: Option<Vec<u8>>,
+    /// Server: a NEW_TOKEN frame is to be sent (again).
+    new_token_pending: bool,
     cids: CidState,
     /// Client: switched to the server's SCID after its first Initial.
     got_server_initial: bool,
@@ -209,7 +228,9 @@ pub struct Connection {
     stats: ConnectionStats,
     /// Event subscribers (qlog, metric recorders).
     subscribers: Vec<Box<dyn Subscriber>>,
-    rng: ChaCha8Rng,
+    /// Connection IDs, reset tokens, the policy's and the controller's
+    /// random choices.
+    rng: StackRng,
     /// Block-FEC sender (when the policy asks for it and the peer decodes).
     fec_tx: Option<fec::FecEncoder>,
     /// Block-FEC receiver.
@@ -228,6 +249,41 @@ impl core::fmt::Debug for Connection {
     }
 }
 
+/// The connection IDs a connection starts with (RFC 9000 §7.2).
+struct HandshakeIds {
+    local: ConnectionId,
+    remote: ConnectionId,
+    /// The DCID of the client's first Initial (RFC 9000 §7.3).
+    original_dcid: ConnectionId,
+    /// The DCID the Initial keys derive from (RFC 9001 §5.2): the original
+    /// one, or after a Retry the SCID of that Retry.
+    initial_dcid: ConnectionId,
+}
+
+/// What the endpoint decided about a client before creating the server's
+/// side of its connection (RFC 9000 §7.2, §7.3, §8.1).
+#[derive(Clone, Debug)]
+pub struct ServerSetup {
+    /// The connection ID we chose for ourselves.
+    pub local_cid: ConnectionId,
+    /// The Destination Connection ID of the Initial that creates the
+    /// connection: the Initial keys derive from it.
+    pub initial_dcid: ConnectionId,
+    /// The client's Source Connection ID.
+    pub client_scid: ConnectionId,
+    /// The DCID of the client's very first Initial: `initial_dcid`, or the
+    /// one recorded in the Retry token the client came back with.
+    pub original_dcid: ConnectionId,
+    /// The SCID of our Retry, when the client came back with a Retry token.
+    pub retry_scid: Option<ConnectionId>,
+    /// A token already proved the client's address: no amplification
+    /// limit (RFC 9000 §8.1).
+    pub address_validated: bool,
+    /// A token to give the client in a NEW_TOKEN frame once the handshake
+    /// is complete.
+    pub new_token: Option<Vec<u8>>,
+}
+
 /// Failure to create a connection.
 #[derive(Debug, thiserror::Error)]
 pub enum ConnectError {
@@ -239,33 +295,34 @@ pub enum ConnectError {
 impl Connection {
     // One private constructor shared by `client` and `server`; the arguments
     // are the identities each side has already chosen, not options.
-    #[allow(clippy::too_many_arguments)]
     fn new(
         now: Instant,
         side: Side,
         config: Arc<TransportConfig>,
         tls: TlsSession,
-        local_cid: ConnectionId,
-        remote_cid: ConnectionId,
-        original_dcid: ConnectionId,
+        ids: HandshakeIds,
         remote: SocketAddr,
-        rng_seed: u64,
+        rng_seed: RngSeed,
     ) -> Self {
         let mds = u64::from(config.max_datagram_size);
-        let mut rng = ChaCha8Rng::seed_from_u64(rng_seed);
+        let mut rng = StackRng::new(rng_seed);
         let cc_seed = rng.next_u64();
         let mut conn = Connection {
             side,
             state: State::Handshake,
             tls,
-            initial_keys: Some(crypto::initial_keys(&original_dcid, side)),
+            initial_keys: Some(crypto::initial_keys(&ids.initial_dcid, side)),
             handshake_keys: None,
             one_rtt: None,
             tls_write_space: SpaceId::Initial,
             spaces: Default::default(),
             remote,
-            original_dcid,
-            cids: CidState::new(local_cid, remote_cid),
+            original_dcid: ids.original_dcid,
+            initial_token: Vec::new(),
+            retry_scid: None,
+            new_token: None,
+            new_token_pending: false,
+            cids: CidState::new(ids.local, ids.remote),
             got_server_initial: false,
             pending_server_scid: None,
             handshake_complete: false,
@@ -315,15 +372,25 @@ impl Connection {
     }
 
     /// Start a client connection to `remote`. `rng_seed` determines every
-    /// random choice of the connection (connection IDs included).
+    /// random choice of the connection (its first Destination Connection ID
+    /// included). `token` goes into every Initial packet (RFC 9000
+    /// §17.2.2): a NEW_TOKEN token from an earlier connection to the same
+    /// server, or empty.
     pub fn connect(
         now: Instant,
         config: &ClientConfig,
         remote: SocketAddr,
         local_cid: ConnectionId,
-        rng_seed: u64,
+        rng_seed: RngSeed,
+        token: Vec<u8>,
     ) -> Result<Self, ConnectError> {
-        let mut rng = ChaCha8Rng::seed_from_u64(rng_seed ^ 0x5eed_c11e);
+        // A fixed seed keeps its historic derivation (simulated runs do not move).
+        let seed = match rng_seed {
+            RngSeed::Fixed(n) => RngSeed::Fixed(n ^ 0x5eed_c11e),
+            secret => secret,
+        };
+        let mut rng = StackRng::new(seed);
+        // RFC 9000 §7.2: at least 8 unpredictable bytes.
         let mut dcid_bytes = [0u8; 8];
         rng.fill_bytes(&mut dcid_bytes);
         let dcid = ConnectionId::new(&dcid_bytes).expect("8 bytes fit a connection ID");
@@ -331,48 +398,61 @@ impl Connection {
         let mut encoded = Vec::new();
         params.encode(&mut encoded);
         let tls = TlsSession::client(config.tls.clone(), &config.server_name, encoded)?;
+        let ids = HandshakeIds {
+            local: local_cid,
+            remote: dcid,
+            original_dcid: dcid,
+            initial_dcid: dcid,
+        };
         let mut conn = Connection::new(
             now,
             Side::Client,
             config.transport.clone(),
             tls,
-            local_cid,
-            dcid,
-            dcid,
+            ids,
             remote,
-            rng.next_u64(),
+            rng.child_seed(),
         );
+        conn.initial_token = token;
         conn.process_tls_output();
         Ok(conn)
     }
 
-    /// Accept a connection whose first Initial packet carried `client_dcid`
-    /// (the original destination CID) and `client_scid`. The caller then
-    /// hands that first datagram to [`Connection::handle_datagram`].
+    /// Accept a client whose Initial the endpoint admitted (see
+    /// [`ServerSetup`]). The caller then hands that Initial's datagram to
+    /// [`Connection::handle_datagram`].
     pub fn accept(
         now: Instant,
         config: &ServerConfig,
         remote: SocketAddr,
-        local_cid: ConnectionId,
-        client_dcid: ConnectionId,
-        client_scid: ConnectionId,
-        rng_seed: u64,
+        setup: ServerSetup,
+        rng_seed: RngSeed,
     ) -> Result<Self, ConnectError> {
-        let params = local_params(&config.transport, local_cid, Some(client_dcid));
+        let mut params = local_params(&config.transport, setup.local_cid, Some(setup.original_dcid));
+        params.retry_source_connection_id = setup.retry_scid;
         let mut encoded = Vec::new();
         params.encode(&mut encoded);
         let tls = TlsSession::server(config.tls.clone(), encoded)?;
-        Ok(Connection::new(
+        let ids = HandshakeIds {
+            local: setup.local_cid,
+            remote: setup.client_scid,
+            original_dcid: setup.original_dcid,
+            initial_dcid: setup.initial_dcid,
+        };
+        let mut conn = Connection::new(
             now,
             Side::Server,
             config.transport.clone(),
             tls,
-            local_cid,
-            client_scid,
-            client_dcid,
+            ids,
             remote,
             rng_seed,
-        ))
+        );
+        conn.retry_scid = setup.retry_scid;
+        conn.address_validated = setup.address_validated;
+        conn.new_token_pending = setup.new_token.is_some();
+        conn.new_token = setup.new_token;
+        Ok(conn)
     }
 
     /// Our role.

@@ -280,6 +280,7 @@ impl Connection {
                     self.space_mut(space).crypto_send.on_acked(range.clone())
                 }
                 Retransmit::Control(c) => self.streams.on_control_acked(*c),
+                Retransmit::NewToken => self.on_new_token_acked(),
                 _ => {}
             }
         }
@@ -457,6 +458,7 @@ impl Connection {
                     Retransmit::HandshakeDone => self.handshake_done_pending = true,
                     Retransmit::NewConnectionId(seq) => self.cids.pending_new.push_back(*seq),
                     Retransmit::RetireConnectionId(seq) => self.cids.pending_retire.push_back(*seq),
+                    Retransmit::NewToken => self.on_new_token_lost(),
                 }
             }
             let signals = if space == SpaceId::Data {

@@ -97,9 +97,12 @@ impl Connection {
                     }
                     return;
                 }
-                ProtectedHeader::Retry { .. } | ProtectedHeader::UnsupportedVersion { .. } => {
-                    return
+                ProtectedHeader::Retry { src_cid, token, .. } => {
+                    // The Retry fills the rest of the datagram.
+                    self.on_retry(now, rest, src_cid, token);
+                    return;
                 }
+                ProtectedHeader::UnsupportedVersion { .. } => return,
             };
             let end = offset.saturating_add(len).min(data.len());
             let packet = &mut data[offset..end];
@@ -346,6 +349,7 @@ impl Connection {
                 if token.is_empty() {
                     return Err(TransportError::frame_encoding("empty NEW_TOKEN").with_frame(ty));
                 }
+                self.on_new_token(token);
             }
             Frame::NewConnectionId {
                 sequence,
@@ -365,7 +369,7 @@ impl Connection {
                     self.endpoint_events
                         .push_back(super::EndpointEvent::RetireLocalCid(cid));
                 }
-                self.drain_cid_events();
+                self.drain_cid_events(now);
             }
             Frame::PathChallenge(data) => {
                 if self.path_responses.len() < 8 {

@@ -312,6 +312,7 @@ impl Connection {
             return false;
         }
         self.handshake_done_pending
+            || self.new_token_due()
             || !self.raw_frames.is_empty()
             || self.fec_tx.as_ref().is_some_and(|f| f.ready.is_some())
             || !self.path_responses.is_empty()
@@ -339,6 +340,7 @@ impl Connection {
                 self.handshake_done_pending = false;
                 record.retransmits.push(Retransmit::HandshakeDone);
             }
+            self.write_new_token(buf, max_end, record);
             while let Some(data) = self.path_responses.front().copied() {
                 if buf.len() + 9 > max_end {
                     break;
@@ -601,13 +603,19 @@ impl Connection {
                     LongType::Handshake
                 };
                 let scid = self.cids.issued(0).map(|c| c.cid).unwrap_or_default();
+                // A client's Initials carry its token (RFC 9000 §17.2.2).
+                let token: &[u8] = if ty == LongType::Initial && self.side.is_client() {
+                    &self.initial_token
+                } else {
+                    &[]
+                };
                 let l = packet::write_long_header(
                     buf,
                     ty,
                     packet::QUIC_V1,
                     &dcid,
                     &scid,
-                    &[],
+                    token,
                     pn,
                     pn_len,
                 );

@@ -51,6 +51,8 @@ pub(crate) enum Retransmit {
     NewConnectionId(u64),
     /// RETIRE_CONNECTION_ID with this sequence number.
     RetireConnectionId(u64),
+    /// NEW_TOKEN (the server's one token for this client).
+    NewToken,
 }
 
 /// What we remember about a packet in flight.

@@ -1,0 +1,497 @@
+//! The endpoint: routes datagrams to connections by connection ID, admits
+//! new clients (server), answers unknown versions with Version Negotiation,
+//! and multiplexes the connections' output onto one socket. Sans-IO like
+//! the connection: the driver passes datagrams, time and buffers in.
+//!
+//! - `admission`: what an Initial for an unknown connection must pass
+//!   before any state exists, the bounds on unvalidated state, Retry and
+//!   the other stateless answers;
+//! - `token`: the address-validation tokens of Retry and NEW_TOKEN.
+//!
+//! Connections live in a map keyed by handle, so the memory of one that
+//! ended is freed as soon as the application has read its last events, and
+//! its routes go with it. Handles are never reused.
+//!
+//! A client endpoint keeps the NEW_TOKEN token each server gave it (the
+//! latest one per server address, for at most [`MAX_CLIENT_TOKENS`]
+//! servers) and uses it once, on its next connection to that address.
+
+mod admission;
+mod token;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::net::SocketAddr;
+
+use rand::{Rng, RngCore};
+use wire::cid::ConnectionId;
+use wire::packet::{self, LongType, ProtectedHeader};
+use wire::time::Instant;
+
+use self::admission::{UnvalidatedSet, MAX_RESPONSES};
+use self::token::TokenKey;
+use crate::config::{ClientConfig, EndpointConfig};
+use crate::connection::{ConnectError, Connection, EndpointEvent, Transmit};
+use crate::rng::StackRng;
+
+/// Index of a connection inside its endpoint. Handles are never reused, so
+/// an application may key its own state by them safely.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ConnectionHandle(pub usize);
+
+/// Most servers a client endpoint remembers a NEW_TOKEN token for.
+pub const MAX_CLIENT_TOKENS: usize = 256;
+
+/// ChaCha stream of the endpoint's seed that admission draws from (token
+/// key, token nonces, Retry connection IDs), apart from the stream of
+/// connection IDs and connection seeds.
+const ADMISSION_STREAM: u64 = 0xad;
+
+/// What an endpoint holds and what its admission did: for operators, and
+/// for tests that check state is bounded and freed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EndpointStats {
+    /// Connections held (drained ones included until their last events are
+    /// read).
+    pub connections: usize,
+    /// Connection IDs routed to connections.
+    pub routes: usize,
+    /// Server: (client address, client's DCID) pairs routed to connections
+    /// still in their handshake.
+    pub initial_routes: usize,
+    /// Server: connections whose client's address is not yet validated.
+    pub unvalidated: usize,
+    /// Server: unvalidated connections whose ClientHello is incomplete.
+    pub half_open: usize,
+    /// Client: servers it holds a NEW_TOKEN token for.
+    pub stored_tokens: usize,
+    /// Server: Initials for unknown connections dropped without state:
+    /// too small, undecryptable, or not a client's first flight.
+    pub initials_dropped: u64,
+    /// Server: client Initials refused by a bound (unvalidated state,
+    /// connections in total).
+    pub refused: u64,
+    /// Server: Retry packets sent.
+    pub retries_sent: u64,
+    /// Server: tokens (Retry or NEW_TOKEN) that validated an address.
+    pub tokens_accepted: u64,
+    /// Server: tokens refused (forged, expired, another address).
+    pub tokens_rejected: u64,
+    /// Server: connections closed before they existed (INVALID_TOKEN,
+    /// CONNECTION_REFUSED).
+    pub stateless_closes: u64,
+    /// Server: half-open connections dropped for silence.
+    pub half_open_expired: u64,
+    /// Stateless responses dropped because the queue was full.
+    pub responses_dropped: u64,
+}
+
+/// One connection and what routes to it.
+struct Slot {
+    conn: Box<Connection>,
+    /// Our connection IDs routed to it.
+    cids: Vec<ConnectionId>,
+    /// Server: its (client address, client's DCID) route, while it has one.
+    initial_route: Option<(SocketAddr, ConnectionId)>,
+}
+
+/// A QUIC endpoint: many connections behind one UDP socket.
+pub struct Endpoint {
+    config: EndpointConfig,
+    /// Connection IDs and connection seeds: under a fixed seed, the very
+    /// sequence the endpoint has always drawn (simulated runs do not move).
+    rng: StackRng,
+    /// Admission's own stream: token nonces, Retry connection IDs.
+    admission_rng: StackRng,
+    /// Seals and opens address-validation tokens (from `admission_rng`).
+    token_key: TokenKey,
+    connections: BTreeMap<usize, Slot>,
+    next_handle: usize,
+    /// Local connection IDs to connections. Only looked up, never iterated,
+    /// so its order cannot leak into results.
+    routes: HashMap<ConnectionId, ConnectionHandle>,
+    /// Server: (client address, client's DCID) of connections still in the
+    /// handshake, for the client's further Initials.
+    initial_routes: HashMap<(SocketAddr, ConnectionId), ConnectionHandle>,
+    responses: VecDeque<(SocketAddr, Vec<u8>)>,
+    incoming: VecDeque<ConnectionHandle>,
+    next_poll: usize,
+    /// Drained connections kept until the application has read their
+    /// last events (ConnectionLost in particular).
+    drained: BTreeSet<usize>,
+    /// Server: connections whose client's address is not validated yet.
+    unvalidated: UnvalidatedSet,
+    /// Client: the NEW_TOKEN token of each server, by its address.
+    client_tokens: BTreeMap<SocketAddr, Vec<u8>>,
+    stats: EndpointStats,
+}
+
+impl core::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("connections", &self.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Endpoint {
+    /// A new endpoint.
+    pub fn new(mut config: EndpointConfig) -> Self {
+        config.admission = admission::sanitize(config.admission);
+        let rng = StackRng::new(config.rng_seed);
+        let mut admission_rng = rng.fork(ADMISSION_STREAM);
+        let token_key = TokenKey::new(&mut admission_rng);
+        Endpoint {
+            rng,
+            admission_rng,
+            token_key,
+            config,
+            connections: BTreeMap::new(),
+            next_handle: 0,
+            routes: HashMap::new(),
+            initial_routes: HashMap::new(),
+            responses: VecDeque::new(),
+            incoming: VecDeque::new(),
+            next_poll: 0,
+            drained: BTreeSet::new(),
+            unvalidated: UnvalidatedSet::default(),
+            client_tokens: BTreeMap::new(),
+            stats: EndpointStats::default(),
+        }
+    }
+
+    /// Number of connections held (drained ones until their last events
+    /// are read).
+    pub fn len(&self) -> usize {
+        self.connections.len()
+    }
+
+    /// True when no connection is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Handles of all connections held, in handle order.
+    pub fn handles(&self) -> Vec<ConnectionHandle> {
+        self.connections.keys().map(|&i| ConnectionHandle(i)).collect()
+    }
+
+    /// A connection, if it is still there.
+    pub fn connection(&self, h: ConnectionHandle) -> Option<&Connection> {
+        self.connections.get(&h.0).map(|s| &*s.conn)
+    }
+
+    /// A connection, mutably.
+    pub fn connection_mut(&mut self, h: ConnectionHandle) -> Option<&mut Connection> {
+        self.connections.get_mut(&h.0).map(|s| &mut *s.conn)
+    }
+
+    /// The next connection accepted by the server.
+    pub fn accept(&mut self) -> Option<ConnectionHandle> {
+        self.incoming.pop_front()
+    }
+
+    /// What the endpoint holds and what its admission did.
+    pub fn stats(&self) -> EndpointStats {
+        EndpointStats {
+            connections: self.connections.len(),
+            routes: self.routes.len(),
+            initial_routes: self.initial_routes.len(),
+            unvalidated: self.unvalidated.len(),
+            half_open: self.unvalidated.half_open(),
+            stored_tokens: self.client_tokens.len(),
+            ..self.stats.clone()
+        }
+    }
+
+    /// A fresh connection ID of ours, not routed yet.
+    fn new_cid(&mut self) -> ConnectionId {
+        loop {
+            let mut bytes = [0u8; ConnectionId::MAX_LEN];
+            let len = self.config.local_cid_len.clamp(1, ConnectionId::MAX_LEN);
+            self.rng.fill_bytes(&mut bytes[..len]);
+            if let Ok(cid) = ConnectionId::new(&bytes[..len]) {
+                if !self.routes.contains_key(&cid) {
+                    return cid;
+                }
+            }
+        }
+    }
+
+    /// A connection ID for a stateless answer, from admission's stream
+    /// (never shifting the sequence of [`Endpoint::new_cid`]). `routable`:
+    /// the client will send to it, so it has our length and is not routed.
+    fn random_cid(&mut self, routable: bool) -> ConnectionId {
+        let len = if routable {
+            self.config.local_cid_len.clamp(1, ConnectionId::MAX_LEN)
+        } else {
+            8
+        };
+        loop {
+            let mut bytes = [0u8; ConnectionId::MAX_LEN];
+            self.admission_rng.fill_bytes(&mut bytes[..len]);
+            if let Ok(cid) = ConnectionId::new(&bytes[..len]) {
+                if !self.routes.contains_key(&cid) {
+                    return cid;
+                }
+            }
+        }
+    }
+
+    fn insert(&mut self, conn: Connection) -> ConnectionHandle {
+        let h = ConnectionHandle(self.next_handle);
+        self.next_handle += 1;
+        self.connections.insert(
+            h.0,
+            Slot {
+                conn: Box::new(conn),
+                cids: Vec::new(),
+                initial_route: None,
+            },
+        );
+        h
+    }
+
+    fn add_route(&mut self, h: ConnectionHandle, cid: ConnectionId) {
+        if let Some(slot) = self.connections.get_mut(&h.0) {
+            self.routes.insert(cid, h);
+            slot.cids.push(cid);
+        }
+    }
+
+    fn set_initial_route(&mut self, h: ConnectionHandle, remote: SocketAddr, dcid: ConnectionId) {
+        if let Some(slot) = self.connections.get_mut(&h.0) {
+            self.initial_routes.insert((remote, dcid), h);
+            slot.initial_route = Some((remote, dcid));
+        }
+    }
+
+    /// Open a client connection. It carries the NEW_TOKEN token an earlier
+    /// connection to `remote` received, if there is one (used once).
+    pub fn connect(
+        &mut self,
+        now: Instant,
+        config: &ClientConfig,
+        remote: SocketAddr,
+    ) -> Result<ConnectionHandle, ConnectError> {
+        let cid = self.new_cid();
+        let seed = self.rng.child_seed();
+        // RFC 9000 §8.1.3: a token is not reused across connection attempts.
+        let token = self.client_tokens.remove(&remote).unwrap_or_default();
+        let conn = Connection::connect(now, config, remote, cid, seed, token)?;
+        let h = self.insert(conn);
+        self.add_route(h, cid);
+        Ok(h)
+    }
+
+    /// Route one datagram. Returns the connection it went to, if any.
+    pub fn handle_datagram(
+        &mut self,
+        now: Instant,
+        remote: SocketAddr,
+        data: &mut [u8],
+    ) -> Option<ConnectionHandle> {
+        self.reap();
+        let handle = match self.route(remote, data)? {
+            Some(h) => h,
+            None => self.admit(now, remote, data)?,
+        };
+        let slot = self.connections.get_mut(&handle.0)?;
+        slot.conn.handle_datagram(now, remote, data);
+        self.process_endpoint_events(handle);
+        self.refresh_unvalidated(handle, now, true);
+        Some(handle)
+    }
+
+    /// The connection `data` is for: `Some(Some(h))` when routed,
+    /// `Some(None)` when no connection claims it (a new client, maybe), and
+    /// `None` when the datagram needs nothing more (unparseable, or answered
+    /// with Version Negotiation).
+    fn route(&mut self, remote: SocketAddr, data: &[u8]) -> Option<Option<ConnectionHandle>> {
+        let header = packet::decode_protected(data, self.config.local_cid_len).ok()?;
+        let (dcid, initial) = match &header {
+            ProtectedHeader::Long { ty, dst_cid, .. } => (*dst_cid, *ty == LongType::Initial),
+            ProtectedHeader::Short { dst_cid, .. }
+            | ProtectedHeader::Retry { dst_cid, .. }
+            | ProtectedHeader::VersionNegotiation { dst_cid, .. } => (*dst_cid, false),
+            ProtectedHeader::UnsupportedVersion {
+                dst_cid, src_cid, ..
+            } => {
+                self.version_negotiation(remote, *dst_cid, *src_cid, data.len());
+                return None;
+            }
+        };
+        let routed = self
+            .routes
+            .get(&dcid)
+            .or_else(|| self.initial_routes.get(&(remote, dcid)))
+            .copied();
+        match routed {
+            Some(h) => Some(Some(h)),
+            None if initial => Some(None),
+            None => None,
+        }
+    }
+
+    fn version_negotiation(
+        &mut self,
+        remote: SocketAddr,
+        dcid: ConnectionId,
+        scid: ConnectionId,
+        len: usize,
+    ) {
+        // RFC 9000 §6.1: only answer datagrams that could be Initials, and
+        // keep the queue bounded.
+        if self.config.server.is_none() || len < packet::MIN_INITIAL_SIZE {
+            return;
+        }
+        if self.responses.len() >= MAX_RESPONSES {
+            self.stats.responses_dropped += 1;
+            return;
+        }
+        let mut out = Vec::with_capacity(64);
+        let first = self.admission_rng.gen::<u8>();
+        packet::write_version_negotiation(&mut out, &scid, &dcid, &[packet::QUIC_V1], first);
+        self.responses.push_back((remote, out));
+    }
+
+    fn process_endpoint_events(&mut self, h: ConnectionHandle) {
+        let mut drained = false;
+        while let Some(ev) = self.connection_mut(h).and_then(|c| c.poll_endpoint_event()) {
+            match ev {
+                EndpointEvent::NewLocalCid(cid) => self.add_route(h, cid),
+                EndpointEvent::RetireLocalCid(cid) => {
+                    self.routes.remove(&cid);
+                    if let Some(slot) = self.connections.get_mut(&h.0) {
+                        slot.cids.retain(|c| *c != cid);
+                    }
+                }
+                EndpointEvent::Drained => drained = true,
+                EndpointEvent::NewToken(token) => self.store_token(h, token),
+            }
+        }
+        if drained {
+            self.unroute(h);
+            self.unvalidated.remove(h);
+            self.drained.insert(h.0);
+        }
+    }
+
+    /// Client: keep the server's latest NEW_TOKEN token for the next
+    /// connection to its address.
+    fn store_token(&mut self, h: ConnectionHandle, token: Vec<u8>) {
+        let Some(remote) = self.connection(h).map(Connection::remote_address) else {
+            return;
+        };
+        if !self.client_tokens.contains_key(&remote) && self.client_tokens.len() >= MAX_CLIENT_TOKENS
+        {
+            // Forget one server to make room (the lowest address: any
+            // choice will do, and this one is deterministic).
+            self.client_tokens.pop_first();
+        }
+        self.client_tokens.insert(remote, token);
+    }
+
+    /// Remove every route to `h`.
+    fn unroute(&mut self, h: ConnectionHandle) {
+        let Some(slot) = self.connections.get_mut(&h.0) else {
+            return;
+        };
+        for cid in slot.cids.drain(..) {
+            if self.routes.get(&cid) == Some(&h) {
+                self.routes.remove(&cid);
+            }
+        }
+        if let Some(key) = slot.initial_route.take() {
+            if self.initial_routes.get(&key) == Some(&h) {
+                self.initial_routes.remove(&key);
+            }
+        }
+    }
+
+    /// Forget drained connections whose events the application has read.
+    fn reap(&mut self) {
+        if self.drained.is_empty() {
+            return;
+        }
+        let done: Vec<usize> = self
+            .drained
+            .iter()
+            .copied()
+            .filter(|i| self.connections.get(i).is_none_or(|s| !s.conn.has_events()))
+            .collect();
+        for i in done {
+            self.drained.remove(&i);
+            self.connections.remove(&i);
+            self.incoming.retain(|v| v.0 != i);
+        }
+    }
+
+    /// The next datagram to send, from any connection (round robin).
+    pub fn poll_transmit(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
+        self.reap();
+        if let Some((dst, data)) = self.responses.pop_front() {
+            buf.clear();
+            buf.extend_from_slice(&data);
+            return Some(Transmit {
+                destination: dst,
+                size: data.len(),
+            });
+        }
+        // Round robin: start after the connection that sent last.
+        let mut cursor = self.next_poll;
+        for _ in 0..self.connections.len() {
+            let Some(&idx) = self
+                .connections
+                .range(cursor..)
+                .next()
+                .or_else(|| self.connections.iter().next())
+                .map(|(k, _)| k)
+            else {
+                break;
+            };
+            cursor = idx + 1;
+            let Some(slot) = self.connections.get_mut(&idx) else {
+                continue;
+            };
+            let t = slot.conn.poll_transmit(now, buf);
+            self.process_endpoint_events(ConnectionHandle(idx));
+            if let Some(t) = t {
+                self.next_poll = idx + 1;
+                return Some(t);
+            }
+        }
+        None
+    }
+
+    /// Earliest timer of any connection, or of the endpoint's own
+    /// (half-open connections' deadlines).
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let conns = self
+            .connections
+            .values()
+            .filter_map(|s| s.conn.poll_timeout())
+            .min();
+        match (conns, self.unvalidated.next_deadline()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Fire expired timers of every connection and of the endpoint.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.reap();
+        let handles: Vec<usize> = self.connections.keys().copied().collect();
+        for i in handles {
+            let Some(slot) = self.connections.get_mut(&i) else {
+                continue;
+            };
+            if slot.conn.poll_timeout().is_some_and(|t| t <= now) {
+                slot.conn.handle_timeout(now);
+            }
+            let h = ConnectionHandle(i);
+            self.process_endpoint_events(h);
+            self.refresh_unvalidated(h, now, false);
+        }
+        self.expire_half_open(now);
+    }
+}
