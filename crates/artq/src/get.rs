@@ -15,7 +15,7 @@ use apps::{Host, Observer, Protocol};
 use transport::crypto::ServerVerification;
 use transport::events::QlogWriter;
 use transport::{
-    ClientConfig, Connection, ConnectionHandle, Endpoint, EndpointConfig, TransportConfig,
+    ClientConfig, Connection, ConnectionHandle, Endpoint, EndpointConfig, RngSeed, TransportConfig,
 };
 
 use crate::udp::{Driver, Stop};
@@ -38,8 +38,9 @@ pub struct GetOptions {
     pub qlog: Option<PathBuf>,
     /// The application protocol to speak.
     pub protocol: Protocol,
-    /// Seed of the client's random choices.
-    pub seed: u64,
+    /// Seed of the client's random choices (connection IDs included):
+    /// secret, from the OS, unless `--seed`.
+    pub seed: RngSeed,
 }
 
 /// Outcome of a download.
@@ -135,7 +136,7 @@ pub fn run(opts: GetOptions) -> Result<GetReport> {
         None => None,
     };
     let mut driver = Driver::bind(bind).context("cannot bind a UDP socket")?;
-    let endpoint = Endpoint::new(EndpointConfig::client(opts.seed));
+    let endpoint = Endpoint::new(EndpointConfig::client(0).with_rng_seed(opts.seed));
     let mut host = Host::new(endpoint, Box::new(app)).with_observer(Box::new(GetObserver { qlog }));
     let started = driver.clock().now();
     let h = host.connect(started, &client, remote)?;

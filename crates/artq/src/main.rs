@@ -19,7 +19,7 @@ use std::time::Duration as StdDuration;
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
 use transport::congestion::CongestionAlgorithm;
-use transport::TransportConfig;
+use transport::{RetryMode, RngSeed, TransportConfig};
 
 /// Sender-side loss recovery for QUIC: ART, AutoRec and RCP on a real QUIC v1
 /// stack, with a trace-driven network emulator.
@@ -93,12 +93,23 @@ struct TransportArgs {
     /// Largest UDP payload to send, bytes (1200..=65527).
     #[arg(long, default_value_t = 1350, value_parser = clap::value_parser!(u16).range(1200..=65527))]
     max_datagram_size: u16,
-    /// Seed for connection IDs and every random choice of the stack.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
+    /// Fix the seed of connection IDs, stateless reset tokens, token keys
+    /// and every random choice of the stack, for reproducible tests. It
+    /// makes all of them guessable: without it they come from the OS RNG.
+    #[arg(long, value_name = "N")]
+    seed: Option<u64>,
 }
 
 impl TransportArgs {
+    /// Where the endpoint's randomness comes from: `--seed`, or 256 bits
+    /// from the OS.
+    fn rng_seed(&self) -> Result<RngSeed> {
+        match self.seed {
+            Some(n) => Ok(RngSeed::Fixed(n)),
+            None => os_seed(),
+        }
+    }
+
     fn config(&self, recovery: &str) -> Result<TransportConfig> {
         let mut c = TransportConfig {
             congestion: self.cc,
@@ -139,6 +150,15 @@ struct ServeArgs {
     /// bound port, e.g. `h3=":4433"; ma=86400`]; an empty value sends none.
     #[arg(long, value_name = "VALUE")]
     alt_svc: Option<String>,
+    /// Ask every client without a valid token to prove its address with a
+    /// Retry round trip first (RFC 9000 §8.1.2). Without it, Retry is sent
+    /// only under load (see --retry-threshold).
+    #[arg(long)]
+    retry: bool,
+    /// Send Retry once this many connections wait for their client's
+    /// address to be validated (or one IP address has 16 waiting).
+    #[arg(long, value_name = "N", default_value_t = 64, conflicts_with = "retry")]
+    retry_threshold: usize,
     #[command(flatten)]
     transport: TransportArgs,
 }
@@ -190,6 +210,17 @@ pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
     apps::size::parse_size(s).map_err(|e| e.to_string())
 }
 
+/// 256 bits from the operating system's CSPRNG: the seed of a real
+/// endpoint's connection IDs, reset tokens and token key.
+fn os_seed() -> Result<RngSeed> {
+    use ring::rand::SecureRandom;
+    let mut seed = [0u8; 32];
+    ring::rand::SystemRandom::new()
+        .fill(&mut seed)
+        .map_err(|_| anyhow::anyhow!("the operating system's random number generator failed"))?;
+    Ok(RngSeed::Secret(seed))
+}
+
 fn init_tracing() {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_env("ARTQ_LOG").unwrap_or_else(|_| EnvFilter::new("warn"));
@@ -210,7 +241,12 @@ fn run(cli: Cli) -> Result<()> {
                 cert: a.cert.zip(a.key),
                 qlog: a.qlog,
                 alt_svc: a.alt_svc,
-                seed: a.transport.seed,
+                retry: if a.retry {
+                    RetryMode::Always
+                } else {
+                    RetryMode::WhenUnvalidatedAtLeast(a.retry_threshold)
+                },
+                seed: a.transport.rng_seed()?,
             })
         }
         Command::Get(a) => {
@@ -228,7 +264,7 @@ fn run(cli: Cli) -> Result<()> {
                 timeout: StdDuration::from_secs_f64(a.timeout.min(1e9)),
                 qlog: a.qlog,
                 protocol: a.alpn,
-                seed: a.transport.seed,
+                seed: a.transport.rng_seed()?,
             })?;
             let secs = report.elapsed.as_secs_f64();
             let mbps = if secs > 0.0 {

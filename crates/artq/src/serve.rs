@@ -14,7 +14,8 @@ use apps::server::{HttpServer, ServerOptions};
 use apps::{Host, Observer, Protocol};
 use transport::events::QlogWriter;
 use transport::{
-    Connection, ConnectionHandle, Endpoint, EndpointConfig, Event, ServerConfig, TransportConfig,
+    AdmissionConfig, Connection, ConnectionHandle, Endpoint, EndpointConfig, Event, RetryMode,
+    RngSeed, ServerConfig, TransportConfig,
 };
 
 use crate::udp::{Driver, Stop};
@@ -35,8 +36,11 @@ pub struct ServeOptions {
     /// The `alt-svc` header value; `None` for the default (`h3` on the
     /// bound port), `Some("")` for none.
     pub alt_svc: Option<String>,
-    /// Seeds connection IDs and every random choice of the stack.
-    pub seed: u64,
+    /// When clients must prove their address with a Retry first.
+    pub retry: RetryMode,
+    /// Seeds connection IDs, reset tokens, the token key and every random
+    /// choice of the stack (secret, from the OS, unless `--seed`).
+    pub seed: RngSeed,
 }
 
 /// Runs the server until SIGINT or SIGTERM, then shuts down gracefully
@@ -82,7 +86,17 @@ pub fn run(opts: ServeOptions) -> Result<()> {
         Some(v) => Some(v),
     };
     let app = HttpServer::new(Box::new(directory), ServerOptions { alt_svc });
-    let endpoint = Endpoint::new(EndpointConfig::server(opts.seed, server));
+    let admission = AdmissionConfig {
+        retry: opts.retry,
+        // A browser or a client that comes back within a day skips Retry.
+        new_token_lifetime: Some(AdmissionConfig::DEFAULT_NEW_TOKEN_LIFETIME),
+        ..AdmissionConfig::default()
+    };
+    let endpoint = Endpoint::new(
+        EndpointConfig::server(0, server)
+            .with_rng_seed(opts.seed)
+            .with_admission(admission),
+    );
     let observer = ServeObserver {
         qlog: opts.qlog,
         accepted: 0,
@@ -153,8 +167,13 @@ impl Observer for ServeObserver {
             .alpn_protocol()
             .map(|a| String::from_utf8_lossy(a).into_owned())
             .unwrap_or_else(|| "-".into());
+        let retried = if conn.was_retried() {
+            ", after Retry"
+        } else {
+            ""
+        };
         eprintln!(
-            "connection {} from {} ({alpn}) ended ({reason}): sent {} packets ({} bytes), lost {}, replicas {}, n_max {}, n_hist {:?}, cwnd {} B, srtt {:.1} ms, min_rtt {:.1} ms",
+            "connection {} from {} ({alpn}) ended ({reason}): sent {} packets ({} bytes), lost {}, replicas {}, n_max {}, n_hist {:?}, cwnd {} B, srtt {:.1} ms, min_rtt {:.1} ms{retried}",
             h.0,
             conn.remote_address(),
             s.packets_sent,

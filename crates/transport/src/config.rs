@@ -179,10 +179,13 @@ pub struct AdmissionConfig {
     /// How long a Retry token stays valid after it was issued (10 s: a
     /// client answers a Retry within one round trip).
     pub retry_token_lifetime: Duration,
-    /// How long a token sent in NEW_TOKEN stays valid for a later
-    /// connection from the same IP address (24 h); `None` sends no
-    /// NEW_TOKEN frames. The token key lives as long as the endpoint, so a
-    /// restarted server honours no earlier tokens.
+    /// Send each client a NEW_TOKEN token, valid this long for a later
+    /// connection from the same IP address (RFC 9000 §8.1.3). `None` (the
+    /// default) sends none: a token only helps a client that comes back,
+    /// and costs every connection a frame. `artq serve` sends them, valid
+    /// [`AdmissionConfig::DEFAULT_NEW_TOKEN_LIFETIME`]. The token key lives
+    /// as long as the endpoint, so a restarted server honours no earlier
+    /// tokens.
     pub new_token_lifetime: Option<Duration>,
 }
 
@@ -195,7 +198,13 @@ impl Default for AdmissionConfig {
             half_open_timeout: Duration::from_secs(3),
             retry: RetryMode::WhenUnvalidatedAtLeast(64),
             retry_token_lifetime: Duration::from_secs(10),
-            new_token_lifetime: Some(Duration::from_secs(24 * 3600)),
+            new_token_lifetime: None,
         }
     }
+}
+
+impl AdmissionConfig {
+    /// A lifetime for NEW_TOKEN tokens that covers a user coming back the
+    /// same day (24 h).
+    pub const DEFAULT_NEW_TOKEN_LIFETIME: Duration = Duration::from_secs(24 * 3600);
 }

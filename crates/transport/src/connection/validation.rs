@@ -31,7 +31,6 @@ impl Connection {
         if !self.side.is_client()
             || self.state != State::Handshake
             || self.got_server_initial
-            || self.pending_server_scid.is_some()
             || self.retry_scid.is_some()
             || token.is_empty()
             || retry_scid == self.cids.remote_cid()
