@@ -124,7 +124,17 @@ pub fn run(opts: ServeOptions) -> Result<()> {
             signal: Some(&stop),
         },
     )?;
-    eprintln!("artq serve: shut down");
+    let s = host.endpoint().stats();
+    eprintln!(
+        "artq serve: shut down; admission: {} Initials dropped without state, {} refused, \
+         {} Retry sent, {} tokens accepted, {} rejected, {} half-open connections expired",
+        s.initials_dropped,
+        s.refused,
+        s.retries_sent,
+        s.tokens_accepted,
+        s.tokens_rejected,
+        s.half_open_expired,
+    );
     Ok(())
 }
 

@@ -92,42 +92,62 @@ fn issued(qlog_dir: &std::path::Path) -> Vec<(String, String)> {
     out
 }
 
-/// One `artq serve` with `extra` flags and a qlog directory: the SCID it
-/// chose for a probing client and the CIDs and reset tokens it issued to
-/// an `artq get` that downloaded a file.
-fn serve_identities(extra: &[&str]) -> (String, Vec<(String, String)>) {
+/// A running `artq serve` with a qlog directory.
+struct Server {
+    scratch: Scratch,
+    guard: common::process::ChildGuard,
+    addr: SocketAddr,
+}
+
+/// Starts `artq serve --qlog DIR` with `extra` flags.
+fn start_server(extra: &[&str]) -> Server {
     let scratch = Scratch::new();
     scratch.served_file("f", 1000, 1);
     let qlog = scratch.path().join("qlog");
     let qlog_arg = qlog.to_str().expect("utf-8 temp path").to_string();
     let mut args = vec!["--qlog", qlog_arg.as_str()];
     args.extend_from_slice(extra);
-    let (mut server, addr) = common::spawn_artq_serve(&scratch.root(), &scratch.logs(), &args)
+    let (guard, addr) = common::spawn_artq_serve(&scratch.root(), &scratch.logs(), &args)
         .unwrap_or_else(|e| panic!("{e}"));
-    let scid = server_scid(addr);
-    let out = scratch.out("f");
+    Server {
+        scratch,
+        guard,
+        addr,
+    }
+}
+
+/// The connection IDs and reset tokens `server` issued to an `artq get`
+/// that downloaded a file, from its qlog.
+fn issued_to_a_client(server: &mut Server) -> Vec<(String, String)> {
+    let out = server.scratch.out("f");
     let mut cmd = Command::new(common::artq_bin());
     cmd.arg("get")
-        .arg(format!("https://{addr}/f"))
+        .arg(format!("https://{}/f", server.addr))
         .args(["--insecure", "--alpn", "hq-interop", "--timeout", "30", "-o"])
         .arg(&out);
     let run = common::process::run_with_deadline(cmd, Duration::from_secs(40))
         .unwrap_or_else(|e| panic!("{e}"));
-    assert!(run.status.success(), "artq get: {}\n{}", run.stderr, server.describe());
+    assert!(
+        run.status.success(),
+        "artq get: {}\n{}",
+        run.stderr,
+        server.guard.describe()
+    );
     // The connection's qlog is flushed once the server forgot it: wait
     // until it shows issued IDs and stops changing.
+    let qlog = server.scratch.path().join("qlog");
     let start = std::time::Instant::now();
     let mut last = Vec::new();
     loop {
         let ids = issued(&qlog);
         if !ids.is_empty() && ids == last {
-            return (scid, ids);
+            return ids;
         }
         last = ids;
         assert!(
             start.elapsed() < Duration::from_secs(30),
             "no issued connection IDs in the qlog: {}",
-            server.describe()
+            server.guard.describe()
         );
         std::thread::sleep(Duration::from_millis(200));
     }
@@ -135,10 +155,15 @@ fn serve_identities(extra: &[&str]) -> (String, Vec<(String, String)>) {
 
 #[test]
 fn fresh_servers_issue_unrelated_connection_ids_and_reset_tokens() {
-    let (scid_a, ids_a) = serve_identities(&[]);
-    let (scid_b, ids_b) = serve_identities(&[]);
-    assert!(!ids_a.is_empty() && !ids_b.is_empty(), "no issued CIDs in the qlogs");
-    assert_ne!(scid_a, scid_b, "two fresh servers chose the same SCID");
+    let mut a = start_server(&[]);
+    let mut b = start_server(&[]);
+    assert_ne!(
+        server_scid(a.addr),
+        server_scid(b.addr),
+        "two fresh servers chose the same SCID for the same client"
+    );
+    let ids_a = issued_to_a_client(&mut a);
+    let ids_b = issued_to_a_client(&mut b);
     let cids = |v: &[(String, String)]| v.iter().map(|p| p.0.clone()).collect::<BTreeSet<_>>();
     let tokens = |v: &[(String, String)]| v.iter().map(|p| p.1.clone()).collect::<BTreeSet<_>>();
     assert!(cids(&ids_a).is_disjoint(&cids(&ids_b)), "{ids_a:?} {ids_b:?}");
@@ -146,10 +171,10 @@ fn fresh_servers_issue_unrelated_connection_ids_and_reset_tokens() {
     assert!(ids_a.iter().all(|(_, t)| t.len() == 32 && t != &"0".repeat(32)));
 
     // --seed makes them reproducible (for tests only).
-    let (seeded_a, seeded_ids_a) = serve_identities(&["--seed", "5"]);
-    let (seeded_b, seeded_ids_b) = serve_identities(&["--seed", "5"]);
-    assert_eq!(seeded_a, seeded_b);
-    assert_eq!(seeded_ids_a, seeded_ids_b);
+    let mut a = start_server(&["--seed", "5"]);
+    let mut b = start_server(&["--seed", "5"]);
+    assert_eq!(server_scid(a.addr), server_scid(b.addr));
+    assert_eq!(issued_to_a_client(&mut a), issued_to_a_client(&mut b));
 }
 
 /// The (DCID, SCID) of the first datagram of one `artq get` run with

@@ -295,15 +295,16 @@ fn close_and_drain(pair: &mut Pair) {
 
 /// Bug 4: thousands of junk Initials from thousands of addresses (random
 /// bytes, and well-formed headers around garbage) create no connection and
-/// leave no route; the server answers none of them and then serves a real
-/// client at once. On the old endpoint every one of them became a
-/// connection until the 4096-slot table was full for 30 s.
+/// leave no route; the server answers none of them (but Version
+/// Negotiation for unknown versions) and then serves a real client at once.
+/// On the old endpoint every well-formed one became a connection, until the
+/// 4096-slot table was full for 30 s.
 #[test]
 fn junk_initials_create_no_state_and_a_client_still_connects() {
     let mut pair = Pair::default_pair();
     let mut rng = ChaCha8Rng::seed_from_u64(15);
     let kinds = [Junk::Random, Junk::RandomV1, Junk::WellFormed, Junk::WellFormed];
-    for i in 0..6000u32 {
+    for i in 0..10_000u32 {
         let mut d = junk_initial(&mut rng, kinds[i as usize % kinds.len()]);
         let from = addr(i, 1024 + (i % 50_000) as u16);
         pair.server.handle_datagram(pair.now, from, &mut d);
@@ -326,7 +327,7 @@ fn junk_initials_create_no_state_and_a_client_still_connects() {
     assert!(answers <= 256, "{answers} answers");
     let stats = pair.server.stats();
     assert_eq!((stats.routes, stats.initial_routes, stats.unvalidated), (0, 0, 0));
-    assert!(stats.initials_dropped >= 3000, "{stats:?}");
+    assert!(stats.initials_dropped >= 5000, "{stats:?}");
     // A real client is served as if nothing happened.
     pair.connect_within(Duration::from_secs(2));
     assert_eq!(pair.server.len(), 1);
@@ -624,8 +625,9 @@ fn new_token_validates_the_next_connection() {
     assert!(stored(&mut pair));
     close_and_drain(&mut pair);
 
-    // Expired: refused, Retry instead.
-    pair.drive_until(Duration::from_secs(61), |_| false);
+    // Expired: refused, Retry instead. (Nothing is pending: the clock
+    // jumps.)
+    pair.now = pair.now + Duration::from_secs(61);
     reconnect(&mut pair);
     assert!(pair.download(&data, Duration::from_secs(10)) == data);
     let s = pair.server.stats();
