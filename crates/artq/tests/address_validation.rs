@@ -67,9 +67,13 @@ fn artq_get_follows_aioquic_retry() {
         .arg("--key")
         .arg(&cert.key_pem)
         .arg("--retry");
-    let (mut server, addr) =
-        process::spawn_listening(cmd, "aioquic-server", &scratch.logs(), Duration::from_secs(30))
-            .unwrap_or_else(|e| panic!("{e}"));
+    let (mut server, addr) = process::spawn_listening(
+        cmd,
+        "aioquic-server",
+        &scratch.logs(),
+        Duration::from_secs(30),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     let out = scratch.out("file");
     let run = artq_get(&format!("https://{addr}/file"), "hq-interop", &out);
     let context = format!("server: {}", server.describe());
@@ -101,8 +105,9 @@ fn artq_get_through_artq_serve_retry() {
 fn quinn_through_artq_serve_retry() {
     let scratch = Scratch::new();
     let file = scratch.served_file("file", SIZE, 33);
-    let (mut server, addr) = common::spawn_artq_serve(&scratch.root(), &scratch.logs(), &["--retry"])
-        .unwrap_or_else(|e| panic!("{e}"));
+    let (mut server, addr) =
+        common::spawn_artq_serve(&scratch.root(), &scratch.logs(), &["--retry"])
+            .unwrap_or_else(|e| panic!("{e}"));
     let rt = common::runtime();
     let out = scratch.out("file");
     let fetched = common::quinn_download(&rt, addr, "/file", &out, DEADLINE)

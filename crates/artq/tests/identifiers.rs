@@ -84,7 +84,10 @@ fn issued(qlog_dir: &std::path::Path) -> Vec<(String, String)> {
                 let d = &v["data"];
                 out.push((
                     d["new"].as_str().unwrap_or_default().to_string(),
-                    d["stateless_reset_token"].as_str().unwrap_or_default().to_string(),
+                    d["stateless_reset_token"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
                 ));
             }
         }
@@ -123,7 +126,14 @@ fn issued_to_a_client(server: &mut Server) -> Vec<(String, String)> {
     let mut cmd = Command::new(common::artq_bin());
     cmd.arg("get")
         .arg(format!("https://{}/f", server.addr))
-        .args(["--insecure", "--alpn", "hq-interop", "--timeout", "30", "-o"])
+        .args([
+            "--insecure",
+            "--alpn",
+            "hq-interop",
+            "--timeout",
+            "30",
+            "-o",
+        ])
         .arg(&out);
     let run = common::process::run_with_deadline(cmd, Duration::from_secs(40))
         .unwrap_or_else(|e| panic!("{e}"));
@@ -166,9 +176,17 @@ fn fresh_servers_issue_unrelated_connection_ids_and_reset_tokens() {
     let ids_b = issued_to_a_client(&mut b);
     let cids = |v: &[(String, String)]| v.iter().map(|p| p.0.clone()).collect::<BTreeSet<_>>();
     let tokens = |v: &[(String, String)]| v.iter().map(|p| p.1.clone()).collect::<BTreeSet<_>>();
-    assert!(cids(&ids_a).is_disjoint(&cids(&ids_b)), "{ids_a:?} {ids_b:?}");
-    assert!(tokens(&ids_a).is_disjoint(&tokens(&ids_b)), "{ids_a:?} {ids_b:?}");
-    assert!(ids_a.iter().all(|(_, t)| t.len() == 32 && t != &"0".repeat(32)));
+    assert!(
+        cids(&ids_a).is_disjoint(&cids(&ids_b)),
+        "{ids_a:?} {ids_b:?}"
+    );
+    assert!(
+        tokens(&ids_a).is_disjoint(&tokens(&ids_b)),
+        "{ids_a:?} {ids_b:?}"
+    );
+    assert!(ids_a
+        .iter()
+        .all(|(_, t)| t.len() == 32 && t != &"0".repeat(32)));
 
     // --seed makes them reproducible (for tests only).
     let mut a = start_server(&["--seed", "5"]);
@@ -181,7 +199,8 @@ fn fresh_servers_issue_unrelated_connection_ids_and_reset_tokens() {
 /// `extra` flags, caught by a socket standing in for the server.
 fn get_first_cids(extra: &[&str]) -> (String, String) {
     let sock = UdpSocket::bind("127.0.0.1:0").expect("bind");
-    sock.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
     let addr = sock.local_addr().unwrap();
     let mut child = Command::new(common::artq_bin())
         .arg("get")
@@ -208,5 +227,8 @@ fn artq_get_uses_fresh_connection_ids_every_run() {
     assert_ne!(a.0, b.0, "the same Destination Connection ID twice");
     assert_ne!(a.1, b.1, "the same Source Connection ID twice");
     // --seed makes them reproducible (for tests only).
-    assert_eq!(get_first_cids(&["--seed", "3"]), get_first_cids(&["--seed", "3"]));
+    assert_eq!(
+        get_first_cids(&["--seed", "3"]),
+        get_first_cids(&["--seed", "3"])
+    );
 }

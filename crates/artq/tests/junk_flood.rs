@@ -89,7 +89,9 @@ fn barrier(server: SocketAddr, deadline: Duration) -> Result<(), String> {
             }
         }
     }
-    Err(format!("no Version Negotiation from {server} within {deadline:?}"))
+    Err(format!(
+        "no Version Negotiation from {server} within {deadline:?}"
+    ))
 }
 
 #[test]

@@ -133,10 +133,12 @@ impl<W: Write + Send> Drop for QlogWriter<W> {
 /// Lower-case hex, as qlog writes connection IDs and tokens.
 fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write as _;
-    bytes.iter().fold(String::with_capacity(2 * bytes.len()), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
+    bytes
+        .iter()
+        .fold(String::with_capacity(2 * bytes.len()), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
 }
 
 fn packet_type(space: SpaceId) -> &'static str {

@@ -15,8 +15,8 @@ use rand_chacha::ChaCha8Rng;
 use transport::crypto;
 use transport::test_pair::{self, Pair};
 use transport::{
-    AdmissionConfig, ConnectionError, ConnectionHandle, Endpoint, EndpointConfig, Event,
-    RetryMode, TransportConfig,
+    AdmissionConfig, ConnectionError, ConnectionHandle, Endpoint, EndpointConfig, Event, RetryMode,
+    TransportConfig,
 };
 use wire::cid::ConnectionId;
 use wire::frame::{self, Frame, FrameIter};
@@ -180,11 +180,24 @@ fn client_hello(datagram: &[u8]) -> Vec<u8> {
 
 /// A client Initial of 1200 bytes protected with the client Initial keys
 /// of `dcid`, carrying `frames` then PADDING.
-fn seal_client_initial(dcid: &ConnectionId, scid: &ConnectionId, pn: u64, frames: &[u8]) -> Vec<u8> {
+fn seal_client_initial(
+    dcid: &ConnectionId,
+    scid: &ConnectionId,
+    pn: u64,
+    frames: &[u8],
+) -> Vec<u8> {
     let keys = crypto::initial_keys(dcid, Side::Client);
     let mut out = Vec::new();
-    let layout =
-        packet::write_long_header(&mut out, LongType::Initial, packet::QUIC_V1, dcid, scid, &[], pn, 4);
+    let layout = packet::write_long_header(
+        &mut out,
+        LongType::Initial,
+        packet::QUIC_V1,
+        dcid,
+        scid,
+        &[],
+        pn,
+        4,
+    );
     out.extend_from_slice(frames);
     out.resize(1200 - crypto::TAG_LEN, 0);
     out.resize(1200, 0);
@@ -210,7 +223,14 @@ fn forged_retry(
 ) -> (Vec<u8>, ConnectionId) {
     let retry_scid = ConnectionId::new(&[0xee; 8]).unwrap();
     let mut out = Vec::new();
-    packet::write_retry(&mut out, packet::QUIC_V1, client_scid, &retry_scid, token, 0);
+    packet::write_retry(
+        &mut out,
+        packet::QUIC_V1,
+        client_scid,
+        &retry_scid,
+        token,
+        0,
+    );
     let mut tag = crypto::retry_integrity_tag(original_dcid, &out).unwrap();
     if !good_tag {
         tag[3] ^= 0x10;
@@ -303,7 +323,12 @@ fn close_and_drain(pair: &mut Pair) {
 fn junk_initials_create_no_state_and_a_client_still_connects() {
     let mut pair = Pair::default_pair();
     let mut rng = ChaCha8Rng::seed_from_u64(15);
-    let kinds = [Junk::Random, Junk::RandomV1, Junk::WellFormed, Junk::WellFormed];
+    let kinds = [
+        Junk::Random,
+        Junk::RandomV1,
+        Junk::WellFormed,
+        Junk::WellFormed,
+    ];
     for i in 0..10_000u32 {
         let mut d = junk_initial(&mut rng, kinds[i as usize % kinds.len()]);
         let from = addr(i, 1024 + (i % 50_000) as u16);
@@ -326,7 +351,10 @@ fn junk_initials_create_no_state_and_a_client_still_connects() {
     }
     assert!(answers <= 256, "{answers} answers");
     let stats = pair.server.stats();
-    assert_eq!((stats.routes, stats.initial_routes, stats.unvalidated), (0, 0, 0));
+    assert_eq!(
+        (stats.routes, stats.initial_routes, stats.unvalidated),
+        (0, 0, 0)
+    );
     assert!(stats.initials_dropped >= 5000, "{stats:?}");
     // A real client is served as if nothing happened.
     pair.connect_within(Duration::from_secs(2));
@@ -405,7 +433,8 @@ fn retry_is_automatic_under_load() {
     let server_addr = pair.server_addr;
     for i in 0..3u32 {
         let (mut d, _) = client_first_datagram(900 + u64::from(i), server_addr);
-        pair.server.handle_datagram(pair.now, addr(50 + i, 999), &mut d);
+        pair.server
+            .handle_datagram(pair.now, addr(50 + i, 999), &mut d);
     }
     // Their answers go nowhere.
     let mut buf = Vec::new();
@@ -434,7 +463,12 @@ fn split_client_hello_out_of_order_is_accepted() {
     let hello = client_hello(&original);
     let head = long_header(&original).unwrap();
     let cut = hello.len() / 2;
-    let tail = seal_client_initial(&head.dcid, &head.scid, 0, &crypto_frame(cut as u64, &hello[cut..]));
+    let tail = seal_client_initial(
+        &head.dcid,
+        &head.scid,
+        0,
+        &crypto_frame(cut as u64, &hello[cut..]),
+    );
     let start = seal_client_initial(&head.dcid, &head.scid, 1, &crypto_frame(0, &hello[..cut]));
     pair.drop = None;
     pair.inject_to_server(tail);
@@ -462,11 +496,16 @@ fn half_open_connections_expire() {
         .expect("a decryptable Initial with CRYPTO creates state");
     assert_eq!(ep.stats().half_open, 1);
     let deadline = ep.poll_timeout().expect("a deadline");
-    assert!(deadline <= Instant::ZERO + Duration::from_secs(3), "{deadline:?}");
+    assert!(
+        deadline <= Instant::ZERO + Duration::from_secs(3),
+        "{deadline:?}"
+    );
     ep.handle_timeout(Instant::ZERO + Duration::from_secs(3));
     let s = ep.stats();
     assert_eq!((s.half_open, s.unvalidated, s.half_open_expired), (0, 0, 1));
-    let conn = ep.connection_mut(h).expect("kept until its events are read");
+    let conn = ep
+        .connection_mut(h)
+        .expect("kept until its events are read");
     assert!(matches!(
         conn.poll_event(),
         Some(Event::ConnectionLost(ConnectionError::TimedOut))
@@ -486,7 +525,11 @@ fn retry_round_trip_completes_and_carries_the_token() {
     let data = test_pair::content(200_000, 2);
     assert!(pair.download(&data, Duration::from_secs(10)) == data);
     let s = pair.server.stats();
-    assert_eq!((s.retries_sent, s.tokens_accepted, s.connections), (1, 1, 1), "{s:?}");
+    assert_eq!(
+        (s.retries_sent, s.tokens_accepted, s.connections),
+        (1, 1, 1),
+        "{s:?}"
+    );
     assert!(pair.client().was_retried() && pair.server().was_retried());
     let initials: Vec<Long> = sent
         .borrow()
@@ -496,9 +539,15 @@ fn retry_round_trip_completes_and_carries_the_token() {
         .collect();
     assert!(initials.len() >= 2);
     assert!(initials[0].token.is_empty());
-    assert!(!initials[1].token.is_empty(), "the retried Initial carries the token");
+    assert!(
+        !initials[1].token.is_empty(),
+        "the retried Initial carries the token"
+    );
     assert_ne!(initials[0].dcid, initials[1].dcid, "a new DCID after Retry");
-    assert_eq!(initials[0].scid, initials[1].scid, "the client's SCID stays");
+    assert_eq!(
+        initials[0].scid, initials[1].scid,
+        "the client's SCID stays"
+    );
 }
 
 /// Bug 5: a Retry whose integrity tag does not verify is ignored (RFC 9001
@@ -511,7 +560,8 @@ fn retry_integrity_tag_is_checked() {
         let sent = record_client(&mut pair, |_, _| false);
         pair.step();
         let first = long_header(&sent.borrow()[0].1).unwrap();
-        let (mut retry, retry_scid) = forged_retry(&first.scid, &first.dcid, b"\x07forged", good_tag);
+        let (mut retry, retry_scid) =
+            forged_retry(&first.scid, &first.dcid, b"\x07forged", good_tag);
         let (now, from) = (pair.now, pair.server_addr);
         pair.client.handle_datagram(now, from, &mut retry);
         if good_tag {
@@ -582,7 +632,11 @@ fn expired_retry_token_is_refused() {
         "{reason:?}"
     );
     let s = pair.server.stats();
-    assert_eq!((s.retries_sent, s.tokens_accepted, s.connections), (1, 0, 0), "{s:?}");
+    assert_eq!(
+        (s.retries_sent, s.tokens_accepted, s.connections),
+        (1, 0, 0),
+        "{s:?}"
+    );
 }
 
 /// Bug 5: NEW_TOKEN. The server gives each client a token; the client's
@@ -598,7 +652,9 @@ fn new_token_validates_the_next_connection() {
     });
     let data = test_pair::content(20_000, 3);
     let stored = |p: &mut Pair| {
-        p.drive_until(Duration::from_secs(2), |p| p.client.stats().stored_tokens == 1)
+        p.drive_until(Duration::from_secs(2), |p| {
+            p.client.stats().stored_tokens == 1
+        })
     };
     assert!(pair.download(&data, Duration::from_secs(10)) == data);
     assert!(stored(&mut pair), "the client kept no NEW_TOKEN token");
@@ -627,7 +683,7 @@ fn new_token_validates_the_next_connection() {
 
     // Expired: refused, Retry instead. (Nothing is pending: the clock
     // jumps.)
-    pair.now = pair.now + Duration::from_secs(61);
+    pair.now += Duration::from_secs(61);
     reconnect(&mut pair);
     assert!(pair.download(&data, Duration::from_secs(10)) == data);
     let s = pair.server.stats();
@@ -662,9 +718,15 @@ fn forged_new_token_is_ignored() {
     out.resize(1200, 0);
     packet::set_long_length(&mut out, &layout, 1200);
     crypto::seal(&keys.local, &mut out, layout.pn_offset, 4, 0).unwrap();
-    assert!(ep.handle_datagram(Instant::ZERO, addr(5, 5), &mut out).is_none());
+    assert!(ep
+        .handle_datagram(Instant::ZERO, addr(5, 5), &mut out)
+        .is_none());
     let s = ep.stats();
-    assert_eq!((s.connections, s.tokens_rejected, s.retries_sent), (0, 1, 1), "{s:?}");
+    assert_eq!(
+        (s.connections, s.tokens_rejected, s.retries_sent),
+        (0, 1, 1),
+        "{s:?}"
+    );
     let mut buf = Vec::new();
     let t = ep.poll_transmit(Instant::ZERO, &mut buf).expect("a Retry");
     let h = long_header(&buf[..t.size]).unwrap();

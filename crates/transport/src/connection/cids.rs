@@ -196,7 +196,10 @@ impl Connection {
     /// what the server says about its first Destination Connection ID and
     /// about a Retry: present with the Retry's Source Connection ID after
     /// one, absent otherwise.
-    pub(super) fn authenticate_cids(&self, params: &TransportParameters) -> Result<(), TransportError> {
+    pub(super) fn authenticate_cids(
+        &self,
+        params: &TransportParameters,
+    ) -> Result<(), TransportError> {
         let tp_err = |r| TransportError::new(TransportErrorCode::TRANSPORT_PARAMETER_ERROR, r);
         if params.initial_source_connection_id != Some(self.cids.remote_cid()) {
             return Err(tp_err("initial_source_connection_id mismatch"));
@@ -207,7 +210,9 @@ impl Connection {
             }
             match (self.retry_scid, params.retry_source_connection_id) {
                 (None, Some(_)) => return Err(tp_err("retry_source_connection_id without Retry")),
-                (Some(_), None) => return Err(tp_err("retry_source_connection_id missing after Retry")),
+                (Some(_), None) => {
+                    return Err(tp_err("retry_source_connection_id missing after Retry"))
+                }
                 (Some(ours), Some(theirs)) if ours != theirs => {
                     return Err(tp_err("retry_source_connection_id mismatch"))
                 }

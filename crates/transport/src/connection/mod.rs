@@ -428,7 +428,11 @@ impl Connection {
         setup: ServerSetup,
         rng_seed: RngSeed,
     ) -> Result<Self, ConnectError> {
-        let mut params = local_params(&config.transport, setup.local_cid, Some(setup.original_dcid));
+        let mut params = local_params(
+            &config.transport,
+            setup.local_cid,
+            Some(setup.original_dcid),
+        );
         params.retry_source_connection_id = setup.retry_scid;
         let mut encoded = Vec::new();
         params.encode(&mut encoded);

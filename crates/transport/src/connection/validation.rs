@@ -82,7 +82,12 @@ impl Connection {
 
     /// Server: write the NEW_TOKEN frame if it is due and fits before
     /// `max_end`.
-    pub(super) fn write_new_token(&mut self, buf: &mut Vec<u8>, max_end: usize, record: &mut SentPacket) {
+    pub(super) fn write_new_token(
+        &mut self,
+        buf: &mut Vec<u8>,
+        max_end: usize,
+        record: &mut SentPacket,
+    ) {
         if !self.side.is_server() || !self.new_token_due() {
             return;
         }

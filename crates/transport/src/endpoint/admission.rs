@@ -225,7 +225,12 @@ impl Endpoint {
                     kind: Some(TokenKind::Retry),
                 }) => {
                     self.stats.tokens_rejected += 1;
-                    self.stateless_close(remote, dst_cid, src_cid, TransportErrorCode::INVALID_TOKEN);
+                    self.stateless_close(
+                        remote,
+                        dst_cid,
+                        src_cid,
+                        TransportErrorCode::INVALID_TOKEN,
+                    );
                     return None;
                 }
                 Err(_) => {
@@ -260,7 +265,12 @@ impl Endpoint {
         }
         if self.connections.len() >= self.config.admission.max_connections {
             self.stats.refused += 1;
-            self.stateless_close(remote, dst_cid, src_cid, TransportErrorCode::CONNECTION_REFUSED);
+            self.stateless_close(
+                remote,
+                dst_cid,
+                src_cid,
+                TransportErrorCode::CONNECTION_REFUSED,
+            );
             return None;
         }
         let (original_dcid, retry_scid) = match valid {
@@ -269,11 +279,10 @@ impl Endpoint {
         };
         let local_cid = self.new_cid();
         let seed = self.rng.child_seed();
-        let new_token = self
-            .config
-            .admission
-            .new_token_lifetime
-            .map(|_| self.token_key.seal_new_token(&mut self.admission_rng, remote, now));
+        let new_token = self.config.admission.new_token_lifetime.map(|_| {
+            self.token_key
+                .seal_new_token(&mut self.admission_rng, remote, now)
+        });
         let setup = ServerSetup {
             local_cid,
             initial_dcid: dst_cid,
@@ -372,7 +381,14 @@ impl Endpoint {
             .seal_retry(&mut self.admission_rng, remote, &client_dcid, now);
         let mut out = Vec::with_capacity(64 + token.len());
         let unused_bits = self.admission_rng.gen::<u8>();
-        packet::write_retry(&mut out, packet::QUIC_V1, &client_scid, &retry_scid, &token, unused_bits);
+        packet::write_retry(
+            &mut out,
+            packet::QUIC_V1,
+            &client_scid,
+            &retry_scid,
+            &token,
+            unused_bits,
+        );
         let Ok(tag) = crypto::retry_integrity_tag(&client_dcid, &out) else {
             return;
         };

@@ -172,7 +172,10 @@ impl Endpoint {
 
     /// Handles of all connections held, in handle order.
     pub fn handles(&self) -> Vec<ConnectionHandle> {
-        self.connections.keys().map(|&i| ConnectionHandle(i)).collect()
+        self.connections
+            .keys()
+            .map(|&i| ConnectionHandle(i))
+            .collect()
     }
 
     /// A connection, if it is still there.
@@ -382,7 +385,8 @@ impl Endpoint {
         let Some(remote) = self.connection(h).map(Connection::remote_address) else {
             return;
         };
-        if !self.client_tokens.contains_key(&remote) && self.client_tokens.len() >= MAX_CLIENT_TOKENS
+        if !self.client_tokens.contains_key(&remote)
+            && self.client_tokens.len() >= MAX_CLIENT_TOKENS
         {
             // Forget one server to make room (the lowest address: any
             // choice will do, and this one is deterministic).

@@ -131,7 +131,12 @@ impl TokenKey {
     }
 
     /// A NEW_TOKEN token for a client at `client`'s IP address.
-    pub fn seal_new_token(&self, rng: &mut dyn RngCore, client: SocketAddr, now: Instant) -> Vec<u8> {
+    pub fn seal_new_token(
+        &self,
+        rng: &mut dyn RngCore,
+        client: SocketAddr,
+        now: Instant,
+    ) -> Vec<u8> {
         let plain = now.as_nanos().to_be_bytes().to_vec();
         self.seal(rng, TokenKind::NewToken, &address_aad(client, false), plain)
     }
