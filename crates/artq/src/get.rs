@@ -136,7 +136,7 @@ pub fn run(opts: GetOptions) -> Result<GetReport> {
         None => None,
     };
     let mut driver = Driver::bind(bind).context("cannot bind a UDP socket")?;
-    let endpoint = Endpoint::new(EndpointConfig::client(0).with_rng_seed(opts.seed));
+    let endpoint = Endpoint::new(EndpointConfig::new(opts.seed, None));
     let mut host = Host::new(endpoint, Box::new(app)).with_observer(Box::new(GetObserver { qlog }));
     let started = driver.clock().now();
     let h = host.connect(started, &client, remote)?;

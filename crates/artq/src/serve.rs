@@ -92,11 +92,8 @@ pub fn run(opts: ServeOptions) -> Result<()> {
         new_token_lifetime: Some(AdmissionConfig::DEFAULT_NEW_TOKEN_LIFETIME),
         ..AdmissionConfig::default()
     };
-    let endpoint = Endpoint::new(
-        EndpointConfig::server(0, server)
-            .with_rng_seed(opts.seed)
-            .with_admission(admission),
-    );
+    let endpoint =
+        Endpoint::new(EndpointConfig::new(opts.seed, Some(server)).with_admission(admission));
     let observer = ServeObserver {
         qlog: opts.qlog,
         accepted: 0,

@@ -96,26 +96,27 @@ pub struct EndpointConfig {
 }
 
 impl EndpointConfig {
-    /// A client-only endpoint whose randomness follows from `rng_seed`
-    /// (reproducible; see [`EndpointConfig::with_rng_seed`] for a secret one).
-    pub fn client(rng_seed: u64) -> Self {
+    /// An endpoint with randomness from `rng_seed` that accepts connections
+    /// when `server` is given; 8-byte connection IDs, default admission.
+    pub fn new(rng_seed: RngSeed, server: Option<ServerConfig>) -> Self {
         EndpointConfig {
-            rng_seed: RngSeed::Fixed(rng_seed),
+            rng_seed,
             local_cid_len: 8,
-            server: None,
+            server,
             admission: AdmissionConfig::default(),
         }
     }
 
+    /// A client-only endpoint whose randomness follows from the number
+    /// `rng_seed` (reproducible: the simulator, tests).
+    pub fn client(rng_seed: u64) -> Self {
+        EndpointConfig::new(RngSeed::Fixed(rng_seed), None)
+    }
+
     /// An endpoint that accepts connections, its randomness following from
-    /// `rng_seed` (reproducible; see [`EndpointConfig::with_rng_seed`]).
+    /// the number `rng_seed` (reproducible: the simulator, tests).
     pub fn server(rng_seed: u64, server: ServerConfig) -> Self {
-        EndpointConfig {
-            rng_seed: RngSeed::Fixed(rng_seed),
-            local_cid_len: 8,
-            server: Some(server),
-            admission: AdmissionConfig::default(),
-        }
+        EndpointConfig::new(RngSeed::Fixed(rng_seed), Some(server))
     }
 
     /// The same endpoint with another source of randomness (real endpoints
