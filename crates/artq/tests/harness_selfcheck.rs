@@ -1,11 +1,14 @@
-//! Self-check of the interop harness, with no artq code involved.
+//! Self-check of the interop harness, with no artq QUIC code involved.
 //!
 //! Why this exists: `interop_quinn.rs` and `interop_aioquic.rs` put artq
 //! between two parts of this harness (a quinn or aioquic peer on one side, the
 //! process and file helpers on the other). These tests run the same peers
 //! against each other and exercise every failure path of the helpers, so when
 //! an interop test fails, the peers and the scaffolding are known good and the
-//! failure is attributable to artq.
+//! failure is attributable to artq. The interop matrix's cases
+//! (`interop_matrix.rs`) run here against quic-go's own interop server; their
+//! network is `artq link` (netem's relay, no QUIC), which they thereby
+//! validate too.
 
 mod common;
 
@@ -14,6 +17,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
+use common::matrix::{self, ServerUnderTest::QuicGo};
 use common::{certs, h3_peers, process, quinn_h3, quinn_hq, Scratch};
 
 /// Bound on any single transfer in these tests (a hung peer fails, not hangs).
@@ -655,4 +659,87 @@ fn chromium_refuses_ed25519_certificate() {
         "expected rustls to find no signature scheme in common with Chromium:\n{}",
         server.describe()
     );
+}
+
+// ---------------------------------------------------------------------------
+// The interop matrix (interop_matrix.rs): every case against quic-go's own
+// interop server, so that a case failing against artq fails because of artq.
+// ---------------------------------------------------------------------------
+
+/// The matrix's `handshake` case against quic-go's interop server.
+#[test]
+fn matrix_handshake_against_quic_go_server() {
+    matrix::run(&matrix::HANDSHAKE, QuicGo);
+}
+
+/// The matrix's `transfer` case against quic-go's interop server.
+#[test]
+fn matrix_transfer_against_quic_go_server() {
+    matrix::run(&matrix::TRANSFER, QuicGo);
+}
+
+/// The matrix's `multiplexing` case against quic-go's interop server.
+#[test]
+fn matrix_multiplexing_against_quic_go_server() {
+    matrix::run(&matrix::MULTIPLEXING, QuicGo);
+}
+
+/// The matrix's `chacha20` case against quic-go's interop server.
+#[test]
+fn matrix_chacha20_against_quic_go_server() {
+    matrix::run(&matrix::CHACHA20, QuicGo);
+}
+
+/// The matrix's `keyupdate` case against quic-go's interop server.
+#[test]
+fn matrix_keyupdate_against_quic_go_server() {
+    matrix::run(&matrix::KEYUPDATE, QuicGo);
+}
+
+/// The matrix's `retry` case against quic-go's interop server.
+#[test]
+fn matrix_retry_against_quic_go_server() {
+    matrix::run(&matrix::RETRY, QuicGo);
+}
+
+/// The matrix's `handshakeloss` case against quic-go's interop server.
+#[test]
+fn matrix_handshakeloss_against_quic_go_server() {
+    matrix::run(&matrix::HANDSHAKELOSS, QuicGo);
+}
+
+/// The matrix's `transferloss` case against quic-go's interop server.
+#[test]
+fn matrix_transferloss_against_quic_go_server() {
+    matrix::run(&matrix::TRANSFERLOSS, QuicGo);
+}
+
+/// The matrix's `handshakecorruption` case against quic-go's interop server.
+#[test]
+fn matrix_handshakecorruption_against_quic_go_server() {
+    matrix::run(&matrix::HANDSHAKECORRUPTION, QuicGo);
+}
+
+/// The matrix's `transfercorruption` case against quic-go's interop server.
+#[test]
+fn matrix_transfercorruption_against_quic_go_server() {
+    matrix::run(&matrix::TRANSFERCORRUPTION, QuicGo);
+}
+
+/// The matrix's `blackhole` case against quic-go's interop server.
+#[test]
+fn matrix_blackhole_against_quic_go_server() {
+    matrix::run(&matrix::BLACKHOLE, QuicGo);
+}
+
+/// The matrix's `amplificationlimit` case against quic-go's interop server.
+#[test]
+fn matrix_amplificationlimit_against_quic_go_server() {
+    matrix::run(&matrix::AMPLIFICATIONLIMIT, QuicGo);
+}
+
+/// The matrix's key update after corruption against quic-go's interop server.
+#[test]
+fn matrix_keyupdate_after_corruption_against_quic_go_server() {
+    matrix::run(&matrix::KEYUPDATE_AFTER_CORRUPTION, QuicGo);
 }
