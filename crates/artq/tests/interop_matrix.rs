@@ -63,7 +63,7 @@ fn retry() {
     matrix::run(&matrix::RETRY, Artq);
 }
 
-/// 20 handshakes through 30% loss each way.
+/// 50 handshakes through 30% loss each way.
 #[test]
 fn handshakeloss() {
     matrix::run(&matrix::HANDSHAKELOSS, Artq);
@@ -75,7 +75,7 @@ fn transferloss() {
     matrix::run(&matrix::TRANSFERLOSS, Artq);
 }
 
-/// 20 handshakes through 30% header-aimed corruption each way.
+/// 50 handshakes through 30% header-aimed corruption each way.
 #[test]
 fn handshakecorruption() {
     matrix::run(&matrix::HANDSHAKECORRUPTION, Artq);

@@ -106,7 +106,10 @@ impl NetNs {
         let mut cmd = Command::new("nsenter");
         cmd.arg(format!("--target={}", self.holder.id()));
         if self.with_user_ns {
-            cmd.arg("--user");
+            // Keep our uid, which the namespace maps to root; nsenter's
+            // default (setgroups, then uid 0) is refused once unshare has
+            // denied setgroups for an unprivileged map.
+            cmd.args(["--user", "--preserve-credentials"]);
         }
         cmd.arg("--net").arg("--").arg(program);
         cmd
