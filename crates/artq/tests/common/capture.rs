@@ -174,34 +174,25 @@ pub fn quic_packets(datagram: &[u8]) -> Vec<QuicPacket> {
     let mut out = Vec::new();
     let mut rest = datagram;
     while let Some(&first) = rest.first() {
-        match long_header(rest) {
-            _ if first & 0x80 == 0 => {
-                out.push(QuicPacket {
-                    kind: PacketKind::Short,
-                    len: rest.len(),
-                    dcid: Vec::new(),
-                    scid: Vec::new(),
-                });
-                break;
-            }
-            Some(p) => {
-                let len = p.len;
-                let done = matches!(p.kind, PacketKind::VersionNegotiation | PacketKind::Retry);
-                out.push(p);
-                rest = &rest[len..];
-                if done {
-                    break;
-                }
-            }
-            None => {
-                out.push(QuicPacket {
-                    kind: PacketKind::Unreadable,
-                    len: rest.len(),
-                    dcid: Vec::new(),
-                    scid: Vec::new(),
-                });
-                break;
-            }
+        let whole = |kind| QuicPacket {
+            kind,
+            len: rest.len(),
+            dcid: Vec::new(),
+            scid: Vec::new(),
+        };
+        if first & 0x80 == 0 {
+            out.push(whole(PacketKind::Short));
+            break;
+        }
+        let Some(p) = long_header(rest) else {
+            out.push(whole(PacketKind::Unreadable));
+            break;
+        };
+        let last = matches!(p.kind, PacketKind::VersionNegotiation | PacketKind::Retry);
+        rest = &rest[p.len..];
+        out.push(p);
+        if last {
+            break;
         }
     }
     out
