@@ -490,7 +490,7 @@ fn run_case(case: &Case, server: ServerUnderTest) -> Result<String, String> {
         )
     };
     Err(format!(
-        "- {}\n(after {:.1} s; {} client connection(s); last closes: {})\n\
+        "- {}\n(after {:.1} s; {} client connection(s); how the last ended: {})\n\
          client log tail:\n{}\n{}\n{kept}",
         problems.join("\n- "),
         elapsed.as_secs_f64(),

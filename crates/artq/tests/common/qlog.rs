@@ -36,15 +36,17 @@ pub struct ConnectionLog {
     pub closed: Option<String>,
 }
 
-/// Reads every `*.sqlog` file of `dir` (sorted by name).
+/// Reads every `*.sqlog` file of `dir`, oldest first (by modification
+/// time, then name): the connections in about the order they were made.
 pub fn read_dir(dir: &Path) -> Result<Vec<ConnectionLog>, String> {
     let entries = std::fs::read_dir(dir).map_err(|e| format!("read {}: {e}", dir.display()))?;
     let mut paths: Vec<_> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "sqlog"))
+        .map(|p| (std::fs::metadata(&p).and_then(|m| m.modified()).ok(), p))
         .collect();
     paths.sort();
-    paths.iter().map(|p| read_file(p)).collect()
+    paths.iter().map(|(_, p)| read_file(p)).collect()
 }
 
 /// Summarises one qlog file. Lines that are not JSON (a record cut short
