@@ -79,6 +79,12 @@ struct LinkCmdArgs {
     /// Seeds every random model (the same seed gives the same loss pattern).
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Record the server's side of the link in this pcap file: client
+    /// datagrams as delivered to --to, server datagrams as they arrive;
+    /// timestamps from the relay's start (Wireshark decrypts QUIC in it with
+    /// the client's SSLKEYLOGFILE).
+    #[arg(long, value_name = "FILE")]
+    pcap: Option<std::path::PathBuf>,
 }
 
 /// Transport options shared by `serve` and `get`.
@@ -298,6 +304,7 @@ fn run_link(a: LinkCmdArgs) -> Result<()> {
         up,
         down,
         seed: a.seed,
+        pcap: a.pcap,
     };
     let handle = netem::relay::spawn(config)
         .map_err(|e| anyhow::anyhow!("cannot start the relay on {}: {e}", a.listen))?;

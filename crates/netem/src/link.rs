@@ -1,13 +1,24 @@
 //! One direction of an emulated link.
 //!
-//! A datagram offered to a [`Link`] goes through four stages, in this order:
+//! A datagram offered to a [`Link`] goes through these stages, in this order:
 //!
-//! 1. **random loss** ([`LossModel`], decided at arrival);
-//! 2. **drop-tail queue** ([`QueueLimit`]): a full queue drops the arrival;
-//! 3. **capacity** ([`Capacity`]): a Mahimahi trace of delivery opportunities,
+//! 1. **blackholes** ([`Blackholes`]): inside a window, every arrival is
+//!    dropped;
+//! 2. **drop list** ([`DropList`]): the Nth arrival (from 1) is dropped if
+//!    listed;
+//! 3. **random loss** ([`LossModel`], decided at arrival), at most
+//!    `loss_max_burst` datagrams in a row when that is set;
+//! 4. **drop-tail queue** ([`QueueLimit`]): a full queue drops the arrival;
+//! 5. **capacity** ([`Capacity`]): a Mahimahi trace of delivery opportunities,
 //!    a constant rate, or none; a datagram leaves when its last byte has been
 //!    served (serialization);
-//! 4. **propagation delay**: a constant one-way delay added on departure.
+//! 6. **propagation delay**: a constant one-way delay added on departure;
+//! 7. **corruption** ([`Corruption`]): a delivered datagram may arrive
+//!    damaged.
+//!
+//! Stages 1, 2 and 7 are the interop runner's faults (see [`crate::faults`]);
+//! when they are off (the default) they draw nothing and change nothing, so
+//! a link without them behaves exactly as before they existed.
 //!
 //! The order is that of the usual Mahimahi nesting
 //! `mm-delay D mm-loss downlink P mm-link UP DOWN --downlink-queue=droptail ...`
@@ -21,7 +32,8 @@
 //! here at the arrival instant).
 //!
 //! Every stage is a deterministic function of the arrival sequence (datagram
-//! and time) and the link's own seeded RNG, so the simulator and the real-time
+//! and time) and the link's own seeded RNGs (loss and corruption each have
+//! their own stream), so the simulator and the real-time
 //! relay produce the same behaviour from the same arrivals. Calls may come at
 //! any times; a time earlier than one already seen is treated as the latest
 //! one seen (time never goes backwards). Storage is one `VecDeque` per stage,
@@ -36,8 +48,9 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use wire::time::{Duration, Instant};
 
+use crate::faults::{Blackholes, Corrupter, Corruption, DropList};
 use crate::loss::{LossModel, LossProcess};
-use crate::seed::{derive_seed, LOSS};
+use crate::seed::{derive_seed, CORRUPT, LOSS};
 use crate::trace::Trace;
 
 use server::Server;
@@ -173,6 +186,16 @@ pub struct LinkConfig {
     pub queue: QueueLimit,
     /// Random loss applied to arrivals.
     pub loss: LossModel,
+    /// At most this many datagrams in a row are dropped by `loss`; the next
+    /// one passes without consulting it (the interop runner's drop-rate
+    /// `burst`). `None`: no limit.
+    pub loss_max_burst: Option<u64>,
+    /// Windows during which every arrival is dropped.
+    pub blackholes: Blackholes,
+    /// Arrivals to drop by position (the Nth offered datagram, from 1).
+    pub drop_list: DropList,
+    /// Damage to delivered datagrams; `None`: none.
+    pub corrupt: Option<Corruption>,
 }
 
 impl LinkConfig {
@@ -183,6 +206,10 @@ impl LinkConfig {
             delay,
             queue: QueueLimit::Unlimited,
             loss: LossModel::None,
+            loss_max_burst: None,
+            blackholes: Blackholes::default(),
+            drop_list: DropList::default(),
+            corrupt: None,
         }
     }
 
@@ -203,10 +230,15 @@ impl LinkConfig {
         self
     }
 
-    /// Checks the configuration (the loss model's parameters); a [`Link`]
-    /// built from an invalid one still never panics.
+    /// Checks the configuration (the loss model's and the corruption's
+    /// parameters, a burst limit of at least 1); a [`Link`] built from an
+    /// invalid one still never panics.
     pub fn validate(&self) -> Result<(), String> {
-        self.loss.validate()
+        self.loss.validate()?;
+        if self.loss_max_burst == Some(0) {
+            return Err("loss_max_burst must be at least 1".into());
+        }
+        self.corrupt.as_ref().map_or(Ok(()), Corruption::validate)
     }
 }
 
@@ -225,6 +257,12 @@ pub struct LinkStats {
     pub dropped_queue: u64,
     /// Datagrams dropped by the loss model.
     pub dropped_loss: u64,
+    /// Datagrams dropped inside a blackhole window.
+    pub dropped_blackhole: u64,
+    /// Datagrams dropped by the drop list.
+    pub dropped_listed: u64,
+    /// Delivered datagrams that were damaged.
+    pub corrupted: u64,
     /// UDP payload bytes delivered.
     pub bytes_delivered: u64,
     /// IP bytes delivered ([`Datagram::wire_len`]), what capacity counts.
@@ -309,6 +347,13 @@ impl DelayLine {
 #[derive(Debug)]
 pub struct Link {
     loss: LossProcess,
+    loss_max_burst: Option<u64>,
+    /// Datagrams the loss process dropped in a row, up to now.
+    lost_in_a_row: u64,
+    blackholes: Blackholes,
+    drop_list: DropList,
+    /// Present only when corruption is on: off, it draws nothing.
+    corrupter: Option<Corrupter>,
     queue: WaitQueue,
     server: Server,
     line: DelayLine,
@@ -318,10 +363,20 @@ pub struct Link {
 }
 
 impl Link {
-    /// Builds a link; its loss process uses `derive_seed(seed, "loss")`.
+    /// Builds a link; its loss process uses `derive_seed(seed, "loss")`,
+    /// its corruption `derive_seed(seed, "corrupt")`.
     pub fn new(config: LinkConfig, seed: u64) -> Link {
+        let corrupter = config
+            .corrupt
+            .filter(|c| c.probability > 0.0)
+            .map(|c| Corrupter::new(&c, derive_seed(seed, CORRUPT)));
         Link {
             loss: LossProcess::new(&config.loss, derive_seed(seed, LOSS)),
+            loss_max_burst: config.loss_max_burst,
+            lost_in_a_row: 0,
+            blackholes: config.blackholes,
+            drop_list: config.drop_list,
+            corrupter,
             queue: WaitQueue {
                 items: VecDeque::new(),
                 bytes: 0,
@@ -342,10 +397,23 @@ impl Link {
     pub fn send(&mut self, now: Instant, datagram: Datagram) {
         let now = self.tick(now);
         self.stats.offered = self.stats.offered.saturating_add(1);
-        if self.loss.should_drop(now) {
-            self.stats.dropped_loss = self.stats.dropped_loss.saturating_add(1);
+        if self.blackholes.contains(now.since_epoch()) {
+            self.stats.dropped_blackhole = self.stats.dropped_blackhole.saturating_add(1);
             return;
         }
+        if self.drop_list.contains(self.stats.offered) {
+            self.stats.dropped_listed = self.stats.dropped_listed.saturating_add(1);
+            return;
+        }
+        let burst_over = self
+            .loss_max_burst
+            .is_some_and(|max| self.lost_in_a_row >= max);
+        if !burst_over && self.loss.should_drop(now) {
+            self.stats.dropped_loss = self.stats.dropped_loss.saturating_add(1);
+            self.lost_in_a_row = self.lost_in_a_row.saturating_add(1);
+            return;
+        }
+        self.lost_in_a_row = 0;
         // Serve the link up to `now` first: capacity that passed before the
         // arrival is not available to it.
         self.server.advance(now, &mut self.queue, &mut self.line);
@@ -369,7 +437,12 @@ impl Link {
         if *at > now {
             return None;
         }
-        let (_, datagram) = self.line.items.pop_front()?;
+        let (_, mut datagram) = self.line.items.pop_front()?;
+        if let Some(corrupter) = &mut self.corrupter {
+            if corrupter.apply(&mut datagram.payload) {
+                self.stats.corrupted = self.stats.corrupted.saturating_add(1);
+            }
+        }
         self.stats.delivered = self.stats.delivered.saturating_add(1);
         self.stats.bytes_delivered = self
             .stats

@@ -19,9 +19,21 @@
 //!
 //! Seeds: the uplink uses `derive_seed(seed, "link/up")`, the downlink
 //! `derive_seed(seed, "link/down")` (see [`crate::seed`]).
+//!
+//! Capture: with [`RelayConfig::pcap`] set, the link thread records the
+//! server's side of the link in a pcap file ([`crate::pcap`]): each client
+//! datagram as it is sent to the server (after the up link: lost ones are
+//! absent, corrupted ones damaged), from the relay's upstream address, and
+//! each server datagram as it arrives (before the down link). Timestamps
+//! count from the relay's start, the clock of blackhole windows. The file is
+//! flushed before every wait of the link thread, so a relay killed at any
+//! moment leaves a capture complete but for the datagrams of that moment; a failed write stops the relay
+//! with the error.
 
-use std::io;
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
@@ -31,6 +43,7 @@ use serde::{Deserialize, Serialize};
 use wire::time::{Duration, Instant};
 
 use crate::link::{Datagram, Link, LinkConfig, LinkStats};
+use crate::pcap;
 use crate::seed::{derive_seed, LINK_DOWN, LINK_UP};
 
 /// How long a reader blocks before checking whether to stop.
@@ -57,6 +70,9 @@ pub struct RelayConfig {
     pub down: LinkConfig,
     /// Master seed of both directions' random stages.
     pub seed: u64,
+    /// Record the server's side of the link in this pcap file (see the
+    /// module doc); `None`: no capture.
+    pub pcap: Option<PathBuf>,
 }
 
 /// Counters of a relay run.
@@ -174,11 +190,53 @@ enum Msg {
     Failed(io::Error),
 }
 
-/// Bound sockets, ready to run.
+/// Bound sockets (and the capture file), ready to run.
 struct Relay {
     config: RelayConfig,
     client_sock: UdpSocket,
     server_sock: UdpSocket,
+    capture: Option<Capture>,
+}
+
+/// The open capture file of a relay.
+struct Capture {
+    out: BufWriter<File>,
+    /// Records written since the last flush.
+    dirty: bool,
+}
+
+impl Capture {
+    /// Creates `path` and writes the pcap header.
+    fn create(path: &PathBuf) -> io::Result<Capture> {
+        let file = File::create(path).map_err(|e| {
+            io::Error::new(e.kind(), format!("cannot create {}: {e}", path.display()))
+        })?;
+        let mut out = BufWriter::new(file);
+        pcap::write_header(&mut out)?;
+        out.flush()?;
+        Ok(Capture { out, dirty: false })
+    }
+
+    /// Records one datagram.
+    fn record(
+        &mut self,
+        at: Instant,
+        src: SocketAddr,
+        dst: SocketAddr,
+        payload: &[u8],
+    ) -> io::Result<()> {
+        self.dirty = true;
+        pcap::write_record(&mut self.out, at.since_epoch(), src, dst, payload)
+    }
+
+    /// Flushes what was recorded since the last flush.
+    fn flush(&mut self) -> io::Result<()> {
+        if self.dirty {
+            self.dirty = false;
+            self.out.flush()?;
+        }
+        Ok(())
+    }
 }
 
 impl Relay {
@@ -193,14 +251,16 @@ impl Relay {
             (SocketAddr::V6(_), false) => Ipv6Addr::UNSPECIFIED.into(),
         };
         let server_sock = UdpSocket::bind(SocketAddr::new(ip, 0))?;
+        let capture = config.pcap.as_ref().map(Capture::create).transpose()?;
         Ok(Relay {
             config,
             client_sock,
             server_sock,
+            capture,
         })
     }
 
-    fn run(self, stop: &Arc<AtomicBool>) -> io::Result<RelayStats> {
+    fn run(mut self, stop: &Arc<AtomicBool>) -> io::Result<RelayStats> {
         let start = std::time::Instant::now();
         let quit = Arc::new(AtomicBool::new(false));
         let (tx, rx) = mpsc::channel();
@@ -234,12 +294,13 @@ impl Relay {
     /// The link thread: feeds arrivals into the links and sends what they
     /// deliver, on time.
     fn forward_loop(
-        &self,
+        &mut self,
         start: std::time::Instant,
         stop: &AtomicBool,
         rx: &Receiver<Msg>,
     ) -> io::Result<RelayStats> {
         let to = self.config.to;
+        let upstream = self.server_sock.local_addr()?;
         let mut up = Link::new(
             self.config.up.clone(),
             derive_seed(self.config.seed, LINK_UP),
@@ -253,6 +314,9 @@ impl Relay {
         while !stop.load(Ordering::Relaxed) {
             let now = elapsed(start);
             while let Some(d) = up.poll_deliver(now) {
+                if let Some(c) = &mut self.capture {
+                    c.record(now, upstream, to, &d.payload)?;
+                }
                 if self.server_sock.send_to(&d.payload, to).is_err() {
                     stats.send_errors = stats.send_errors.saturating_add(1);
                 }
@@ -274,6 +338,9 @@ impl Relay {
             let wait = next.map_or(IDLE_WAIT, |t| {
                 t.saturating_duration_since(now).min(IDLE_WAIT)
             });
+            if let Some(c) = &mut self.capture {
+                c.flush()?;
+            }
             let mut msg = match rx.recv_timeout(wait) {
                 Ok(msg) => Some(msg),
                 Err(RecvTimeoutError::Timeout) => None,
@@ -301,6 +368,9 @@ impl Relay {
                         at,
                     } => {
                         if from == to {
+                            if let Some(c) = &mut self.capture {
+                                c.record(at, to, upstream, &payload)?;
+                            }
                             let dst = client.unwrap_or(self.config.listen);
                             down.send(at, Datagram::new(to, dst, payload));
                         } else {

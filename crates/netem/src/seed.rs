@@ -14,6 +14,7 @@
 //! | [`LINK_UP`] (`"link/up"`) | the client-to-server link of a relay or two-node scenario |
 //! | [`LINK_DOWN`] (`"link/down"`) | the server-to-client link |
 //! | [`LOSS`] (`"loss"`) | inside a [`Link`](crate::link::Link): its loss process, derived from the link's seed |
+//! | [`CORRUPT`] (`"corrupt"`) | inside a [`Link`](crate::link::Link): its corruption, derived from the link's seed |
 //!
 //! So a relay with master seed `m` drives its uplink loss with
 //! `derive_seed(derive_seed(m, "link/up"), "loss")`.
@@ -27,6 +28,9 @@ pub const LINK_UP: &str = "link/up";
 pub const LINK_DOWN: &str = "link/down";
 /// Label of a link's loss process, derived from the link's own seed.
 pub const LOSS: &str = "loss";
+/// Label of a link's corruption, derived from the link's own seed: its own
+/// stream, so turning corruption on never shifts which datagrams are lost.
+pub const CORRUPT: &str = "corrupt";
 
 /// FNV-1a 64-bit offset basis.
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
@@ -122,6 +126,7 @@ mod tests {
             LINK_UP,
             LINK_DOWN,
             LOSS,
+            CORRUPT,
             "endpoint/client",
             "endpoint/server",
         ];

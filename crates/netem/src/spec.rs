@@ -18,6 +18,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use wire::time::Duration;
 
+use crate::faults::{Blackholes, Corruption, DropList};
 use crate::link::{Capacity, LinkConfig, QueueLimit};
 use crate::loss::LossModel;
 use crate::trace::{Trace, TraceError};
@@ -71,7 +72,8 @@ pub enum LossKind {
 /// Per-direction overrides: one struct per direction, so that each has its
 /// own flag names (`--up-bw`, `--down-bw`) and TOML table.
 macro_rules! direction {
-    ($name:ident, $which:literal, $bw:literal, $bw_id:literal, $trace:literal, $trace_id:literal, $loss:literal, $loss_id:literal) => {
+    ($name:ident, $which:literal, $bw:literal, $bw_id:literal, $trace:literal, $trace_id:literal, $loss:literal, $loss_id:literal,
+     $corrupt:literal, $corrupt_id:literal, $drop:literal, $drop_id:literal, $blackhole:literal, $blackhole_id:literal) => {
         #[doc = concat!("Overrides of the ", $which, " direction of a [`LinkSpec`].")]
         #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
         #[cfg_attr(feature = "cli", derive(clap::Args))]
@@ -89,6 +91,18 @@ macro_rules! direction {
             #[cfg_attr(feature = "cli", arg(long = $loss, id = $loss_id, value_name = "P"))]
             #[serde(default, skip_serializing_if = "Option::is_none")]
             pub loss: Option<f64>,
+            #[doc = concat!("Corruption probability of the ", $which, " direction.")]
+            #[cfg_attr(feature = "cli", arg(long = $corrupt, id = $corrupt_id, value_name = "P"))]
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub corrupt: Option<f64>,
+            #[doc = concat!("Datagrams of the ", $which, " direction to drop by position (from 1).")]
+            #[cfg_attr(feature = "cli", arg(long = $drop, id = $drop_id, value_name = "N[-M],..."))]
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub drop: Option<DropList>,
+            #[doc = concat!("Blackhole windows of the ", $which, " direction, ms.")]
+            #[cfg_attr(feature = "cli", arg(long = $blackhole, id = $blackhole_id, value_name = "FROM-TO,..."))]
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub blackhole: Option<Blackholes>,
         }
 
         impl $name {
@@ -97,6 +111,9 @@ macro_rules! direction {
                     bw: self.bw,
                     trace: self.trace.as_ref(),
                     loss: self.loss,
+                    corrupt: self.corrupt,
+                    drop: self.drop.as_ref(),
+                    blackhole: self.blackhole.as_ref(),
                 }
             }
 
@@ -115,7 +132,13 @@ direction!(
     "up-trace",
     "up_trace",
     "up-loss",
-    "up_loss"
+    "up_loss",
+    "up-corrupt",
+    "up_corrupt",
+    "up-drop",
+    "up_drop",
+    "up-blackhole",
+    "up_blackhole"
 );
 direction!(
     DownSpec,
@@ -125,7 +148,13 @@ direction!(
     "down-trace",
     "down_trace",
     "down-loss",
-    "down_loss"
+    "down_loss",
+    "down-corrupt",
+    "down_corrupt",
+    "down-drop",
+    "down_drop",
+    "down-blackhole",
+    "down_blackhole"
 );
 
 /// One direction's overrides, whichever struct they came from.
@@ -133,6 +162,9 @@ struct Overrides<'a> {
     bw: Option<f64>,
     trace: Option<&'a PathBuf>,
     loss: Option<f64>,
+    corrupt: Option<f64>,
+    drop: Option<&'a DropList>,
+    blackhole: Option<&'a Blackholes>,
 }
 
 /// The emulated path (DESIGN.md link options).
@@ -186,6 +218,31 @@ pub struct LinkSpec {
         arg(long, value_name = "BYTES", conflicts_with = "queue")
     )]
     pub queue_bytes: Option<u64>,
+    /// At most this many datagrams in a row are lost to the loss model; the
+    /// next one gets through (the interop runner's drop-rate burst limit).
+    #[cfg_attr(feature = "cli", arg(long, value_name = "PKTS"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub loss_max_burst: Option<u64>,
+    /// Probability 0..1 that a delivered datagram arrives damaged (one byte
+    /// changed), both directions (none: no corruption).
+    #[cfg_attr(feature = "cli", arg(long, value_name = "P"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub corrupt: Option<f64>,
+    /// Damage only one of a datagram's first BYTES bytes (51: the interop
+    /// runner's, aimed at the QUIC header; default: any byte).
+    #[cfg_attr(feature = "cli", arg(long, value_name = "BYTES"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub corrupt_span: Option<u32>,
+    /// Drop these datagrams of each direction by position, counting from 1
+    /// (`2-7,10`).
+    #[cfg_attr(feature = "cli", arg(long, value_name = "N[-M],..."))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drop: Option<DropList>,
+    /// Drop everything, both directions, inside these windows of ms since
+    /// the start (`1500-3500,8000-9000`).
+    #[cfg_attr(feature = "cli", arg(long, value_name = "FROM-TO,..."))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blackhole: Option<Blackholes>,
     /// Client-to-server overrides.
     #[cfg_attr(feature = "cli", command(flatten))]
     pub up: UpSpec,
@@ -211,6 +268,11 @@ impl Default for LinkSpec {
             loss_pattern: None,
             queue: None,
             queue_bytes: None,
+            loss_max_burst: None,
+            corrupt: None,
+            corrupt_span: None,
+            drop: None,
+            blackhole: None,
             up: UpSpec::default(),
             down: DownSpec::default(),
         }
@@ -233,17 +295,42 @@ impl LinkSpec {
             (None, None) => QueueLimit::Unlimited,
         };
         let (up, down) = (self.up.overrides(), self.down.overrides());
+        if self.corrupt_span.is_some() && [self.corrupt, up.corrupt, down.corrupt] == [None; 3] {
+            return Err(SpecError::Link(
+                "corrupt_span needs a corruption probability (corrupt)".into(),
+            ));
+        }
         let up = LinkConfig {
             capacity: self.capacity(&up)?,
             delay,
             queue,
             loss: self.loss(up.loss, false)?,
+            loss_max_burst: self.loss_max_burst,
+            blackholes: up
+                .blackhole
+                .or(self.blackhole.as_ref())
+                .cloned()
+                .unwrap_or_default(),
+            drop_list: up.drop.or(self.drop.as_ref()).cloned().unwrap_or_default(),
+            corrupt: self.corruption(up.corrupt),
         };
         let down = LinkConfig {
             capacity: self.capacity(&down)?,
             delay,
             queue,
             loss: self.loss(down.loss, true)?,
+            loss_max_burst: self.loss_max_burst,
+            blackholes: down
+                .blackhole
+                .or(self.blackhole.as_ref())
+                .cloned()
+                .unwrap_or_default(),
+            drop_list: down
+                .drop
+                .or(self.drop.as_ref())
+                .cloned()
+                .unwrap_or_default(),
+            corrupt: self.corruption(down.corrupt),
         };
         up.validate()
             .map_err(|e| SpecError::Link(format!("client-to-server: {e}")))?;
@@ -319,6 +406,15 @@ impl LinkSpec {
             .validate()
             .map_err(|e| SpecError::Link(format!("invalid loss model: {e}")))?;
         Ok(model)
+    }
+
+    /// One direction's corruption: its override, else the both-ways value,
+    /// with the span ([`LinkConfig::validate`] checks the values).
+    fn corruption(&self, p: Option<f64>) -> Option<Corruption> {
+        p.or(self.corrupt).map(|probability| Corruption {
+            probability,
+            span: self.corrupt_span,
+        })
     }
 
     fn one_way_delay(&self) -> Result<Duration, SpecError> {
@@ -419,6 +515,95 @@ mod tests {
         };
         let err = s.configs().unwrap_err();
         assert!(err.to_string().contains("/nonexistent/trace"), "{err}");
+    }
+
+    #[test]
+    fn runner_faults_apply_per_direction_and_are_checked() {
+        let mut s = LinkSpec {
+            corrupt: Some(0.3),
+            corrupt_span: Some(51),
+            loss_max_burst: Some(3),
+            blackhole: Some("1500-3500".parse().expect("window")),
+            ..LinkSpec::default()
+        };
+        s.up.drop = Some("2-7".parse().expect("list"));
+        s.down.corrupt = Some(0.0);
+        s.down.blackhole = Some("100-200".parse().expect("window"));
+        let (up, down) = s.configs().expect("valid");
+        assert_eq!(
+            up.corrupt,
+            Some(Corruption {
+                probability: 0.3,
+                span: Some(51)
+            })
+        );
+        assert_eq!(down.corrupt.map(|c| c.probability), Some(0.0));
+        assert_eq!((up.loss_max_burst, down.loss_max_burst), (Some(3), Some(3)));
+        assert!(up.drop_list.contains(2) && up.drop_list.contains(7) && !up.drop_list.contains(8));
+        assert!(down.drop_list.is_empty());
+        assert!(up.blackholes.contains(Duration::from_millis(2000)));
+        assert!(!down.blackholes.contains(Duration::from_millis(2000)));
+        assert!(down.blackholes.contains(Duration::from_millis(150)));
+        // Off by default: the links of a spec without them have none.
+        let (up, _) = LinkSpec::default().configs().expect("valid");
+        assert_eq!(
+            (
+                up.corrupt,
+                up.loss_max_burst,
+                up.drop_list.is_empty(),
+                up.blackholes.is_empty()
+            ),
+            (None, None, true, true)
+        );
+        for bad in [
+            LinkSpec {
+                corrupt: Some(1.5),
+                ..LinkSpec::default()
+            },
+            LinkSpec {
+                corrupt_span: Some(51),
+                ..LinkSpec::default()
+            },
+            LinkSpec {
+                corrupt: Some(0.1),
+                corrupt_span: Some(0),
+                ..LinkSpec::default()
+            },
+            LinkSpec {
+                loss_max_burst: Some(0),
+                ..LinkSpec::default()
+            },
+        ] {
+            assert!(matches!(bad.configs(), Err(SpecError::Link(_))), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn runner_faults_serialise_as_strings_and_only_when_set() {
+        let mut s = LinkSpec {
+            corrupt: Some(0.02),
+            drop: Some("3,1-2".parse().expect("list")),
+            ..LinkSpec::default()
+        };
+        s.up.blackhole = Some("10-20".parse().expect("window"));
+        let json = serde_json::to_value(&s).expect("serialises");
+        assert_eq!(json["drop"], "1-3");
+        assert_eq!(json["up"]["blackhole"], "10-20");
+        assert!(json.get("corrupt_span").is_none() && json.get("blackhole").is_none());
+        let back: LinkSpec = serde_json::from_value(json).expect("parses");
+        assert_eq!(back, s);
+        let plain = serde_json::to_value(LinkSpec::default()).expect("serialises");
+        for key in [
+            "corrupt",
+            "corrupt_span",
+            "drop",
+            "blackhole",
+            "loss_max_burst",
+        ] {
+            assert!(plain.get(key).is_none(), "{key} must not appear when unset");
+        }
+        let bad = serde_json::from_str::<LinkSpec>(r#"{"drop": "0"}"#);
+        assert!(bad.is_err());
     }
 
     #[test]

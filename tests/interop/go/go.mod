@@ -1,4 +1,4 @@
-module artq.test/interop/h3client
+module artq.test/interop/quicgo
 
 go 1.26.0
 
@@ -8,6 +8,12 @@ require (
 	github.com/quic-go/qpack v0.6.0 // indirect
 	golang.org/x/crypto v0.54.0 // indirect
 	golang.org/x/net v0.56.0 // indirect
+	golang.org/x/sync v0.22.0 // indirect
 	golang.org/x/sys v0.47.0 // indirect
 	golang.org/x/text v0.40.0 // indirect
+)
+
+tool (
+	github.com/quic-go/quic-go/interop/client
+	github.com/quic-go/quic-go/interop/server
 )

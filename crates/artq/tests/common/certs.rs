@@ -105,3 +105,99 @@ pub fn sha256_file_hex(path: &Path) -> Result<String, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("read {}: {e}", path.display()))?;
     Ok(sha256_hex(&bytes))
 }
+
+/// Writes a certificate chain of `len` RSA-2048 certificates below a root
+/// (the root itself is not in the chain) to `<dir>/cert.pem`, leaf first,
+/// and the leaf's key to `<dir>/priv.key`; the interop runner's
+/// `amplificationlimit` certificates (its `certs.sh` with a chain length of
+/// 9: about 8 KB, which no server can send within three times a 1200-byte
+/// Initial). Made with the `openssl` command line, as the runner does;
+/// scratch files go to `dir`.
+pub fn write_long_chain(dir: &Path, len: usize) -> Result<(PathBuf, PathBuf), String> {
+    let openssl = |args: &[&str]| -> Result<(), String> {
+        let mut cmd = std::process::Command::new("openssl");
+        cmd.args(args).current_dir(dir);
+        let run = super::process::run_with_deadline(cmd, std::time::Duration::from_secs(60))
+            .map_err(|e| format!("openssl (is it installed?): {e}"))?;
+        if !run.status.success() {
+            return Err(format!(
+                "openssl {args:?} failed ({}): {}",
+                run.status, run.stderr
+            ));
+        }
+        Ok(())
+    };
+    std::fs::write(
+        dir.join("ext.cnf"),
+        "[ca]\nbasicConstraints=critical,CA:TRUE\n\
+         [leaf]\nsubjectAltName=DNS:localhost,IP:127.0.0.1\n",
+    )
+    .map_err(|e| format!("write {}: {e}", dir.join("ext.cnf").display()))?;
+    openssl(&[
+        "req",
+        "-x509",
+        "-sha256",
+        "-nodes",
+        "-days",
+        "2",
+        "-newkey",
+        "rsa:2048",
+        "-keyout",
+        "ca_0.key",
+        "-out",
+        "cert_0.pem",
+        "-subj",
+        "/O=artq interop root/",
+        "-addext",
+        "basicConstraints=critical,CA:TRUE",
+    ])?;
+    let mut chain = Vec::new();
+    for i in 1..=len {
+        let (key, csr, cert) = (
+            format!("ca_{i}.key"),
+            format!("{i}.csr"),
+            format!("cert_{i}.pem"),
+        );
+        let subject = if i == len {
+            "/O=artq interop leaf/".to_string()
+        } else {
+            format!("/O=artq interop intermediate {i}/")
+        };
+        openssl(&[
+            "req", "-new", "-newkey", "rsa:2048", "-nodes", "-keyout", &key, "-out", &csr, "-subj",
+            &subject,
+        ])?;
+        let (ca_cert, ca_key) = (format!("cert_{}.pem", i - 1), format!("ca_{}.key", i - 1));
+        let section = if i == len { "leaf" } else { "ca" };
+        openssl(&[
+            "x509",
+            "-req",
+            "-sha256",
+            "-days",
+            "2",
+            "-in",
+            &csr,
+            "-CA",
+            &ca_cert,
+            "-CAkey",
+            &ca_key,
+            "-CAcreateserial",
+            "-out",
+            &cert,
+            "-extfile",
+            "ext.cnf",
+            "-extensions",
+            section,
+        ])?;
+        let pem = std::fs::read_to_string(dir.join(&cert))
+            .map_err(|e| format!("read {}: {e}", dir.join(&cert).display()))?;
+        chain.push(pem);
+    }
+    chain.reverse();
+    let (cert_pem, key_pem) = (dir.join("cert.pem"), dir.join("priv.key"));
+    std::fs::write(&cert_pem, chain.concat())
+        .map_err(|e| format!("write {}: {e}", cert_pem.display()))?;
+    std::fs::copy(dir.join(format!("ca_{len}.key")), &key_pem)
+        .map_err(|e| format!("copy the leaf key to {}: {e}", key_pem.display()))?;
+    Ok((cert_pem, key_pem))
+}

@@ -13,15 +13,25 @@
 //! - [`quinn_h3`]: an HTTP/3 file server on quinn + h3, the HTTP/3 reference.
 //! - [`h3_peers`]: the HTTP/3 clients (aioquic, quic-go, Chromium, `artq get
 //!   --alpn h3`) as child processes, and the browser's digest page.
-//! - [`certs`]: a certificate written as PEM and its SPKI hash for Chromium.
+//! - [`certs`]: a certificate written as PEM and its SPKI hash for Chromium;
+//!   the interop runner's long certificate chain.
+//! - [`matrix`]: the interop-runner-style matrix's cases and how one runs,
+//!   with [`quic_go_interop`] (quic-go's interop client and server),
+//!   [`netns`] (a network namespace per case, chroot jails), [`qlog`] (what
+//!   the client's qlogs say) and [`capture`] (`artq link --pcap` captures).
 //! - this module: test content, file comparison, locating binaries and python.
 
 // Each test binary compiles this module and uses a different subset of it.
 #![allow(dead_code)]
 
+pub mod capture;
 pub mod certs;
 pub mod h3_peers;
+pub mod matrix;
+pub mod netns;
 pub mod process;
+pub mod qlog;
+pub mod quic_go_interop;
 pub mod quinn_h3;
 pub mod quinn_hq;
 
@@ -247,6 +257,12 @@ impl Scratch {
                 .expect("creating a dir inside a fresh temp dir");
         }
         Scratch { dir }
+    }
+
+    /// Keeps the directory on disk (for a look after a failure) and returns
+    /// its path.
+    pub fn keep(self) -> PathBuf {
+        self.dir.keep()
     }
 
     /// The scratch directory itself.

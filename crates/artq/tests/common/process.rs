@@ -177,6 +177,28 @@ pub fn spawn_listening(
     Ok((guard, addr))
 }
 
+/// Spawns a long-running child that announces nothing (a server that does not
+/// print its address, a namespace holder), owned by a [`ChildGuard`].
+///
+/// stdout and stderr both go to `<log_dir>/<name>.log` (some programs report
+/// their errors on stdout), which [`ChildGuard::describe`] shows.
+pub fn spawn_guarded(mut cmd: Command, name: &str, log_dir: &Path) -> Result<ChildGuard, String> {
+    let log = log_dir.join(format!("{name}.log"));
+    let out = File::create(&log).map_err(|e| format!("create {}: {e}", log.display()))?;
+    let err = out
+        .try_clone()
+        .map_err(|e| format!("clone {}: {e}", log.display()))?;
+    cmd.stdin(Stdio::null()).stdout(out).stderr(err);
+    let child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot spawn {name} ({cmd:?}): {e}"))?;
+    Ok(ChildGuard {
+        child,
+        name: name.to_string(),
+        stderr_log: log,
+    })
+}
+
 /// Spawns `<artq> serve --listen 127.0.0.1:0 --root <root> [extra...]` and
 /// returns it with the address it bound, waiting at most `deadline` for it.
 pub fn spawn_artq_serve(

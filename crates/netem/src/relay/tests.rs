@@ -54,6 +54,7 @@ fn relay_applies_delay_and_loss_both_ways() {
             .with_loss(LossModel::Bernoulli { p: 0.1 }),
         down: LinkConfig::new(Capacity::Unlimited, Duration::from_millis(20)),
         seed: 1,
+        pcap: None,
     };
     let relay = spawn(config).expect("relay starts");
     assert!(relay.local_addr().ip().is_loopback());
@@ -144,6 +145,7 @@ fn relay_achieves_20_mbps_in_real_time() {
             Duration::from_millis(40),
         ),
         seed: 2,
+        pcap: None,
     };
     let relay = spawn(config).expect("relay starts");
     let epoch = StdInstant::now();
@@ -198,6 +200,7 @@ fn new_client_address_replaces_the_old_and_strangers_are_ignored() {
         up: LinkConfig::ideal(),
         down: LinkConfig::ideal(),
         seed: 3,
+        pcap: None,
     };
     let relay = spawn(config).expect("relay starts");
     let (a, b) = (local_socket(), local_socket());
@@ -249,6 +252,7 @@ fn run_stops_on_the_flag_and_bind_errors_are_reported() {
         up: LinkConfig::ideal(),
         down: LinkConfig::ideal(),
         seed: 0,
+        pcap: None,
     };
     assert!(spawn(config.clone()).is_err(), "listen address in use");
 
@@ -265,4 +269,104 @@ fn run_stops_on_the_flag_and_bind_errors_are_reported() {
     let stats = t.join().expect("thread").expect("clean stop");
     assert_eq!(stats, RelayStats::default());
     assert!(started.elapsed() < StdDuration::from_secs(2));
+}
+
+/// The records of a capture written by the relay: (time, src, dst, payload).
+fn read_capture(path: &std::path::Path) -> Vec<(StdDuration, SocketAddr, SocketAddr, Vec<u8>)> {
+    let bytes = std::fs::read(path).expect("capture exists");
+    assert_eq!(&bytes[..4], &[0xd4, 0xc3, 0xb2, 0xa1], "pcap magic");
+    let word = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
+    let mut out = Vec::new();
+    let mut at = 24;
+    while at < bytes.len() {
+        let t =
+            StdDuration::from_secs(word(at).into()) + StdDuration::from_micros(word(at + 4).into());
+        let len = word(at + 8) as usize;
+        let ip = &bytes[at + 16..at + 16 + len];
+        assert_eq!(ip[0], 0x45, "IPv4 without options");
+        let addr = |a: usize, p: usize| {
+            let ip4: [u8; 4] = ip[a..a + 4].try_into().expect("4 bytes");
+            SocketAddr::from((ip4, u16::from_be_bytes([ip[p], ip[p + 1]])))
+        };
+        out.push((t, addr(12, 20), addr(16, 22), ip[28..].to_vec()));
+        at += 16 + len;
+    }
+    out
+}
+
+#[test]
+fn capture_records_the_server_side_with_the_runner_faults_applied() {
+    let server = local_socket();
+    let dir = std::env::temp_dir().join(format!("netem-capture-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let pcap = dir.join("link.pcap");
+    let mut down = LinkConfig::ideal();
+    down.corrupt = Some(crate::faults::Corruption {
+        probability: 1.0,
+        span: Some(4),
+    });
+    let mut up = LinkConfig::ideal();
+    up.drop_list = "2-3".parse().expect("drop list");
+    let config = RelayConfig {
+        listen: "127.0.0.1:0".parse().expect("addr"),
+        to: server.local_addr().expect("addr"),
+        up,
+        down,
+        seed: 5,
+        pcap: Some(pcap.clone()),
+    };
+    let relay = spawn(config).expect("relay starts");
+    let upstream = relay.upstream_addr();
+    let to = server.local_addr().expect("addr");
+    let client = local_socket();
+    let mut buf = [0u8; 64];
+    for seq in 0u32..5 {
+        let mut payload = seq.to_be_bytes().to_vec();
+        payload.extend_from_slice(b"payload");
+        client.send_to(&payload, relay.local_addr()).expect("send");
+        if seq == 1 || seq == 2 {
+            continue; // dropped by the list (datagrams 2 and 3)
+        }
+        let (n, from) = server.recv_from(&mut buf).expect("server receives");
+        assert_eq!((&buf[..n], from), (&payload[..], upstream));
+        server.send_to(&payload, from).expect("echo");
+        let (n, _) = client.recv_from(&mut buf).expect("client receives");
+        assert_eq!(n, payload.len());
+        assert_ne!(
+            &buf[..4],
+            &payload[..4],
+            "the echo is damaged in its first 4 bytes"
+        );
+        assert_eq!(&buf[4..n], &payload[4..], "and only there");
+    }
+    let stats = relay.stop().expect("stats");
+    assert_eq!((stats.up.dropped_listed, stats.down.corrupted), (2, 3));
+    let records = read_capture(&pcap);
+    let _ = std::fs::remove_dir_all(&dir);
+    // Three client datagrams reached the server, three echoes left it: the
+    // capture holds the server's side, so the echoes are undamaged there.
+    let seqs: Vec<(u32, bool)> = records
+        .iter()
+        .map(|(_, src, dst, p)| {
+            assert!(p.ends_with(b"payload"));
+            let from_server = *src == to;
+            assert_eq!(if from_server { *dst } else { *src }, upstream);
+            (seq_of(p), from_server)
+        })
+        .collect();
+    assert_eq!(
+        seqs,
+        [
+            (0, false),
+            (0, true),
+            (3, false),
+            (3, true),
+            (4, false),
+            (4, true)
+        ]
+    );
+    assert!(
+        records.windows(2).all(|w| w[0].0 <= w[1].0),
+        "in time order"
+    );
 }

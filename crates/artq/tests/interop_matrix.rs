@@ -1,0 +1,107 @@
+//! The interop-runner-style matrix against `artq serve`: quic-go's unmodified
+//! interop client (`github.com/quic-go/quic-go/interop/client`, the client
+//! the QUIC interop runner uses for quic-go) downloads the runner's files
+//! from `artq serve`, over loopback or through `artq link`, case by case.
+//!
+//! Why this exists: a loss-recovery server must be the last thing to break
+//! on a lossy path (issue 15). These are the runner's cases, which every
+//! reference stack passes: each passes here only when every file arrived
+//! byte-exact and the case's evidence holds (handshake count, Retry, key
+//! phases, stream limit, amplification limit, the outage inside the
+//! transfer). The cases and how they run are in `common/matrix.rs`;
+//! `harness_selfcheck.rs` runs the same cases against quic-go's own interop
+//! server, so a failure here is artq's.
+//!
+//! Needs the quic-go interop client and server that `.ci/run` builds into
+//! `target/interop/` (`$ARTQ_INTEROP_CLIENT`, `$ARTQ_INTEROP_SERVER`), and
+//! root or unprivileged user namespaces (each case runs in its own network
+//! namespace). Without them every case fails and says how to get them.
+//!
+//! CLI contract relied on: `artq serve --listen 127.0.0.1:0 --root DIR
+//! [--cert F --key F] [--retry]` prints `listening on <ip:port>` first and
+//! serves hq-interop; `artq link --listen 127.0.0.1:0 --to ADDR [link
+//! options] --pcap FILE` prints `listening on <ip:port>` and records the
+//! server's side of the link.
+
+mod common;
+
+use common::matrix::{self, ServerUnderTest::Artq};
+
+/// One connection, one 1 KB file.
+#[test]
+fn handshake() {
+    matrix::run(&matrix::HANDSHAKE, Artq);
+}
+
+/// 2, 3 and 5 MB at once over one connection.
+#[test]
+fn transfer() {
+    matrix::run(&matrix::TRANSFER, Artq);
+}
+
+/// 1999 small files over one connection, with a stream limit of at most 1000.
+#[test]
+fn multiplexing() {
+    matrix::run(&matrix::MULTIPLEXING, Artq);
+}
+
+/// A client that offers only ChaCha20-Poly1305.
+#[test]
+fn chacha20() {
+    matrix::run(&matrix::CHACHA20, Artq);
+}
+
+/// The client updates its keys; the server must follow.
+#[test]
+fn keyupdate() {
+    matrix::run(&matrix::KEYUPDATE, Artq);
+}
+
+/// `artq serve --retry` sends a Retry; the connection then completes.
+#[test]
+fn retry() {
+    matrix::run(&matrix::RETRY, Artq);
+}
+
+/// 50 handshakes through 30% loss each way.
+#[test]
+fn handshakeloss() {
+    matrix::run(&matrix::HANDSHAKELOSS, Artq);
+}
+
+/// 2 MB through 2% loss each way.
+#[test]
+fn transferloss() {
+    matrix::run(&matrix::TRANSFERLOSS, Artq);
+}
+
+/// 50 handshakes through 30% header-aimed corruption each way.
+#[test]
+fn handshakecorruption() {
+    matrix::run(&matrix::HANDSHAKECORRUPTION, Artq);
+}
+
+/// 2 MB through 2% header-aimed corruption each way.
+#[test]
+fn transfercorruption() {
+    matrix::run(&matrix::TRANSFERCORRUPTION, Artq);
+}
+
+/// 5 MB across a 2-second outage of the link.
+#[test]
+fn blackhole() {
+    matrix::run(&matrix::BLACKHOLE, Artq);
+}
+
+/// The server obeys the 3x amplification limit with a 9-certificate chain.
+#[test]
+fn amplificationlimit() {
+    matrix::run(&matrix::AMPLIFICATIONLIMIT, Artq);
+}
+
+/// The client's key update after the server saw corrupted copies of its
+/// packets.
+#[test]
+fn keyupdate_after_corruption() {
+    matrix::run(&matrix::KEYUPDATE_AFTER_CORRUPTION, Artq);
+}
