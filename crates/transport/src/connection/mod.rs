@@ -27,6 +27,7 @@
 mod cids;
 mod fec;
 mod handshake;
+mod key_phase;
 mod recovery;
 mod recv;
 mod send;
@@ -57,6 +58,8 @@ use crate::streams::{StreamEvent, Streams};
 
 use self::cids::CidState;
 use self::handshake::local_params;
+pub use self::key_phase::KeyUpdateError;
+use self::key_phase::OneRttKeys;
 use self::recovery::RecoveryState;
 use self::spaces::PacketSpace;
 pub use self::spaces::SpaceId;
@@ -128,16 +131,6 @@ enum State {
     /// The peer sent CONNECTION_CLOSE: silence until the timer ends.
     Draining,
     Drained,
-}
-
-/// 1-RTT keys with key update support (RFC 9001 §6).
-struct OneRttKeys {
-    keys: Keys,
-    next: crypto::NextSecrets,
-    /// Current key phase bit.
-    phase: bool,
-    /// The previous read key, kept a while for reordered packets.
-    prev_remote: Option<Box<dyn rustls::quic::PacketKey>>,
 }
 
 /// The pending CONNECTION_CLOSE.

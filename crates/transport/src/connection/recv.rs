@@ -199,6 +199,9 @@ impl Connection {
         if ack_eliciting {
             self.on_ack_eliciting_received(now, space, pn);
         }
+        if space == SpaceId::Data {
+            self.update_keys_if_worn();
+        }
         Ok(())
     }
 
@@ -230,31 +233,7 @@ impl Connection {
                 let k = self.handshake_keys.as_ref()?;
                 crypto::open(&*k.remote.packet, packet, header_len, pn).ok()
             }
-            SpaceId::Data => {
-                let largest = self.space(SpaceId::Data).largest_received.map(|(p, _)| p);
-                let pto = self.pto_duration(SpaceId::Data);
-                let k = self.one_rtt.as_mut()?;
-                let phase = first & packet::KEY_PHASE_BIT != 0;
-                if phase == k.phase {
-                    return crypto::open(&*k.keys.remote.packet, packet, header_len, pn).ok();
-                }
-                // A different phase: an old packet under the previous key, or
-                // the peer started a key update.
-                if largest.is_some_and(|l| pn < l) {
-                    if let Some(prev) = k.prev_remote.as_ref() {
-                        return crypto::open(&**prev, packet, header_len, pn).ok();
-                    }
-                    return None;
-                }
-                let next = k.next.next_packet_keys();
-                let range = crypto::open(&*next.remote, packet, header_len, pn).ok()?;
-                let old_remote = core::mem::replace(&mut k.keys.remote.packet, next.remote);
-                k.keys.local.packet = next.local;
-                k.prev_remote = Some(old_remote);
-                k.phase = phase;
-                self.timers.set(Timer::KeyDiscard, now + pto * 3);
-                Some(range)
-            }
+            SpaceId::Data => self.open_one_rtt(first, packet, header_len, pn, now),
         }
     }
 
