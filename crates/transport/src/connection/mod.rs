@@ -14,8 +14,10 @@
 //! randomness comes from a ChaCha RNG seeded by the endpoint.
 //!
 //! # Layout
-//! - `spaces`: packet number spaces, sent-packet records, CRYPTO streams;
+//! - `spaces`: packet number spaces, sent-packet records, CRYPTO streams,
+//!   packets kept until they may be read;
 //! - `recv`: datagram and frame processing;
+//! - `key_phase`: 1-RTT keys across key updates (RFC 9001 §6);
 //! - `send`: packet assembly, coalescing, padding, protection;
 //! - `recovery`: ACK processing, RFC 9002 loss detection and PTO, and the
 //!   retransmission rounds driven by the [`RecoveryPolicy`](crate::policy::RecoveryPolicy);

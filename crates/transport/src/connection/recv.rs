@@ -12,6 +12,17 @@ use super::{Connection, ConnectionError, Event, SpaceId, State, Timer};
 use crate::crypto;
 use crate::error::TransportError;
 
+/// What to do with a packet of a space, given the keys and handshake state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Readiness {
+    /// Its keys are here and it may be processed.
+    Read,
+    /// Not yet: keep it ([`super::spaces::DeferredPackets`]).
+    Defer,
+    /// Never: its keys are discarded.
+    Drop,
+}
+
 /// Reserved header bits that must be zero once protection is removed.
 const LONG_RESERVED_BITS: u8 = 0x0c;
 const SHORT_RESERVED_BITS: u8 = 0x18;
@@ -104,7 +115,22 @@ impl Connection {
             let end = offset.saturating_add(len).min(data.len());
             let packet = &mut data[offset..end];
             offset = end;
-            if let Err(e) = self.process_packet(now, space, packet, pn_offset) {
+            let result = match self.readiness(space) {
+                Readiness::Read => self
+                    .process_packet(now, space, packet, pn_offset)
+                    .and_then(|()| self.read_deferred(now)),
+                Readiness::Defer => {
+                    if !self.space_mut(space).deferred.push(packet, pn_offset) {
+                        self.stats.packets_dropped += 1;
+                    }
+                    Ok(())
+                }
+                Readiness::Drop => {
+                    self.stats.packets_dropped += 1;
+                    Ok(())
+                }
+            };
+            if let Err(e) = result {
                 self.close_with_error(now, e);
                 return;
             }
@@ -112,6 +138,45 @@ impl Connection {
                 return;
             }
         }
+    }
+
+    /// Whether a packet of `space` can be read now, must wait, or never
+    /// will be (its keys are discarded).
+    fn readiness(&self, space: SpaceId) -> Readiness {
+        match space {
+            SpaceId::Initial if self.initial_keys.is_some() => Readiness::Read,
+            SpaceId::Initial => Readiness::Drop,
+            SpaceId::Handshake if self.handshake_keys.is_some() => Readiness::Read,
+            // Handshake keys come before 1-RTT keys: without either, they
+            // are still to come; with 1-RTT keys only, they are discarded.
+            SpaceId::Handshake if self.one_rtt.is_none() => Readiness::Defer,
+            SpaceId::Handshake => Readiness::Drop,
+            SpaceId::Data if self.one_rtt.is_none() => Readiness::Defer,
+            // RFC 9001 §5.7: a server has 1-RTT keys before the client's
+            // Finished, but must not process 1-RTT packets until it has it.
+            // Acknowledging them earlier tells a client that may take such
+            // an acknowledgement as confirmation (§4.1.2) to stop sending
+            // the Finished, which deadlocks when the Finished was lost.
+            SpaceId::Data if self.side.is_server() && !self.handshake_complete => Readiness::Defer,
+            SpaceId::Data => Readiness::Read,
+        }
+    }
+
+    /// Read the deferred packets of every space that has become readable
+    /// (a Handshake packet read now may make 1-RTT packets readable).
+    fn read_deferred(&mut self, now: Instant) -> Result<(), TransportError> {
+        for space in [SpaceId::Handshake, SpaceId::Data] {
+            if self.space(space).deferred.is_empty() || self.readiness(space) != Readiness::Read {
+                continue;
+            }
+            for (mut packet, pn_offset) in self.space_mut(space).deferred.take() {
+                self.process_packet(now, space, &mut packet, pn_offset)?;
+                if self.is_closed() {
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
     }
 
     fn process_packet(
