@@ -128,12 +128,14 @@ fn checked_close_code(conn: Option<&crate::Connection>) -> Option<u64> {
 /// What a post-handshake fuzz input led to, for the tests that run the
 /// bodies over their seeds.
 #[cfg(feature = "test-hooks")]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FuzzOutcome {
     /// The handshake completed (it always should: it runs before any input).
     pub connected: bool,
     /// The transport error code the fuzzed endpoint closed with, if any.
     pub close_code: Option<u64>,
+    /// Key updates the fuzzed endpoint went through (started or followed).
+    pub key_updates: u64,
 }
 
 /// A client and a server, everything seeded, connected in memory.
@@ -147,11 +149,23 @@ fn connected_pair() -> (crate::test_pair::Pair, bool) {
 
 /// Both applications: the server accepts every stream the client opened and
 /// answers on it; the client opens a stream and writes `bytes`; both read
-/// what arrived.
+/// what arrived. The first byte's bits 0 and 1 also ask the client and the
+/// server to start a key update (refused unless allowed at that moment).
 #[cfg(feature = "test-hooks")]
 fn app_activity(pair: &mut crate::test_pair::Pair, bytes: &[u8]) {
     use wire::Dir;
     let mut buf = [0u8; 4096];
+    let key_updates = bytes.first().copied().unwrap_or(0);
+    if key_updates & 1 == 1 {
+        if let Some(c) = pair.client_opt() {
+            let _ = c.initiate_key_update();
+        }
+    }
+    if key_updates & 2 == 2 {
+        if let Some(s) = pair.server_opt() {
+            let _ = s.initiate_key_update();
+        }
+    }
     if let Some(server) = pair.server_opt() {
         for dir in [Dir::Bi, Dir::Uni] {
             while let Some(id) = server.streams().accept(dir) {
@@ -187,7 +201,8 @@ fn app_activity(pair: &mut crate::test_pair::Pair, bytes: &[u8]) {
 /// (at most 1000 bytes per packet, the rest in the packets after); 1: the
 /// bytes as a raw datagram to the server; 2: advance the clock by
 /// `4 * bytes[0]` ms, timers firing; 3: application activity (the client
-/// opens a stream and writes the bytes, the server answers every stream).
+/// opens a stream and writes the bytes, the server answers every stream;
+/// `bytes[0]` bits 0 and 1 start key updates at the client and the server).
 /// Between records the pair runs 20 ms of virtual time.
 ///
 /// Checks: nothing panics; a server that closes does so with a defined
@@ -196,34 +211,64 @@ fn app_activity(pair: &mut crate::test_pair::Pair, bytes: &[u8]) {
 pub fn server_frames(data: &[u8]) -> FuzzOutcome {
     let (mut pair, connected) = connected_pair();
     if connected {
-        for (op, bytes) in (Records {
-            rest: data,
-            read: 0,
-        }) {
-            match op % 4 {
-                0 => {
-                    for frames in bytes.chunks(MAX_FRAMES_PER_PACKET) {
-                        if let Some(c) = pair.client_opt() {
-                            c.inject_raw_frames(frames.to_vec());
-                        }
-                        pair.step();
-                    }
-                }
-                1 => pair.inject_to_server(bytes.to_vec()),
-                2 => {
-                    let ms = u64::from(bytes.first().copied().unwrap_or(0)) * 4;
-                    pair.drive_until(Duration::from_millis(ms), |_| false);
-                }
-                _ => app_activity(&mut pair, bytes),
-            }
-            pair.drive_until(Duration::from_millis(20), |_| false);
-        }
-        pair.drive_until(Duration::from_millis(500), |_| false);
+        run_records(&mut pair, data, Toward::Server);
     }
+    let server = pair.server_opt().map(|c| &*c);
     FuzzOutcome {
         connected,
-        close_code: checked_close_code(pair.server_opt().map(|c| &*c)),
+        close_code: checked_close_code(server),
+        key_updates: server.map_or(0, |c| c.key_updates()),
     }
+}
+
+/// Which endpoint of a connected pair the fuzz input is aimed at.
+#[cfg(feature = "test-hooks")]
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Toward {
+    Server,
+    Client,
+}
+
+/// The records of a post-handshake input, aimed at one endpoint: op (mod
+/// 4) 0: frames in the other endpoint's next 1-RTT packet(s); 1: a raw
+/// datagram to the target; 2: the clock advances `4 * bytes[0]` ms; 3:
+/// application activity. 20 ms of virtual time pass after each record,
+/// 500 ms after the last.
+#[cfg(feature = "test-hooks")]
+fn run_records(pair: &mut crate::test_pair::Pair, data: &[u8], toward: Toward) {
+    for (op, bytes) in (Records {
+        rest: data,
+        read: 0,
+    }) {
+        match op % 4 {
+            0 => {
+                for frames in bytes.chunks(MAX_FRAMES_PER_PACKET) {
+                    let sender = match toward {
+                        Toward::Server => pair.client_opt(),
+                        Toward::Client => pair.server_opt(),
+                    };
+                    if let Some(c) = sender {
+                        c.inject_raw_frames(frames.to_vec());
+                    }
+                    pair.step();
+                }
+            }
+            1 => match toward {
+                Toward::Server => pair.inject_to_server(bytes.to_vec()),
+                Toward::Client => {
+                    let (now, from) = (pair.now, pair.server_addr);
+                    pair.client.handle_datagram(now, from, &mut bytes.to_vec());
+                }
+            },
+            2 => {
+                let ms = u64::from(bytes.first().copied().unwrap_or(0)) * 4;
+                pair.drive_until(Duration::from_millis(ms), |_| false);
+            }
+            _ => app_activity(pair, bytes),
+        }
+        pair.drive_until(Duration::from_millis(20), |_| false);
+    }
+    pair.drive_until(Duration::from_millis(500), |_| false);
 }
 
 /// `client_datagrams`: a client endpoint fed arbitrary input, in one of two
@@ -247,10 +292,7 @@ pub fn server_frames(data: &[u8]) -> FuzzOutcome {
 #[cfg(feature = "test-hooks")]
 pub fn client_datagrams(data: &[u8]) -> FuzzOutcome {
     let Some((&mode, rest)) = data.split_first() else {
-        return FuzzOutcome {
-            connected: false,
-            close_code: None,
-        };
+        return FuzzOutcome::default();
     };
     if mode & 1 == 0 {
         client_handshake(rest)
@@ -263,36 +305,13 @@ pub fn client_datagrams(data: &[u8]) -> FuzzOutcome {
 fn client_connected(data: &[u8]) -> FuzzOutcome {
     let (mut pair, connected) = connected_pair();
     if connected {
-        for (op, bytes) in (Records {
-            rest: data,
-            read: 0,
-        }) {
-            match op % 4 {
-                0 => {
-                    for frames in bytes.chunks(MAX_FRAMES_PER_PACKET) {
-                        if let Some(s) = pair.server_opt() {
-                            s.inject_raw_frames(frames.to_vec());
-                        }
-                        pair.step();
-                    }
-                }
-                1 => {
-                    let (now, from) = (pair.now, pair.server_addr);
-                    pair.client.handle_datagram(now, from, &mut bytes.to_vec());
-                }
-                2 => {
-                    let ms = u64::from(bytes.first().copied().unwrap_or(0)) * 4;
-                    pair.drive_until(Duration::from_millis(ms), |_| false);
-                }
-                _ => app_activity(&mut pair, bytes),
-            }
-            pair.drive_until(Duration::from_millis(20), |_| false);
-        }
-        pair.drive_until(Duration::from_millis(500), |_| false);
+        run_records(&mut pair, data, Toward::Client);
     }
+    let client = pair.client_opt().map(|c| &*c);
     FuzzOutcome {
         connected,
-        close_code: checked_close_code(pair.client_opt().map(|c| &*c)),
+        close_code: checked_close_code(client),
+        key_updates: client.map_or(0, |c| c.key_updates()),
     }
 }
 
@@ -306,19 +325,13 @@ fn client_handshake(data: &[u8]) -> FuzzOutcome {
     let mut ep = Endpoint::new(EndpointConfig::client(1));
     let mut now = Instant::ZERO;
     let Ok(handle) = ep.connect(now, &config, server) else {
-        return FuzzOutcome {
-            connected: false,
-            close_code: None,
-        };
+        return FuzzOutcome::default();
     };
     let mut buf = Vec::new();
     // The client's first Initial: its connection IDs give the keys and the
     // addresses of the answers.
     let Some(first) = ep.poll_transmit(now, &mut buf) else {
-        return FuzzOutcome {
-            connected: false,
-            close_code: None,
-        };
+        return FuzzOutcome::default();
     };
     let (original_dcid, client_scid) = match packet::decode_protected(&buf[..first.size], 8) {
         Ok(ProtectedHeader::Long {
@@ -379,5 +392,6 @@ fn client_handshake(data: &[u8]) -> FuzzOutcome {
     FuzzOutcome {
         connected: false,
         close_code: checked_close_code(ep.connection(handle)),
+        key_updates: 0,
     }
 }

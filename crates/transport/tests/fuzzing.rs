@@ -4,7 +4,8 @@
 //!
 //! Seed names: `ok-*` must leave the fuzzed endpoint open (or closed by its
 //! peer), `close-0xNN-*` must make it close with transport error code NN,
-//! `close-crypto-*` with a TLS alert (0x0100..=0x01ff).
+//! `close-crypto-*` with a TLS alert (0x0100..=0x01ff); a name containing
+//! `key-updates` must take the endpoint through at least two key updates.
 
 use std::path::{Path, PathBuf};
 
@@ -37,6 +38,9 @@ fn seeds(target: &str) -> Vec<(String, Vec<u8>)> {
 fn check_named(name: &str, outcome: FuzzOutcome, handshake: bool) {
     if handshake {
         assert!(outcome.connected, "{name}: the handshake did not complete");
+    }
+    if name.contains("key-updates") {
+        assert!(outcome.key_updates >= 2, "{name}: {outcome:?}");
     }
     let code = outcome.close_code;
     if name.starts_with("ok-") {
