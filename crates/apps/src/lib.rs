@@ -15,6 +15,8 @@
 pub mod app;
 pub mod content;
 pub mod files;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod h3;
 pub mod hq;
 pub mod http;

@@ -177,9 +177,13 @@ impl Decision {
 /// A sender-side loss recovery policy. One instance per connection.
 ///
 /// Calling protocol: `on_packet_sent` for every ack-eliciting 1-RTT packet;
-/// later exactly one of `on_packet_acked` / `on_packet_lost` for it (a packet
-/// declared lost and acknowledged later gets both); `on_data_lost` when a
-/// round of an item ends with its data still unacknowledged.
+/// later exactly one of `on_packet_acked` / `on_packet_lost` for it, except
+/// that a packet declared lost and acknowledged later gets both, in that
+/// order and with the same [`PacketFate`] (a spurious loss: the policy may
+/// correct what it recorded). The connection remembers a lost packet for
+/// four PTOs after its loss (RFC 9002 §6.1); an acknowledgement later than
+/// that is not reported. `on_data_lost` when a round of an item ends with
+/// its data still unacknowledged.
 pub trait RecoveryPolicy: Send + fmt::Debug {
     /// The scheme's name as on the command line (`quic`, `art`, `fixed:3`).
     fn name(&self) -> String;

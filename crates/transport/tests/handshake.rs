@@ -1,10 +1,19 @@
 //! Handshake-time behaviour of the endpoint and connection: version
-//! negotiation, the anti-amplification limit, and loss during the handshake.
+//! negotiation, the anti-amplification limit, loss during the handshake,
+//! and 1-RTT packets that arrive before the handshake is complete.
 
+use std::cell::RefCell;
+use std::ops::Range;
+use std::rc::Rc;
+use std::sync::{Arc, Mutex};
+
+use transport::connection::SpaceId;
+use transport::events::Subscriber;
 use transport::test_pair::{self, Pair};
-use transport::{Endpoint, EndpointConfig, TransportConfig};
-use wire::packet::{self, ProtectedHeader};
+use transport::{Endpoint, EndpointConfig, Event, TransportConfig};
+use wire::packet::{self, LongType, ProtectedHeader};
 use wire::time::{Duration, Instant};
+use wire::Dir;
 
 /// RFC 9000 §6.1: a long-header datagram of an unknown version, big enough
 /// to be an Initial, is answered with Version Negotiation listing v1.
@@ -106,4 +115,356 @@ fn connections_are_deterministic() {
         )
     };
     assert_eq!(run(), run());
+}
+
+/// The packets coalesced in a datagram: (long header type, or `None` for a
+/// 1-RTT packet, which fills the rest; byte range). Stops at anything it
+/// cannot parse.
+fn packets_of(datagram: &[u8]) -> Vec<(Option<LongType>, Range<usize>)> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < datagram.len() {
+        match packet::decode_protected(&datagram[at..], 8) {
+            Ok(ProtectedHeader::Long { ty, len, .. }) => {
+                out.push((Some(ty), at..at + len));
+                at += len.max(1);
+            }
+            Ok(ProtectedHeader::Short { .. }) => {
+                out.push((None, at..datagram.len()));
+                break;
+            }
+            _ => break,
+        }
+    }
+    out
+}
+
+/// What the network of [`client_finished_lost_then_1rtt_acked`] does.
+#[derive(Default)]
+struct FinishedLoss {
+    /// Client datagrams with a Handshake packet still to lose outright.
+    drops_left: u32,
+    /// The server has sent a 1-RTT packet: from then on the emulated
+    /// client has "confirmed" the handshake and sends no Handshake packet.
+    server_sent_1rtt: bool,
+    /// Client datagrams with their Handshake packets cut out, to deliver.
+    stripped: Vec<Vec<u8>>,
+    /// Handshake packets the emulated client never sent.
+    suppressed: u32,
+}
+
+/// Records the server's decrypted packets and stream data, in order.
+#[derive(Clone, Default)]
+struct Received(Arc<Mutex<Vec<(SpaceId, bool)>>>);
+
+impl Subscriber for Received {
+    fn packet_received(&mut self, _now: Instant, space: SpaceId, _pn: u64, _size: usize) {
+        self.0.lock().unwrap().push((space, false));
+    }
+    fn stream_data_received(&mut self, _now: Instant, _id: wire::StreamId, _o: u64, _l: u64) {
+        self.0.lock().unwrap().push((SpaceId::Data, true));
+    }
+}
+
+/// Regression (issue 15, bug 1; RFC 9001 §5.7): the client's Finished is
+/// lost while its 1-RTT request gets through. The server must not process
+/// 1-RTT packets before its handshake is complete: it buffers them and
+/// reads them once the Finished arrives. A server that acknowledged the
+/// request at once deadlocked clients like quic-go's, which may take that
+/// acknowledgement as handshake confirmation (RFC 9001 §4.1.2) and stop
+/// sending Handshake packets. The network here plays that client: once the
+/// server has sent any 1-RTT packet, the client's Handshake packets are cut
+/// out of its datagrams.
+#[test]
+fn client_finished_lost_then_1rtt_acked() {
+    for (latency_ms, drops) in [(10, 1), (10, 2), (40, 1), (2, 3)] {
+        let net = Rc::new(RefCell::new(FinishedLoss {
+            drops_left: drops,
+            ..FinishedLoss::default()
+        }));
+        let hook_net = net.clone();
+        let mut pair = Pair::default_pair();
+        pair.latency = Duration::from_millis(latency_ms);
+        pair.drop = Some(Box::new(move |_, to_server, datagram, _| {
+            let mut net = hook_net.borrow_mut();
+            let packets = packets_of(datagram);
+            if !to_server {
+                net.server_sent_1rtt |= packets.iter().any(|(ty, _)| ty.is_none());
+                return false;
+            }
+            let handshake = |ty: &Option<LongType>| *ty == Some(LongType::Handshake);
+            if !packets.iter().any(|(ty, _)| handshake(ty)) {
+                return false;
+            }
+            if net.drops_left > 0 {
+                net.drops_left -= 1;
+                return true;
+            }
+            if !net.server_sent_1rtt {
+                return false;
+            }
+            net.suppressed += 1;
+            let rest: Vec<u8> = packets
+                .iter()
+                .filter(|(ty, _)| !handshake(ty))
+                .flat_map(|(_, r)| datagram[r.clone()].iter().copied())
+                .collect();
+            if !rest.is_empty() {
+                net.stripped.push(rest);
+            }
+            true
+        }));
+        // The client completes (it has the server's Finished) and sends its
+        // request at once, without waiting for the server.
+        let client_done = pair.drive_until(Duration::from_secs(5), |p| {
+            let mut connected = false;
+            while let Some(ev) = p.client().poll_event() {
+                connected |= ev == Event::Connected;
+            }
+            connected
+        });
+        assert!(client_done, "the client did not complete its handshake");
+        let id = pair.client().streams().open(Dir::Bi).expect("a stream");
+        pair.client().streams().write(id, b"GET /\r\n").unwrap();
+        pair.client().streams().finish(id).unwrap();
+
+        let data = test_pair::content(200_000, 5);
+        let received = Received::default();
+        let mut subscribed = false;
+        let mut early_1rtt = false;
+        let (mut accepted, mut sent, mut got, mut fin) = (None, 0, Vec::new(), false);
+        let mut buf = vec![0u8; 65536];
+        pair.drive_until(Duration::from_secs(60), |p| {
+            let stripped: Vec<Vec<u8>> = net.borrow_mut().stripped.drain(..).collect();
+            for d in stripped {
+                p.inject_to_server(d);
+            }
+            let Some(server) = p.server_opt() else {
+                return false;
+            };
+            if !subscribed {
+                server.subscribe(Box::new(received.clone()));
+                subscribed = true;
+            }
+            // §5.7, observed directly: no 1-RTT packet is read (decrypted
+            // and processed) while the server is still handshaking.
+            if server.is_handshaking()
+                && received
+                    .0
+                    .lock()
+                    .unwrap()
+                    .iter()
+                    .any(|e| e.0 == SpaceId::Data)
+            {
+                early_1rtt = true;
+            }
+            if accepted.is_none() {
+                accepted = server.streams().accept(Dir::Bi);
+            }
+            if let Some(sid) = accepted {
+                while sent < data.len() {
+                    match server.streams().write(sid, &data[sent..]) {
+                        Ok(n) => sent += n,
+                        Err(_) => break,
+                    }
+                }
+                if sent == data.len() {
+                    let _ = server.streams().finish(sid);
+                }
+            }
+            let client = p.client();
+            while !fin {
+                match client.streams().read(id, &mut buf) {
+                    Ok(Some(n)) => got.extend_from_slice(&buf[..n]),
+                    Ok(None) => fin = true,
+                    Err(_) => break,
+                }
+            }
+            fin
+        });
+        let net = net.borrow();
+        assert_eq!(
+            net.drops_left, 0,
+            "the client's Finished must have been lost"
+        );
+        assert!(
+            !early_1rtt,
+            "latency {latency_ms} ms, {drops} lost: the server read 1-RTT packets before the client's Finished"
+        );
+        assert!(
+            fin && got == data,
+            "latency {latency_ms} ms, {drops} lost: download stalled at {} of {} bytes \
+             (server handshaking: {:?}, client Handshake packets cut: {})",
+            got.len(),
+            data.len(),
+            pair.server_opt().map(|s| s.is_handshaking()),
+            net.suppressed
+        );
+    }
+}
+
+/// Records whether the connection had confirmed the handshake each time it
+/// read a 1-RTT packet.
+#[derive(Clone, Default)]
+struct OneRttReads(Arc<Mutex<u32>>);
+
+impl Subscriber for OneRttReads {
+    fn packet_received(&mut self, _now: Instant, space: SpaceId, _pn: u64, _size: usize) {
+        if space == SpaceId::Data {
+            *self.0.lock().unwrap() += 1;
+        }
+    }
+}
+
+/// RFC 9001 §4.1.2: the client confirms the handshake on HANDSHAKE_DONE
+/// only, not on an acknowledgement of its 1-RTT data, and keeps its
+/// Handshake keys until then. The server's first 1-RTT datagram (with
+/// HANDSHAKE_DONE) is lost; the client reads the following ones, which
+/// acknowledge its request, and still waits for the retransmitted
+/// HANDSHAKE_DONE.
+#[test]
+fn client_confirms_the_handshake_only_on_handshake_done() {
+    let mut pair = Pair::default_pair();
+    let mut lost_first = false;
+    pair.drop = Some(Box::new(move |_, to_server, datagram, _| {
+        if to_server || lost_first || !packets_of(datagram).iter().any(|(ty, _)| ty.is_none()) {
+            return false;
+        }
+        lost_first = true;
+        true
+    }));
+    let client_done = pair.drive_until(Duration::from_secs(5), |p| {
+        let mut connected = false;
+        while let Some(ev) = p.client().poll_event() {
+            connected |= ev == Event::Connected;
+        }
+        connected
+    });
+    assert!(client_done);
+    let reads = OneRttReads::default();
+    pair.client().subscribe(Box::new(reads.clone()));
+    let id = pair.client().streams().open(Dir::Bi).expect("a stream");
+    pair.client().streams().write(id, b"GET /\r\n").unwrap();
+    pair.client().streams().finish(id).unwrap();
+    let mut unconfirmed_reads = 0;
+    let mut accepted = None;
+    let confirmed = pair.drive_until(Duration::from_secs(10), |p| {
+        if let Some(server) = p.server_opt() {
+            if accepted.is_none() {
+                accepted = server.streams().accept(Dir::Bi);
+                if let Some(sid) = accepted {
+                    server.streams().write(sid, &[7u8; 50_000]).unwrap();
+                    server.streams().finish(sid).unwrap();
+                }
+            }
+        }
+        let confirmed = p.client().is_handshake_confirmed();
+        if !confirmed {
+            unconfirmed_reads = *reads.0.lock().unwrap();
+        }
+        confirmed
+    });
+    assert!(confirmed, "HANDSHAKE_DONE never arrived");
+    assert!(
+        unconfirmed_reads > 0,
+        "the scenario must let the client read 1-RTT packets before HANDSHAKE_DONE"
+    );
+}
+
+/// RFC 9001 §5.7 lets an endpoint keep packets it cannot read yet. The
+/// server's first datagram (its Initial, whose ServerHello gives the keys
+/// of what follows) is lost; the next one, Handshake packets only, arrives
+/// first. The client keeps them and reads them once the retransmitted
+/// Initial gives it the keys, instead of dropping them. A certificate chain
+/// of four copies makes the server's flight span several datagrams.
+#[test]
+fn handshake_packets_that_overtake_their_keys_are_kept() {
+    let mut pair = Pair::default_pair();
+    let (chain, key) =
+        transport::crypto::self_signed_from_seed(&["localhost"], [3; 32]).expect("certificate");
+    let chain = vec![chain[0].clone(); 4];
+    let tls = transport::crypto::server_config(chain, key, &[transport::crypto::TEST_ALPN])
+        .expect("server config");
+    let server = transport::ServerConfig {
+        tls,
+        transport: Arc::new(TransportConfig::default()),
+    };
+    pair.server = Endpoint::new(EndpointConfig::server(7, server));
+    let mut first = true;
+    pair.drop = Some(Box::new(move |_, to_server, _, _| {
+        let lose = first && !to_server;
+        first &= !lose;
+        lose
+    }));
+    pair.connect();
+    let client = pair.client().stats();
+    assert_eq!(pair.dropped[0], 1);
+    assert_eq!(
+        client.packets_dropped, 0,
+        "Handshake packets that arrived before their keys were dropped"
+    );
+}
+
+/// The server keeps a bounded number of 1-RTT packets while it waits for
+/// the client's Finished (32 packets, 29,440 bytes): a client that sends
+/// more has the excess dropped, and retransmits it like any lost packet.
+#[test]
+fn early_1rtt_packets_beyond_the_bound_are_dropped_then_retransmitted() {
+    let mut pair = Pair::default_pair();
+    let mut finished_lost = false;
+    pair.drop = Some(Box::new(move |_, to_server, datagram, _| {
+        let handshake = packets_of(datagram)
+            .iter()
+            .any(|(ty, _)| *ty == Some(LongType::Handshake));
+        let lose = to_server && handshake && !finished_lost;
+        finished_lost |= lose;
+        lose
+    }));
+    let client_done = pair.drive_until(Duration::from_secs(5), |p| {
+        let mut connected = false;
+        while let Some(ev) = p.client().poll_event() {
+            connected |= ev == Event::Connected;
+        }
+        connected
+    });
+    assert!(client_done);
+    // 60 small packets of stream data (well within the client's initial
+    // window), sent at once: the server still waits for the Finished.
+    let mut streams = Vec::new();
+    for i in 0..60u8 {
+        let id = pair.client().streams().open(Dir::Bi).expect("a stream");
+        pair.client().streams().write(id, &[i; 100]).unwrap();
+        pair.client().streams().finish(id).unwrap();
+        streams.push((id, i));
+        let now = pair.now;
+        pair.step_until(now);
+    }
+    pair.drive_until(Duration::from_millis(15), |_| false);
+    assert!(pair.server().is_handshaking());
+    let dropped_early = pair.server().stats().packets_dropped;
+    assert!(
+        dropped_early >= 60 - 32,
+        "only {dropped_early} of 60 early packets dropped"
+    );
+    // Everything arrives in the end, byte-exact.
+    let mut got = std::collections::BTreeMap::new();
+    let mut buf = [0u8; 1000];
+    let all = pair.drive_until(Duration::from_secs(30), |p| {
+        let Some(server) = p.server_opt() else {
+            return false;
+        };
+        while let Some(id) = server.streams().accept(Dir::Bi) {
+            got.insert(id, Vec::new());
+        }
+        for (id, bytes) in got.iter_mut() {
+            while let Ok(Some(n)) = server.streams().read(*id, &mut buf) {
+                bytes.extend_from_slice(&buf[..n]);
+            }
+        }
+        got.len() == 60 && got.values().all(|b| b.len() == 100)
+    });
+    assert!(all, "early data lost for good: {} streams", got.len());
+    for (id, i) in streams {
+        assert!(got[&id].iter().all(|b| *b == i), "stream {id:?} corrupted");
+    }
 }

@@ -30,12 +30,7 @@ impl Connection {
                     self.tls_write_space = SpaceId::Handshake;
                 }
                 Some(KeyChange::OneRtt { keys, next }) => {
-                    self.one_rtt = Some(OneRttKeys {
-                        keys,
-                        next,
-                        phase: false,
-                        prev_remote: None,
-                    });
+                    self.one_rtt = Some(OneRttKeys::new(keys, next));
                     self.tls_write_space = SpaceId::Data;
                 }
                 None => break,
@@ -99,6 +94,13 @@ impl Connection {
             self.handshake_done_pending = true;
             self.confirm_handshake(now);
         }
+    }
+
+    /// True once the handshake is confirmed (RFC 9001 §4.1.2): at the
+    /// server when it completes, at the client when HANDSHAKE_DONE arrives.
+    /// Handshake keys are kept until then, and key updates wait for it.
+    pub fn is_handshake_confirmed(&self) -> bool {
+        self.handshake_confirmed
     }
 
     pub(super) fn confirm_handshake(&mut self, now: Instant) {

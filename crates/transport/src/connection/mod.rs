@@ -14,8 +14,10 @@
 //! randomness comes from a ChaCha RNG seeded by the endpoint.
 //!
 //! # Layout
-//! - `spaces`: packet number spaces, sent-packet records, CRYPTO streams;
+//! - `spaces`: packet number spaces, sent-packet records, CRYPTO streams,
+//!   packets kept until they may be read;
 //! - `recv`: datagram and frame processing;
+//! - `key_phase`: 1-RTT keys across key updates (RFC 9001 §6);
 //! - `send`: packet assembly, coalescing, padding, protection;
 //! - `recovery`: ACK processing, RFC 9002 loss detection and PTO, and the
 //!   retransmission rounds driven by the [`RecoveryPolicy`](crate::policy::RecoveryPolicy);
@@ -30,6 +32,7 @@
 mod cids;
 mod fec;
 mod handshake;
+mod key_phase;
 mod recovery;
 mod recv;
 mod send;
@@ -61,6 +64,8 @@ use crate::streams::{StreamEvent, Streams};
 
 use self::cids::CidState;
 use self::handshake::local_params;
+pub use self::key_phase::KeyUpdateError;
+use self::key_phase::OneRttKeys;
 use self::recovery::RecoveryState;
 use self::spaces::PacketSpace;
 pub use self::spaces::SpaceId;
@@ -135,16 +140,6 @@ enum State {
     /// The peer sent CONNECTION_CLOSE: silence until the timer ends.
     Draining,
     Drained,
-}
-
-/// 1-RTT keys with key update support (RFC 9001 §6).
-struct OneRttKeys {
-    keys: Keys,
-    next: crypto::NextSecrets,
-    /// Current key phase bit.
-    phase: bool,
-    /// The previous read key, kept a while for reordered packets.
-    prev_remote: Option<Box<dyn rustls::quic::PacketKey>>,
 }
 
 /// The pending CONNECTION_CLOSE.

@@ -27,6 +27,12 @@ use crate::streams::StreamChunk;
 const PACKET_THRESHOLD: u64 = 3;
 /// RFC 9002 §7.6 persistent congestion threshold.
 const PERSISTENT_CONGESTION_THRESHOLD: u32 = 3;
+/// How long a lost 1-RTT packet is remembered, in PTOs after its loss: a
+/// packet still unacknowledged by then was lost for real (its
+/// acknowledgement would come about one RTT after a spurious loss; four
+/// PTOs leave room for ACK delay, reordering and PTO backoff). This bounds
+/// the history by the packets lost within that window.
+pub(crate) const SPURIOUS_LOSS_WINDOW_PTOS: u32 = 4;
 
 /// Lost stream data being recovered.
 #[derive(Debug)]
@@ -69,14 +75,20 @@ pub(crate) struct RecoveryState {
     pub lost_history: BTreeMap<u64, LostEntry>,
 }
 
-/// A 1-RTT packet declared lost, remembered for spurious-loss detection.
+/// A 1-RTT packet declared lost, remembered for spurious-loss detection
+/// (RFC 9002 §6.1 lets a sender keep lost packets a while for this): if it
+/// is acknowledged after all, its data counts as delivered and the policy
+/// hears of the acknowledgement with the same fate it heard of the loss.
+/// Kept for [`SPURIOUS_LOSS_WINDOW_PTOS`] PTOs after the loss.
 #[derive(Clone, Debug)]
 pub(crate) struct LostEntry {
     /// The item whose data it carried, if any.
     pub item: Option<ItemId>,
     /// Its round (0 = an original transmission).
     pub round: u32,
-    pub time_sent: Instant,
+    /// What [`RecoveryPolicy::on_packet_lost`](crate::policy::RecoveryPolicy::on_packet_lost)
+    /// was told: given again to `on_packet_acked` on a late acknowledgement.
+    pub fate: PacketFate,
     pub lost_at: Instant,
     /// The stream data it carried: acknowledged in the stream layer if the
     /// packet turns out to have arrived (its item may be gone by then, with
@@ -364,6 +376,11 @@ impl Connection {
             for pn in found {
                 if let Some(e) = self.recovery.lost_history.remove(&pn) {
                     self.stats.spurious_retransmissions += 1;
+                    // Lost, then acknowledged: the policy gets both
+                    // callbacks (the seam's promise), so that it can
+                    // correct the fate it recorded.
+                    let path = self.path_view();
+                    self.policy.on_packet_acked(now, &e.fate, &path);
                     for c in &e.chunks {
                         self.streams.on_chunk_acked(c);
                     }
@@ -374,14 +391,14 @@ impl Connection {
                         // The packet got through after all: the round it was
                         // sent in delivered the data (0 for the original).
                         if let Some(it) = self.recovery.items.remove(&item) {
-                            self.record_recovery(now, item, it, e.round, e.time_sent);
+                            self.record_recovery(now, item, it, e.round, e.fate.time_sent);
                         }
                     }
                 }
             }
         }
-        // Forget losses older than a few PTOs.
-        let horizon = now - self.pto_duration(SpaceId::Data) * 4;
+        // Forget losses older than the window.
+        let horizon = now - self.pto_duration(SpaceId::Data) * SPURIOUS_LOSS_WINDOW_PTOS;
         while let Some((&pn, e)) = self.recovery.lost_history.iter().next() {
             if e.lost_at >= horizon {
                 break;
@@ -498,7 +515,7 @@ impl Connection {
             let e = LostEntry {
                 item: Some(r.item),
                 round: r.round,
-                time_sent: p.time_sent,
+                fate: fate_of(pn, p),
                 lost_at: now,
                 chunks: p.stream_chunks.clone(),
                 datagrams: p.datagrams.clone(),
@@ -529,7 +546,7 @@ impl Connection {
             let e = LostEntry {
                 item: None,
                 round: 0,
-                time_sent: p.time_sent,
+                fate: fate_of(pn, p),
                 lost_at: now,
                 chunks: Vec::new(),
                 datagrams: Vec::new(),
@@ -541,7 +558,7 @@ impl Connection {
         let e = LostEntry {
             item: Some(id),
             round: 0,
-            time_sent: p.time_sent,
+            fate: fate_of(pn, p),
             lost_at: now,
             chunks: p.stream_chunks.clone(),
             datagrams: p.datagrams.clone(),

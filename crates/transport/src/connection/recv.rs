@@ -12,6 +12,17 @@ use super::{Connection, ConnectionError, Event, SpaceId, State, Timer};
 use crate::crypto;
 use crate::error::TransportError;
 
+/// What to do with a packet of a space, given the keys and handshake state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Readiness {
+    /// Its keys are here and it may be processed.
+    Read,
+    /// Not yet: keep it ([`super::spaces::DeferredPackets`]).
+    Defer,
+    /// Never: its keys are discarded.
+    Drop,
+}
+
 /// Reserved header bits that must be zero once protection is removed.
 const LONG_RESERVED_BITS: u8 = 0x0c;
 const SHORT_RESERVED_BITS: u8 = 0x18;
@@ -107,7 +118,22 @@ impl Connection {
             let end = offset.saturating_add(len).min(data.len());
             let packet = &mut data[offset..end];
             offset = end;
-            if let Err(e) = self.process_packet(now, space, packet, pn_offset) {
+            let result = match self.readiness(space) {
+                Readiness::Read => self
+                    .process_packet(now, space, packet, pn_offset)
+                    .and_then(|()| self.read_deferred(now)),
+                Readiness::Defer => {
+                    if !self.space_mut(space).deferred.push(packet, pn_offset) {
+                        self.stats.packets_dropped += 1;
+                    }
+                    Ok(())
+                }
+                Readiness::Drop => {
+                    self.stats.packets_dropped += 1;
+                    Ok(())
+                }
+            };
+            if let Err(e) = result {
                 self.close_with_error(now, e);
                 return;
             }
@@ -115,6 +141,45 @@ impl Connection {
                 return;
             }
         }
+    }
+
+    /// Whether a packet of `space` can be read now, must wait, or never
+    /// will be (its keys are discarded).
+    fn readiness(&self, space: SpaceId) -> Readiness {
+        match space {
+            SpaceId::Initial if self.initial_keys.is_some() => Readiness::Read,
+            SpaceId::Initial => Readiness::Drop,
+            SpaceId::Handshake if self.handshake_keys.is_some() => Readiness::Read,
+            // Handshake keys come before 1-RTT keys: without either, they
+            // are still to come; with 1-RTT keys only, they are discarded.
+            SpaceId::Handshake if self.one_rtt.is_none() => Readiness::Defer,
+            SpaceId::Handshake => Readiness::Drop,
+            SpaceId::Data if self.one_rtt.is_none() => Readiness::Defer,
+            // RFC 9001 §5.7: a server has 1-RTT keys before the client's
+            // Finished, but must not process 1-RTT packets until it has it.
+            // Acknowledging them earlier tells a client that may take such
+            // an acknowledgement as confirmation (§4.1.2) to stop sending
+            // the Finished, which deadlocks when the Finished was lost.
+            SpaceId::Data if self.side.is_server() && !self.handshake_complete => Readiness::Defer,
+            SpaceId::Data => Readiness::Read,
+        }
+    }
+
+    /// Read the deferred packets of every space that has become readable
+    /// (a Handshake packet read now may make 1-RTT packets readable).
+    fn read_deferred(&mut self, now: Instant) -> Result<(), TransportError> {
+        for space in [SpaceId::Handshake, SpaceId::Data] {
+            if self.space(space).deferred.is_empty() || self.readiness(space) != Readiness::Read {
+                continue;
+            }
+            for (mut packet, pn_offset) in self.space_mut(space).deferred.take() {
+                self.process_packet(now, space, &mut packet, pn_offset)?;
+                if self.is_closed() {
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
     }
 
     fn process_packet(
@@ -202,6 +267,9 @@ impl Connection {
         if ack_eliciting {
             self.on_ack_eliciting_received(now, space, pn);
         }
+        if space == SpaceId::Data {
+            self.update_keys_if_worn();
+        }
         Ok(())
     }
 
@@ -233,31 +301,7 @@ impl Connection {
                 let k = self.handshake_keys.as_ref()?;
                 crypto::open(&*k.remote.packet, packet, header_len, pn).ok()
             }
-            SpaceId::Data => {
-                let largest = self.space(SpaceId::Data).largest_received.map(|(p, _)| p);
-                let pto = self.pto_duration(SpaceId::Data);
-                let k = self.one_rtt.as_mut()?;
-                let phase = first & packet::KEY_PHASE_BIT != 0;
-                if phase == k.phase {
-                    return crypto::open(&*k.keys.remote.packet, packet, header_len, pn).ok();
-                }
-                // A different phase: an old packet under the previous key, or
-                // the peer started a key update.
-                if largest.is_some_and(|l| pn < l) {
-                    if let Some(prev) = k.prev_remote.as_ref() {
-                        return crypto::open(&**prev, packet, header_len, pn).ok();
-                    }
-                    return None;
-                }
-                let next = k.next.next_packet_keys();
-                let range = crypto::open(&*next.remote, packet, header_len, pn).ok()?;
-                let old_remote = core::mem::replace(&mut k.keys.remote.packet, next.remote);
-                k.keys.local.packet = next.local;
-                k.prev_remote = Some(old_remote);
-                k.phase = phase;
-                self.timers.set(Timer::KeyDiscard, now + pto * 3);
-                Some(range)
-            }
+            SpaceId::Data => self.open_one_rtt(first, packet, header_len, pn, now),
         }
     }
 

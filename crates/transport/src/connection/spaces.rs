@@ -2,7 +2,7 @@
 //! sent and not yet acknowledged or lost, packet numbers received (for ACKs),
 //! and the CRYPTO stream of its encryption level.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::ops::Range;
 
 use wire::time::{Duration, Instant};
@@ -214,6 +214,56 @@ impl CryptoRecv {
     }
 }
 
+/// Most packets one space keeps for later. RFC 9001 §5.7 lets an endpoint
+/// buffer or drop packets it may not process yet; buffering spares the peer
+/// a retransmission timeout. An honest peer sends at most about one initial
+/// congestion window before it hears back (RFC 9002 §7.2: ten full-size
+/// packets, 14,720 bytes), so twice that in bytes, and a packet count for
+/// small packets, hold all of it; what exceeds the bound is dropped, and
+/// the peer retransmits it like any lost packet.
+pub(crate) const MAX_DEFERRED_PACKETS: usize = 32;
+/// Most bytes of packets one space keeps for later ([`MAX_DEFERRED_PACKETS`]).
+pub(crate) const MAX_DEFERRED_BYTES: usize = 2 * 14_720;
+
+/// Packets that arrived before they could be read: before their keys (a
+/// Handshake or 1-RTT packet overtaking the packet whose processing yields
+/// them), or, at a server, 1-RTT packets before the handshake is complete
+/// (RFC 9001 §5.7: a server must not process them before it has the
+/// client's Finished). Kept as received, still protected, and read in order
+/// once possible; bounded by [`MAX_DEFERRED_PACKETS`] and
+/// [`MAX_DEFERRED_BYTES`].
+#[derive(Debug, Default)]
+pub(crate) struct DeferredPackets {
+    /// (protected packet, offset of its packet number).
+    packets: VecDeque<(Vec<u8>, usize)>,
+    bytes: usize,
+}
+
+impl DeferredPackets {
+    /// Keep a copy of `packet`; false (and nothing kept) when full.
+    pub fn push(&mut self, packet: &[u8], pn_offset: usize) -> bool {
+        if self.packets.len() >= MAX_DEFERRED_PACKETS
+            || self.bytes + packet.len() > MAX_DEFERRED_BYTES
+        {
+            return false;
+        }
+        self.bytes += packet.len();
+        self.packets.push_back((packet.to_vec(), pn_offset));
+        true
+    }
+
+    /// Nothing kept.
+    pub fn is_empty(&self) -> bool {
+        self.packets.is_empty()
+    }
+
+    /// Everything kept, oldest first; empties the buffer.
+    pub fn take(&mut self) -> VecDeque<(Vec<u8>, usize)> {
+        self.bytes = 0;
+        core::mem::take(&mut self.packets)
+    }
+}
+
 /// State of one packet number space.
 #[derive(Debug, Default)]
 pub(crate) struct PacketSpace {
@@ -242,6 +292,8 @@ pub(crate) struct PacketSpace {
     pub ping_pending: bool,
     pub crypto_send: CryptoSend,
     pub crypto_recv: CryptoRecv,
+    /// Packets of this space received before they could be read.
+    pub deferred: DeferredPackets,
 }
 
 impl PacketSpace {
