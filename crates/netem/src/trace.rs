@@ -281,9 +281,36 @@ fn gcd(mut a: u64, mut b: u64) -> u64 {
     a
 }
 
-/// Directory of the project's real traces; tests skip with a note if absent.
+/// The project's real traces: `../shared/traces` beside the repository
+/// (`<repo>/../shared/traces`), found from this crate's manifest directory so
+/// that any checkout (a worktree, CI's clone) finds its own.
+///
+/// Exists so a test that needs the traces can never pass without them: under
+/// CI (the `CI` variable set, as `.ci/run` runs there) a missing directory
+/// fails the calling test; elsewhere it returns `None` after printing a note
+/// naming `test`, and the test skips.
 #[cfg(test)]
-pub(crate) const SHARED_TRACES: &str = "/work/shared/traces";
+pub(crate) fn shared_traces(test: &str) -> Option<std::path::PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces");
+    if dir.is_dir() {
+        return Some(dir);
+    }
+    let ci = std::env::var("CI").is_ok_and(|v| {
+        let v = v.trim();
+        !v.is_empty() && v != "0" && !v.eq_ignore_ascii_case("false")
+    });
+    assert!(
+        !ci,
+        "{test}: the shared traces are missing at {} (the repository's ../shared/traces); \
+         CI must provide them",
+        dir.display()
+    );
+    eprintln!(
+        "note: {} missing, skipping {test} (CI fails here)",
+        dir.display()
+    );
+    None
+}
 
 #[cfg(test)]
 mod tests {
@@ -392,11 +419,9 @@ mod tests {
 
     #[test]
     fn real_traces_parse() {
-        let dir = Path::new(SHARED_TRACES);
-        if !dir.is_dir() {
-            eprintln!("note: {SHARED_TRACES} missing, skipping real-trace parse test");
+        let Some(dir) = shared_traces("real_traces_parse") else {
             return;
-        }
+        };
         for name in [
             "Verizon-LTE-short.down",
             "Verizon-LTE-short.up",
