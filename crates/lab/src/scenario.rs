@@ -277,6 +277,33 @@ mod tests {
     }
 
     #[test]
+    fn burst_reset_defaults_to_100_ms_and_none_keeps_the_plain_chain() {
+        let gilbert = "[link]\nloss = 0.05\nloss_model = \"gilbert\"\nburst = 10\n";
+        let s = Scenario::from_toml_str(gilbert, "<test>").expect("parses");
+        assert_eq!(s.link.burst_reset, netem::BurstReset::AfterMs(100.0));
+        let (_, down) = s.link.configs().expect("valid");
+        let chain = LossModel::gilbert_from_mean(0.05, 10.0);
+        assert_eq!(
+            down.loss,
+            chain
+                .clone()
+                .with_idle_reset(Some(Duration::from_millis(100)))
+        );
+        let plain = format!("{gilbert}burst_reset = \"none\"\n");
+        let s = Scenario::from_toml_str(&plain, "<test>").expect("parses");
+        assert_eq!(s.link.burst_reset, netem::BurstReset::None);
+        assert_eq!(s.link.configs().expect("valid").1.loss, chain);
+        let again = Scenario::from_toml_str(&s.to_toml(), "<again>").expect("round trip");
+        assert_eq!(again, s);
+        let odd = format!("{gilbert}burst_reset = 12.5\n");
+        let s = Scenario::from_toml_str(&odd, "<test>").expect("parses");
+        assert_eq!(s.link.burst_reset, netem::BurstReset::AfterMs(12.5));
+        let bad = format!("{gilbert}burst_reset = \"never\"\n");
+        let err = Scenario::from_toml_str(&bad, "x.toml").expect_err("not a reset");
+        assert!(err.to_string().contains("none"), "{err}");
+    }
+
+    #[test]
     fn bad_scenarios_are_errors_with_a_message() {
         let err = Scenario::from_toml_str("sceme = \"quic\"", "x.toml").unwrap_err();
         assert!(
