@@ -21,9 +21,20 @@
 //! The application side ([`Streams::open`], [`Streams::write`], [`Streams::read`],
 //! ...) is reached through the connection; [`Streams::poll_event`] reports changes.
 //!
-//! Sizes: stream bytes live once, in each stream's send buffer, until acked;
-//! received bytes live in a ring no larger than the stream's receive window.
-//! Range bookkeeping is O(log n) per operation; nothing allocates per chunk.
+//! Memory (what one connection can make us hold, [`StreamsConfig`]):
+//! - sending: stream bytes live once, in each stream's send buffer, until
+//!   acknowledged. `write` takes bytes only while the stream and the
+//!   connection stay within the peer's flow-control credit plus
+//!   [`StreamsConfig::send_ahead`], and within [`StreamsConfig::send_buffer`]
+//!   and [`StreamsConfig::connection_send_buffer`]; an application is told
+//!   with `Blocked`, then `Writable` once credit or acknowledgements open
+//!   room, so it reads its source only as the peer's window opens;
+//! - receiving: received bytes are stored sparsely (a hole costs nothing),
+//!   never more than our receive windows let the peer send, in at most
+//!   [`StreamsConfig::max_receive_pieces`] pieces per connection (a peer that
+//!   fragments its data past that is closed with PROTOCOL_VIOLATION).
+//!
+//! Range bookkeeping is O(log n) per operation.
 
 mod app;
 mod assembler;
@@ -51,12 +62,20 @@ use flow::{RecvWindow, SendCredit};
 use recv::RecvStream;
 use send::SendStream;
 
-/// Stream and flow-control limits for one endpoint.
+/// Stream and flow-control limits for one endpoint, and so the memory one
+/// connection's streams can hold.
 ///
 /// The receive windows are the receiver's buffer (the papers' "receive
 /// buffer"): the peer can never have more than `receive_window` bytes
 /// unconsumed on the connection, nor `stream_receive_window` on one stream,
 /// because credit is extended only as the application reads.
+///
+/// The send side holds at most what the peer's flow control grants plus
+/// twice `send_ahead`, and never more than `connection_send_buffer`. With
+/// the defaults one connection's streams hold at most: 16 MiB received (our
+/// window) plus about 1.6 MiB of reassembly bookkeeping, and to send, the
+/// smaller of 16 MiB and the peer's connection credit plus 512 KiB (what is
+/// in flight and not yet acknowledged included: it is within that credit).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StreamsConfig {
     /// Connection-level receive window in bytes (our initial_max_data and the
@@ -67,6 +86,26 @@ pub struct StreamsConfig {
     /// Most unacknowledged bytes buffered per stream for sending; `write`
     /// accepts no more until acknowledgements free space.
     pub send_buffer: u64,
+    /// Most unacknowledged bytes buffered for sending on the whole
+    /// connection (every stream together): the cap when a peer grants more
+    /// credit than it reads or acknowledges.
+    pub connection_send_buffer: u64,
+    /// How far writes may run ahead of the peer's flow-control credit,
+    /// bytes. Within its MAX_STREAM_DATA a stream takes bytes while all
+    /// streams' unsent bytes stay within the connection's MAX_DATA plus
+    /// `send_ahead`; past it, up to `send_ahead` more, while all streams'
+    /// bytes past their own credit stay within `send_ahead`. Data the peer
+    /// does not let us send yet is not worth holding; a little is, so that
+    /// control streams and requests written before the peer's limits arrive
+    /// fit and an application can write in chunks.
+    pub send_ahead: u64,
+    /// Most pieces received stream data may be stored in, summed over the
+    /// connection's streams. In-order data fills pieces of 16 KiB, so a full
+    /// 16 MiB window is about a thousand; each hole a loss leaves adds one.
+    /// Each piece costs about 100 bytes of bookkeeping, so this bounds what
+    /// a peer fragmenting its data (one byte every other byte) can make us
+    /// hold; past it the connection is closed with PROTOCOL_VIOLATION.
+    pub max_receive_pieces: u64,
     /// Bidirectional streams the peer may have open at once (initial_max_streams_bidi).
     pub max_concurrent_bidi_streams: u64,
     /// Unidirectional streams the peer may have open at once (initial_max_streams_uni).
@@ -74,14 +113,21 @@ pub struct StreamsConfig {
 }
 
 impl Default for StreamsConfig {
-    /// 16 MiB windows and send buffer: one bandwidth-delay product of
+    /// 16 MiB windows and send buffers: one bandwidth-delay product of
     /// 1 Gbit/s x 134 ms, enough not to be the bottleneck in the papers'
-    /// settings, while bounding memory per connection. 100 streams each way.
+    /// settings, while bounding memory per connection. 256 KiB ahead of the
+    /// peer's credit (four of the server's 64 KiB body chunks). 16384
+    /// receive pieces: a 16 MiB window of 1200-byte packets with every
+    /// other one lost, and about 1.6 MiB of bookkeeping. 100 streams each
+    /// way.
     fn default() -> Self {
         StreamsConfig {
             receive_window: 16 << 20,
             stream_receive_window: 16 << 20,
             send_buffer: 16 << 20,
+            connection_send_buffer: 16 << 20,
+            send_ahead: 256 << 10,
+            max_receive_pieces: 16384,
             max_concurrent_bidi_streams: 100,
             max_concurrent_uni_streams: 100,
         }
@@ -129,6 +175,38 @@ impl StreamChunk {
     /// Offset just past the chunk's last byte.
     pub fn end(&self) -> u64 {
         self.offset.saturating_add(u64::from(self.len))
+    }
+}
+
+/// Bytes held on the sending side of a connection, summed over its streams
+/// ([`StreamsConfig::connection_send_buffer`], [`StreamsConfig::send_ahead`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct SendTotals {
+    /// Written and not yet acknowledged (unsent bytes included).
+    buffered: u64,
+    /// Written, never sent, within each stream's credit: only the
+    /// connection's credit holds them back.
+    within_credit: u64,
+    /// Written past each stream's credit.
+    past_credit: u64,
+}
+
+impl SendTotals {
+    /// One send half's share.
+    fn of(send: &SendStream) -> SendTotals {
+        SendTotals {
+            buffered: send.buffered(),
+            within_credit: send.unsent_within_credit(),
+            past_credit: send.unsent_past_credit(),
+        }
+    }
+
+    /// Applies the change of one send half's share from `before` to `after`.
+    fn update(&mut self, before: SendTotals, after: SendTotals) {
+        let apply = |total: u64, b: u64, a: u64| total.saturating_sub(b).saturating_add(a);
+        self.buffered = apply(self.buffered, before.buffered, after.buffered);
+        self.within_credit = apply(self.within_credit, before.within_credit, after.within_credit);
+        self.past_credit = apply(self.past_credit, before.past_credit, after.past_credit);
     }
 }
 
@@ -272,6 +350,12 @@ pub struct Streams {
     control: BTreeSet<Pending>,
     /// Events for the application.
     events: VecDeque<StreamEvent>,
+    /// Bytes held for sending, over all streams.
+    send_totals: SendTotals,
+    /// Streams whose last write fell short: `Writable` once room opens.
+    blocked_writers: BTreeSet<StreamId>,
+    /// Pieces received data is stored in, over all streams.
+    recv_pieces: u64,
 }
 
 impl Streams {
@@ -302,6 +386,9 @@ impl Streams {
             rr_next: 0,
             control: BTreeSet::new(),
             events: VecDeque::new(),
+            send_totals: SendTotals::default(),
+            blocked_writers: BTreeSet::new(),
+            recv_pieces: 0,
         }
     }
 
@@ -319,11 +406,10 @@ impl Streams {
         let ids: Vec<StreamId> = self.streams.keys().copied().collect();
         for id in ids {
             let limit = self.initial_send_limit(id);
-            if let Some(send) = self.streams.get_mut(&id).and_then(|s| s.send.as_mut()) {
-                send.max_data = send.max_data.max(limit);
-            }
+            self.with_send(id, |send| send.max_data = send.max_data.max(limit));
             self.schedule(id);
         }
+        self.wake_writers();
     }
 
     /// Next event for the application.
@@ -341,13 +427,25 @@ impl Streams {
     }
 
     /// Bytes held in a stream's receive buffer (received, not yet read;
-    /// holes included): never more than its receive window.
+    /// holes cost nothing): never more than its receive window.
     pub fn recv_buffered(&self, id: StreamId) -> Option<u64> {
         self.streams
             .get(&id)?
             .recv
             .as_ref()
             .map(RecvStream::buffered)
+    }
+
+    /// Unacknowledged bytes buffered for sending over all streams: at most
+    /// [`StreamsConfig::connection_send_buffer`].
+    pub fn send_buffered_total(&self) -> u64 {
+        self.send_totals.buffered
+    }
+
+    /// Pieces received stream data is stored in over all streams: at most
+    /// [`StreamsConfig::max_receive_pieces`].
+    pub fn recv_pieces(&self) -> u64 {
+        self.recv_pieces
     }
 
     /// Anything to send: lost data, a FIN, new data within flow control, or
@@ -451,13 +549,106 @@ impl Streams {
         }
     }
 
+    /// Runs `f` on `id`'s sending half and brings the connection's send
+    /// totals up to date with what it changed. `None` if there is no such
+    /// half.
+    fn with_send<R>(&mut self, id: StreamId, f: impl FnOnce(&mut SendStream) -> R) -> Option<R> {
+        let send = self.streams.get_mut(&id)?.send.as_mut()?;
+        let before = SendTotals::of(send);
+        let out = f(send);
+        self.send_totals.update(before, SendTotals::of(send));
+        Some(out)
+    }
+
+    /// Runs `f` on `id`'s receiving half and brings the connection's count
+    /// of receive pieces up to date. `None` if there is no such half.
+    fn with_recv<R>(&mut self, id: StreamId, f: impl FnOnce(&mut RecvStream) -> R) -> Option<R> {
+        let recv = self.streams.get_mut(&id)?.recv.as_mut()?;
+        let before = recv.pieces() as u64;
+        let out = f(recv);
+        let after = recv.pieces() as u64;
+        self.recv_pieces = self.recv_pieces.saturating_sub(before).saturating_add(after);
+        Some(out)
+    }
+
+    /// Bytes `write` would take on `send` now. New bytes first fill the
+    /// stream's credit, as long as all streams' unsent bytes within their
+    /// credit stay within the connection's credit plus `send_ahead`; past
+    /// the stream's credit, up to `send_ahead` more, as long as all streams'
+    /// bytes past their credit stay within `send_ahead`. Both levels of
+    /// flow control so bound what is held, and a stream blocked on its own
+    /// credit cannot take the connection's room from the others. The send
+    /// buffers cap everything.
+    fn room(&self, send: &SendStream) -> u64 {
+        let ahead = self.config.send_ahead;
+        let totals = &self.send_totals;
+        let stream_credit = send.max_data.saturating_sub(send.end());
+        let conn_room = self
+            .send_credit
+            .available()
+            .saturating_add(ahead)
+            .saturating_sub(totals.within_credit);
+        let mut room = stream_credit.min(conn_room);
+        if room == stream_credit {
+            let past = ahead
+                .saturating_sub(send.unsent_past_credit())
+                .min(ahead.saturating_sub(totals.past_credit));
+            room = room.saturating_add(past);
+        }
+        room.min(self.config.send_buffer.saturating_sub(send.buffered()))
+            .min(
+                self.config
+                    .connection_send_buffer
+                    .saturating_sub(totals.buffered),
+            )
+    }
+
+    /// Emits `Writable` for every stream whose write fell short and that
+    /// has room now (or can no longer be written: the next write says why).
+    /// Called whenever room may have opened: acknowledgements, credit,
+    /// resets.
+    fn wake_writers(&mut self) {
+        let mut after: Option<StreamId> = None;
+        loop {
+            let next = match after {
+                None => self.blocked_writers.first(),
+                Some(a) => self
+                    .blocked_writers
+                    .range((std::ops::Bound::Excluded(a), std::ops::Bound::Unbounded))
+                    .next(),
+            };
+            let Some(&id) = next else {
+                return;
+            };
+            after = Some(id);
+            let wake = match self.streams.get(&id).and_then(|s| s.send.as_ref()) {
+                Some(send) => send.check_writable().is_err() || self.room(send) > 0,
+                None => true,
+            };
+            if wake {
+                self.blocked_writers.remove(&id);
+                self.events.push_back(StreamEvent::Writable { id });
+            }
+        }
+    }
+
     /// Forgets `id` if both halves are over (RFC 9000 §3.3); a closed peer
     /// stream lets the peer open one more (MAX_STREAMS, RFC 9000 §4.6).
     fn maybe_forget(&mut self, id: StreamId) {
         if !self.streams.get(&id).is_some_and(Stream::is_done) {
             return;
         }
-        self.streams.remove(&id);
+        if let Some(stream) = self.streams.remove(&id) {
+            // Done halves hold nothing; keep the totals exact regardless.
+            if let Some(send) = &stream.send {
+                self.send_totals
+                    .update(SendTotals::of(send), SendTotals::default());
+            }
+            if let Some(recv) = &stream.recv {
+                self.recv_pieces = self.recv_pieces.saturating_sub(recv.pieces() as u64);
+            }
+        }
+        self.blocked_writers.remove(&id);
         self.urgent.remove(&id);
         self.ready.remove(&id);
         if !self.is_local(id) {
