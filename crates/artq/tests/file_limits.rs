@@ -44,7 +44,10 @@ fn endless() -> Vec<&'static str> {
         .into_iter()
         .filter(|d| Path::new(d).exists())
         .collect();
-    assert!(!devs.is_empty(), "no /dev/zero or /dev/urandom to test with");
+    assert!(
+        !devs.is_empty(),
+        "no /dev/zero or /dev/urandom to test with"
+    );
     devs
 }
 
@@ -52,7 +55,10 @@ fn endless() -> Vec<&'static str> {
 fn endless_traces_and_loss_patterns_fail_fast() {
     for dev in endless() {
         let e = refused(&["sim", "--trace", dev]);
-        assert!(e.contains(dev) && e.contains("64 MiB") && e.contains("trace"), "{e}");
+        assert!(
+            e.contains(dev) && e.contains("64 MiB") && e.contains("trace"),
+            "{e}"
+        );
         let e = refused(&["sim", "--down-trace", dev]);
         assert!(e.contains(dev) && e.contains("64 MiB"), "{e}");
         let e = refused(&["sim", "--loss-pattern", dev]);
@@ -75,7 +81,10 @@ fn endless_scenarios_and_the_traces_they_name_fail_fast() {
     let scratch = Scratch::new();
     for dev in endless() {
         let e = refused(&["sim", "--scenario", dev]);
-        assert!(e.contains(dev) && e.contains("1 MiB") && e.contains("scenario"), "{e}");
+        assert!(
+            e.contains(dev) && e.contains("1 MiB") && e.contains("scenario"),
+            "{e}"
+        );
         let file = scratch.path().join("endless.toml");
         std::fs::write(&file, format!("[link]\ntrace = \"{dev}\"\n")).expect("write scenario");
         let e = refused(&["sim", "--scenario", &file.to_string_lossy()]);
@@ -90,9 +99,20 @@ fn endless_certificates_keys_and_ca_bundles_fail_fast() {
     let root = root.to_string_lossy();
     for dev in endless() {
         let e = refused(&[
-            "serve", "--listen", "127.0.0.1:0", "--root", &root, "--cert", dev, "--key", dev,
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--root",
+            &root,
+            "--cert",
+            dev,
+            "--key",
+            dev,
         ]);
-        assert!(e.contains(dev) && e.contains("PEM") && e.contains("1048576"), "{e}");
+        assert!(
+            e.contains(dev) && e.contains("PEM") && e.contains("1048576"),
+            "{e}"
+        );
         let e = refused(&["get", "https://127.0.0.1:9/f", "--ca", dev]);
         assert!(e.contains(dev) && e.contains("PEM"), "{e}");
     }

@@ -295,8 +295,7 @@ fn parse_timestamp(raw: &str) -> Result<u64, String> {
 pub fn read_capped(path: &Path, limit: u64, what: &str) -> std::io::Result<Vec<u8>> {
     let file = std::fs::File::open(path)?;
     let mut bytes = Vec::new();
-    file.take(limit.saturating_add(1))
-        .read_to_end(&mut bytes)?;
+    file.take(limit.saturating_add(1)).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > limit {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidData,
@@ -470,10 +469,7 @@ mod tests {
             let e = Trace::from_file(Path::new(dev)).expect_err("no end");
             let text = e.to_string();
             assert!(matches!(e, TraceError::Io { .. }), "{e:?}");
-            assert!(
-                text.starts_with(dev) && text.contains("64 MiB"),
-                "{text}"
-            );
+            assert!(text.starts_with(dev) && text.contains("64 MiB"), "{text}");
         }
         let dir = tempfile_dir();
         let big = dir.join("big.down");

@@ -181,7 +181,11 @@ fn a_peer_fragmenting_its_data_is_closed_before_memory_grows() {
         offset / 2
     );
     let limit = TransportConfig::default().streams.max_receive_pieces;
-    assert!(offset / 2 <= limit + 1000, "closed only after {} frames", offset / 2);
+    assert!(
+        offset / 2 <= limit + 1000,
+        "closed only after {} frames",
+        offset / 2
+    );
     assert!(
         grown < 4 * MIB,
         "heap peak grew by {grown} bytes before the close"
@@ -207,7 +211,9 @@ fn unread_datagrams_are_bounded_and_the_newest_kept() {
         d
     };
     for i in 0..2000u32 {
-        pair.client().send_datagram(payload(i)).expect("datagram queued");
+        pair.client()
+            .send_datagram(payload(i))
+            .expect("datagram queued");
         if i % 100 == 99 {
             pair.drive_until(Duration::from_millis(50), |_| false);
         }
@@ -317,7 +323,10 @@ fn a_hundred_streams_with_small_windows_hold_what_flow_control_grants() {
         }
     }
     assert!(read > 256 * 1024, "the client read only {read} bytes");
-    assert!(writable > 0, "no Writable after the client's credit came back");
+    assert!(
+        writable > 0,
+        "no Writable after the client's credit came back"
+    );
     write_all(&mut pair, &mut written);
     let more: usize = written.iter().sum::<usize>() - total;
     assert!(more > 0, "the server could not write after the credit grew");

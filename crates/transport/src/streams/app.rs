@@ -152,7 +152,9 @@ impl Streams {
     /// later reads return `UnknownStream`.
     pub fn stop_sending(&mut self, id: StreamId, error_code: u64) -> Result<(), ReadError> {
         let (release, wants_stop) = self
-            .with_recv(id, |recv| (recv.stop(error_code), recv.wants_stop_sending()))
+            .with_recv(id, |recv| {
+                (recv.stop(error_code), recv.wants_stop_sending())
+            })
             .ok_or(ReadError::UnknownStream)?;
         let Some(release) = release else {
             return Ok(());

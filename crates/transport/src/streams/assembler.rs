@@ -225,7 +225,11 @@ mod tests {
             a.insert(i as u64 * 1000, chunk);
         }
         assert_eq!(a.buffered(), 100_000);
-        assert!(a.pieces() <= 100_000 / (MAX_PIECE - 1000) + 1, "{}", a.pieces());
+        assert!(
+            a.pieces() <= 100_000 / (MAX_PIECE - 1000) + 1,
+            "{}",
+            a.pieces()
+        );
         let mut out = vec![0u8; 3];
         let mut got = Vec::new();
         while a.read(&mut out) > 0 {

@@ -205,7 +205,11 @@ impl SendTotals {
     fn update(&mut self, before: SendTotals, after: SendTotals) {
         let apply = |total: u64, b: u64, a: u64| total.saturating_sub(b).saturating_add(a);
         self.buffered = apply(self.buffered, before.buffered, after.buffered);
-        self.within_credit = apply(self.within_credit, before.within_credit, after.within_credit);
+        self.within_credit = apply(
+            self.within_credit,
+            before.within_credit,
+            after.within_credit,
+        );
         self.past_credit = apply(self.past_credit, before.past_credit, after.past_credit);
     }
 }
@@ -567,7 +571,10 @@ impl Streams {
         let before = recv.pieces() as u64;
         let out = f(recv);
         let after = recv.pieces() as u64;
-        self.recv_pieces = self.recv_pieces.saturating_sub(before).saturating_add(after);
+        self.recv_pieces = self
+            .recv_pieces
+            .saturating_sub(before)
+            .saturating_add(after);
         Some(out)
     }
 

@@ -449,7 +449,11 @@ mod tests {
         assert_eq!(s.write(&[1u8; 100], 32), Ok(32));
         assert_eq!(unsent(&s), (32, 0));
         s.max_data = 80;
-        assert_eq!(unsent(&s), (16, 16), "the stream credit splits the unsent bytes");
+        assert_eq!(
+            unsent(&s),
+            (16, 16),
+            "the stream credit splits the unsent bytes"
+        );
         assert!(s.reset(1));
         assert_eq!((s.buffered(), unsent(&s)), (0, (0, 0)));
     }

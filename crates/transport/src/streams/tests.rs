@@ -355,7 +355,11 @@ fn writes_stop_at_the_peers_credit_plus_send_ahead() {
     assert_eq!(c.write_room(id), Ok(0));
     c.on_max_stream_data(id, 3000).unwrap();
     assert_eq!(events(&mut c), vec![StreamEvent::Writable { id }]);
-    assert_eq!(c.write_room(id), Ok(2000), "new credit plus send_ahead past it");
+    assert_eq!(
+        c.write_room(id),
+        Ok(2000),
+        "new credit plus send_ahead past it"
+    );
     c.on_max_stream_data(id, 4000).unwrap();
     assert_eq!(events(&mut c), vec![], "Writable once per blocked write");
 }
@@ -367,7 +371,11 @@ fn a_stream_blocked_on_its_own_credit_leaves_the_connection_to_others() {
     let a = c.open(Dir::Uni).unwrap();
     let b = c.open(Dir::Uni).unwrap();
     let d = c.open(Dir::Uni).unwrap();
-    assert_eq!(c.write(a, &[1; 5000]), Ok(1500), "its credit and 500 past it");
+    assert_eq!(
+        c.write(a, &[1; 5000]),
+        Ok(1500),
+        "its credit and 500 past it"
+    );
     assert_eq!(
         c.write(b, &[2; 5000]),
         Ok(1000),
@@ -402,7 +410,11 @@ fn the_connection_send_buffer_caps_every_stream_together() {
     assert_eq!(c.write(a, &[1; 2000]), Ok(2000));
     assert_eq!(c.write(b, &[2; 2000]), Ok(1000));
     let first = c.poll_chunk(1200).unwrap();
-    assert_eq!(c.write_room(b), Ok(0), "sent but unacknowledged still counts");
+    assert_eq!(
+        c.write_room(b),
+        Ok(0),
+        "sent but unacknowledged still counts"
+    );
     c.on_chunk_acked(&first);
     assert_eq!(events(&mut c), vec![StreamEvent::Writable { id: b }]);
     assert_eq!(c.write_room(b), Ok(u64::from(first.len)));
@@ -440,7 +452,8 @@ fn fragmented_stream_data_is_closed_past_the_piece_limit() {
     }
     assert_eq!(s.recv_pieces(), 1);
     for k in 0..5u64 {
-        s.on_stream_frame(StreamId(4), 2 * k + 1, b"y", false).unwrap();
+        s.on_stream_frame(StreamId(4), 2 * k + 1, b"y", false)
+            .unwrap();
     }
     assert_eq!(s.recv_pieces(), 6);
     let mut buf = [0u8; 10_000];
