@@ -7,12 +7,16 @@
 //! between a file server, a live-stream origin and a DASH origin is only the
 //! content.
 //!
-//! Memory: a body is read only as far as the transport will take it now
-//! (`Streams::write_room`: the peer's credit plus the transport's small
-//! allowance ahead of it), into one scratch buffer shared by every response;
-//! a response keeps only the few bytes a write left over (a frame header
-//! took room). So a client that opens many streams and reads slowly makes
-//! the server hold what its windows grant, not a chunk per stream.
+//! Memory: a body is read in chunks of [`CHUNK`] bytes into one scratch
+//! buffer shared by every response, and only while the stream has room
+//! (`Streams::write_room`: the transport takes bytes up to the peer's
+//! credit plus a small allowance ahead of it). A write that falls short is
+//! the signal to stop: the response keeps what was not taken (at most one
+//! chunk) and reads on once the peer's window opens. So a client that opens
+//! many streams and reads slowly makes the server hold what its windows
+//! grant plus at most a chunk per stream, not a send buffer per stream.
+//! Whole chunks keep HTTP/3's DATA frames one chunk long whatever the
+//! window (the simulator's results do not depend on how reads are cut).
 //!
 //! Responses: 200 with `content-type`, `content-length` (when known) and
 //! `alt-svc` (when configured); 400 for a malformed request, 404/403 for
@@ -103,8 +107,12 @@ pub struct HttpServer {
     /// Where bodies are read into, shared by every response.
     scratch: Vec<u8>,
     conns: BTreeMap<ConnectionHandle, ServerConn>,
-    /// Connections in the order they were accepted.
+    /// Connections still open, in the order they were accepted (a closed
+    /// one is forgotten, so a long-running server keeps nothing per past
+    /// connection).
     order: Vec<ConnectionHandle>,
+    /// Connections accepted so far.
+    accepted: u64,
     shutting_down: bool,
     counters: ServerCounters,
 }
@@ -118,6 +126,7 @@ impl HttpServer {
             scratch: Vec::new(),
             conns: BTreeMap::new(),
             order: Vec::new(),
+            accepted: 0,
             shutting_down: false,
             counters: ServerCounters::default(),
         }
@@ -128,7 +137,7 @@ impl HttpServer {
         self.counters
     }
 
-    /// Connections accepted so far, in order.
+    /// Connections accepted and not yet closed, in order.
     pub fn connections(&self) -> &[ConnectionHandle] {
         &self.order
     }
@@ -225,9 +234,9 @@ impl HttpServer {
     }
 }
 
-/// Sends what `ex` left over, then reads its body only as far as the
-/// stream has room for ([`transport::streams::Streams::write_room`]) and
-/// sends that, until the stream is full, the body waits or it ends.
+/// Sends what `ex` left over, then, while the stream has room
+/// ([`transport::streams::Streams::write_room`]), reads a chunk of its body
+/// and sends it, until a write falls short, the body waits or it ends.
 fn pump_one(
     now: Instant,
     conn: &mut Connection,
@@ -257,18 +266,14 @@ fn pump_one(
         if room == 0 {
             return Pumped::Later;
         }
-        let want = usize::try_from(room).map_or(CHUNK, |r| r.min(CHUNK));
         if scratch.len() < CHUNK {
             scratch.resize(CHUNK, 0);
         }
-        let Some(buf) = scratch.get_mut(..want) else {
-            return Pumped::Later;
-        };
-        match ex.body.read(now, buf) {
+        match ex.body.read(now, scratch) {
             // A body that gives nothing without waiting is retried next turn.
             Ok(BodyChunk::Data(0)) => return Pumped::Later,
             Ok(BodyChunk::Data(n)) => {
-                let data = buf.get(..n.min(want)).unwrap_or_default();
+                let data = scratch.get(..n).unwrap_or_default();
                 match session.send_body(conn, id, data) {
                     Ok(taken) if taken >= data.len() => {}
                     Ok(taken) => {
@@ -334,6 +339,7 @@ fn answer(
 impl App for HttpServer {
     fn on_connection(&mut self, _now: Instant, h: ConnectionHandle, _conn: &mut Connection) {
         self.order.push(h);
+        self.accepted += 1;
         self.conns.insert(
             h,
             ServerConn {
@@ -377,6 +383,8 @@ impl App for HttpServer {
     }
 
     fn drive(&mut self, now: Instant, endpoint: &mut Endpoint) {
+        self.order
+            .retain(|&h| endpoint.connection(h).is_some_and(|c| !c.is_closed()));
         let handles: Vec<ConnectionHandle> = self.conns.keys().copied().collect();
         for h in handles {
             let Some(conn) = endpoint.connection_mut(h) else {
@@ -416,7 +424,7 @@ impl App for HttpServer {
     }
 
     fn is_finished(&self, endpoint: &Endpoint) -> bool {
-        !self.order.is_empty()
+        self.accepted > 0
             && self
                 .order
                 .iter()

@@ -71,11 +71,13 @@ use send::SendStream;
 /// because credit is extended only as the application reads.
 ///
 /// The send side holds at most what the peer's flow control grants plus
-/// twice `send_ahead`, and never more than `connection_send_buffer`. With
-/// the defaults one connection's streams hold at most: 16 MiB received (our
-/// window) plus about 1.6 MiB of reassembly bookkeeping, and to send, the
-/// smaller of 16 MiB and the peer's connection credit plus 512 KiB (what is
-/// in flight and not yet acknowledged included: it is within that credit).
+/// `send_ahead` twice and once per stream with data, and never more than
+/// `connection_send_buffer`. With the defaults one connection's streams
+/// hold at most: 16 MiB received (our window) plus about 1.6 MiB of
+/// reassembly bookkeeping; and to send, the smaller of 16 MiB and the
+/// peer's connection credit plus 128 KiB plus 64 KiB per stream (what is in
+/// flight and not yet acknowledged included: it is within that credit), so
+/// about 6.5 MiB beyond the peer's credit with all 100 streams open.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StreamsConfig {
     /// Connection-level receive window in bytes (our initial_max_data and the
@@ -93,11 +95,14 @@ pub struct StreamsConfig {
     /// How far writes may run ahead of the peer's flow-control credit,
     /// bytes. Within its MAX_STREAM_DATA a stream takes bytes while all
     /// streams' unsent bytes stay within the connection's MAX_DATA plus
-    /// `send_ahead`; past it, up to `send_ahead` more, while all streams'
-    /// bytes past their own credit stay within `send_ahead`. Data the peer
-    /// does not let us send yet is not worth holding; a little is, so that
-    /// control streams and requests written before the peer's limits arrive
-    /// fit and an application can write in chunks.
+    /// `send_ahead`, or its own stay within `send_ahead` (so the
+    /// connection's credit is shared among streams instead of taken by the
+    /// first written); past its MAX_STREAM_DATA, up to `send_ahead` more,
+    /// while all streams' bytes past their own credit stay within
+    /// `send_ahead`. Data the peer does not let us send yet is not worth
+    /// holding; a little is, so that control streams and requests written
+    /// before the peer's limits arrive fit and an application can write in
+    /// chunks.
     pub send_ahead: u64,
     /// Most pieces received stream data may be stored in, summed over the
     /// connection's streams. In-order data fills pieces of 16 KiB, so a full
@@ -115,8 +120,10 @@ pub struct StreamsConfig {
 impl Default for StreamsConfig {
     /// 16 MiB windows and send buffers: one bandwidth-delay product of
     /// 1 Gbit/s x 134 ms, enough not to be the bottleneck in the papers'
-    /// settings, while bounding memory per connection. 256 KiB ahead of the
-    /// peer's credit (four of the server's 64 KiB body chunks). 16384
+    /// settings, while bounding memory per connection. 64 KiB ahead of the
+    /// peer's credit (one of the server's body chunks: an application is
+    /// driven between the credit's arrival and the next packet, so more
+    /// would only cost memory per slow client). 16384
     /// receive pieces: a 16 MiB window of 1200-byte packets with every
     /// other one lost, and about 1.6 MiB of bookkeeping. 100 streams each
     /// way.
@@ -126,7 +133,7 @@ impl Default for StreamsConfig {
             stream_receive_window: 16 << 20,
             send_buffer: 16 << 20,
             connection_send_buffer: 16 << 20,
-            send_ahead: 256 << 10,
+            send_ahead: 64 << 10,
             max_receive_pieces: 16384,
             max_concurrent_bidi_streams: 100,
             max_concurrent_uni_streams: 100,
@@ -580,12 +587,13 @@ impl Streams {
 
     /// Bytes `write` would take on `send` now. New bytes first fill the
     /// stream's credit, as long as all streams' unsent bytes within their
-    /// credit stay within the connection's credit plus `send_ahead`; past
-    /// the stream's credit, up to `send_ahead` more, as long as all streams'
-    /// bytes past their credit stay within `send_ahead`. Both levels of
-    /// flow control so bound what is held, and a stream blocked on its own
-    /// credit cannot take the connection's room from the others. The send
-    /// buffers cap everything.
+    /// credit stay within the connection's credit plus `send_ahead`, or the
+    /// stream's own stay within `send_ahead` (every stream may hold that
+    /// much, so the connection's credit is shared among the streams with
+    /// data rather than taken by the first written, and a peer reading its
+    /// streams in any order gets data on each). Past the stream's credit, up
+    /// to `send_ahead` more, as long as all streams' bytes past their credit
+    /// stay within `send_ahead`. The send buffers cap everything.
     fn room(&self, send: &SendStream) -> u64 {
         let ahead = self.config.send_ahead;
         let totals = &self.send_totals;
@@ -595,7 +603,8 @@ impl Streams {
             .available()
             .saturating_add(ahead)
             .saturating_sub(totals.within_credit);
-        let mut room = stream_credit.min(conn_room);
+        let own_room = ahead.saturating_sub(send.unsent_within_credit());
+        let mut room = stream_credit.min(conn_room.max(own_room));
         if room == stream_credit {
             let past = ahead
                 .saturating_sub(send.unsent_past_credit())

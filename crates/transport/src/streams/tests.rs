@@ -365,12 +365,13 @@ fn writes_stop_at_the_peers_credit_plus_send_ahead() {
 }
 
 #[test]
-fn a_stream_blocked_on_its_own_credit_leaves_the_connection_to_others() {
+fn streams_share_the_connection_credit() {
     // Streams of 1000 bytes of credit, a connection of 1500, 500 ahead.
     let mut c = writer(1500, 1000, 500);
     let a = c.open(Dir::Uni).unwrap();
     let b = c.open(Dir::Uni).unwrap();
     let d = c.open(Dir::Uni).unwrap();
+    let e = c.open(Dir::Uni).unwrap();
     assert_eq!(
         c.write(a, &[1; 5000]),
         Ok(1500),
@@ -379,23 +380,27 @@ fn a_stream_blocked_on_its_own_credit_leaves_the_connection_to_others() {
     assert_eq!(
         c.write(b, &[2; 5000]),
         Ok(1000),
-        "its credit; the 500 past credit are a's"
+        "its credit (2000 within credit: the connection's 1500 plus 500); \
+         the 500 past credit are a's"
     );
-    assert_eq!(
-        c.write(d, &[3; 5000]),
-        Err(WriteError::Blocked),
-        "2000 within credit = the connection's 1500 plus 500"
-    );
-    assert_eq!(c.send_buffered_total(), 2500);
-    c.on_max_data(2500);
+    // The connection's allowance is used up, but every stream may hold
+    // 500 of its own: the peer gets data on every stream it reads.
+    assert_eq!(c.write(d, &[3; 5000]), Ok(500));
+    assert_eq!(c.write(d, &[3; 5000]), Err(WriteError::Blocked));
+    assert_eq!(c.send_buffered_total(), 3000);
+    c.on_max_data(3500);
     assert_eq!(events(&mut c), vec![StreamEvent::Writable { id: d }]);
-    assert_eq!(c.write(d, &[3; 5000]), Ok(1000));
-    // Both levels of credit are respected on the wire.
-    let mut sent = 0;
-    while let Some(ch) = c.poll_chunk(1200) {
-        sent += u64::from(ch.len);
+    assert_eq!(c.write(d, &[3; 5000]), Ok(500), "the rest of its credit");
+    assert_eq!(c.write(e, &[4; 5000]), Ok(1000));
+    // Both levels of credit are respected on the wire, and the connection's
+    // is spread over the streams with data (round robin).
+    let mut sent = [0u64; 4];
+    while let Some(ch) = c.poll_chunk(600) {
+        let k = [a, b, d, e].iter().position(|&s| s == ch.id).unwrap();
+        sent[k] += u64::from(ch.len);
     }
-    assert_eq!(sent, 2500);
+    assert_eq!(sent.iter().sum::<u64>(), 3500);
+    assert!(sent.iter().all(|&n| n > 0), "{sent:?}");
 }
 
 #[test]
