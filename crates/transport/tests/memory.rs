@@ -271,7 +271,7 @@ fn a_hundred_streams_with_small_windows_hold_what_flow_control_grants() {
     let file = 20_000_000usize;
     let before = reset_peak();
     let mut written = vec![0usize; ids.len()];
-    let mut write_all = |pair: &mut Pair, written: &mut Vec<usize>| {
+    let write_all = |pair: &mut Pair, written: &mut [usize]| {
         let server = pair.server();
         while server.streams().accept(Dir::Bi).is_some() {}
         for (k, &id) in ids.iter().enumerate() {
