@@ -7,6 +7,12 @@
 //! sending one too ([`RESET_INTERNAL`]), and a client assumes status 200 for
 //! any response that is not reset.
 //!
+//! A request stream carries at most a request line ([`MAX_REQUEST`] bytes):
+//! once the line is read, the server stops reading the stream
+//! (STOP_SENDING, [`STOP_REQUEST_READ`], or [`RESET_REFUSED`] for a
+//! malformed line) unless its FIN already came, so bytes a client sends
+//! after the line are discarded by the transport instead of held.
+//!
 //! This module holds the one request-line parser of the workspace
 //! ([`parse_request`]) and the two [`crate::http`] sessions over it.
 
@@ -28,6 +34,10 @@ pub const MAX_REQUEST: usize = 4096;
 pub const RESET_REFUSED: u64 = 0x10;
 /// RESET_STREAM code of a response abandoned half-way (a read error).
 pub const RESET_INTERNAL: u64 = 0x11;
+/// STOP_SENDING code once a request line is read and the client had not
+/// ended the stream: nothing after the line is read (hq-interop defines no
+/// codes; 0 says "no error", as [`CLOSE_NO_ERROR`] does for connections).
+pub const STOP_REQUEST_READ: u64 = 0;
 /// Application close code of a connection that ends normally.
 pub const CLOSE_NO_ERROR: u64 = 0;
 /// Application close code of a connection abandoned on an error.
@@ -120,6 +130,16 @@ impl HqServer {
                 continue;
             };
             self.requests.remove(&id);
+            if !fin {
+                // Nothing after the line is ever read: let the transport
+                // discard it (and tell the client) instead of holding it.
+                let code = if parsed.is_ok() {
+                    STOP_REQUEST_READ
+                } else {
+                    RESET_REFUSED
+                };
+                let _ = conn.streams().stop_sending(id, code);
+            }
             self.ready.push_back(match parsed {
                 Ok(path) => ServerEvent::Request {
                     stream: id,
@@ -277,6 +297,79 @@ mod tests {
             parse_request(&long, false),
             Some(Err(MessageError::TooLarge(_)))
         ));
+    }
+
+    /// A server session over a real connection whose client sent `bytes`
+    /// on a new request stream (no FIN); the server session is polled until
+    /// it reports something.
+    fn server_facing(
+        bytes: &[u8],
+    ) -> (transport::test_pair::Pair, HqServer, StreamId, ServerEvent) {
+        let mut pair = transport::test_pair::Pair::default_pair();
+        pair.connect();
+        let id = pair.client().streams().open(Dir::Bi).expect("a stream");
+        assert_eq!(pair.client().streams().write(id, bytes), Ok(bytes.len()));
+        let mut server = HqServer::new();
+        let mut event = None;
+        pair.drive_until(wire::time::Duration::from_secs(2), |p| {
+            let now = p.now;
+            event = p.server_opt().and_then(|c| server.poll(now, c));
+            event.is_some()
+        });
+        let event = event.expect("the request was reported");
+        (pair, server, id, event)
+    }
+
+    /// The STOP_SENDING code the client gets on `id` within 2 s.
+    fn stopped_with(pair: &mut transport::test_pair::Pair, id: StreamId) -> Option<u64> {
+        let mut code = None;
+        pair.drive_until(wire::time::Duration::from_secs(2), |p| {
+            while let Some(ev) = p.client_opt().and_then(|c| c.poll_event()) {
+                if let transport::Event::Stream(transport::streams::StreamEvent::Stopped {
+                    id: s,
+                    error_code,
+                }) = ev
+                {
+                    if s == id {
+                        code = Some(error_code);
+                    }
+                }
+            }
+            code.is_some()
+        });
+        code
+    }
+
+    #[test]
+    fn bytes_after_the_request_line_are_stopped_not_held() {
+        // A request line, then 100 KB the server never reads, no FIN.
+        let mut bytes = b"GET /a.bin\r\n".to_vec();
+        bytes.extend(std::iter::repeat_n(b'x', 100_000));
+        let (mut pair, _server, id, event) = server_facing(&bytes);
+        assert_eq!(
+            event,
+            ServerEvent::Request {
+                stream: id,
+                request: Request::get("/a.bin")
+            }
+        );
+        assert_eq!(stopped_with(&mut pair, id), Some(STOP_REQUEST_READ));
+        let held = pair.server().streams().recv_buffered(id).unwrap_or(0);
+        assert_eq!(held, 0, "the unread bytes were discarded");
+    }
+
+    #[test]
+    fn a_refused_request_is_stopped_with_the_refusal_code() {
+        // No line end within MAX_REQUEST bytes, and more coming.
+        let bytes = vec![b'G'; 3 * MAX_REQUEST];
+        let (mut pair, _server, id, event) = server_facing(&bytes);
+        assert!(
+            matches!(event, ServerEvent::BadRequest { stream, error: MessageError::TooLarge(_) } if stream == id),
+            "{event:?}"
+        );
+        assert_eq!(stopped_with(&mut pair, id), Some(RESET_REFUSED));
+        let held = pair.server().streams().recv_buffered(id).unwrap_or(0);
+        assert_eq!(held, 0, "the unread bytes were discarded");
     }
 
     proptest! {

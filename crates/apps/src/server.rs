@@ -3,8 +3,20 @@
 //! One application for `artq serve` and the simulated server: it accepts
 //! connections, speaks hq-interop or HTTP/3 on each as its ALPN says, answers
 //! each request from a [`Content`] tree, and pulls response bodies into the
-//! streams as fast as their send buffers take them. What differs between a
-//! file server, a live-stream origin and a DASH origin is only the content.
+//! streams as the peer's flow control lets them through. What differs
+//! between a file server, a live-stream origin and a DASH origin is only the
+//! content.
+//!
+//! Memory: a body is read in chunks of [`CHUNK`] bytes into one scratch
+//! buffer shared by every response, and only while the stream has room
+//! (`Streams::write_room`: the transport takes bytes up to the peer's
+//! credit plus a small allowance ahead of it). A write that falls short is
+//! the signal to stop: the response keeps what was not taken (at most one
+//! chunk) and reads on once the peer's window opens. So a client that opens
+//! many streams and reads slowly makes the server hold what its windows
+//! grant plus at most a chunk per stream, not a send buffer per stream.
+//! Whole chunks keep HTTP/3's DATA frames one chunk long whatever the
+//! window (the simulator's results do not depend on how reads are cut).
 //!
 //! Responses: 200 with `content-type`, `content-length` (when known) and
 //! `alt-svc` (when configured); 400 for a malformed request, 404/403 for
@@ -25,7 +37,7 @@ use crate::http::{
 };
 use crate::protocol::Protocol;
 
-/// Bytes pulled from a body per step.
+/// Most bytes pulled from a body per read.
 pub const CHUNK: usize = 64 * 1024;
 
 /// How the server answers, beyond its content.
@@ -39,10 +51,21 @@ pub struct ServerOptions {
 /// A response whose body is being sent.
 struct Exchange {
     body: Box<dyn crate::content::Body>,
-    buf: Vec<u8>,
-    pos: usize,
+    /// Body bytes read but not yet taken by the session (what a short write
+    /// left over); empty, with no capacity, most of the time.
+    leftover: Vec<u8>,
     /// The body has nothing now; retry at this time (or on the next turn).
     waiting: Option<Option<Instant>>,
+}
+
+/// How pumping one response ended this turn.
+enum Pumped {
+    /// More to send later (the stream is full, or the body waits).
+    Later,
+    /// The body ended and FIN was written (or the stream is gone).
+    Done,
+    /// Abandoned: the body failed or the stream was stopped or reset.
+    Aborted,
 }
 
 /// One connection's protocol state.
@@ -81,9 +104,15 @@ pub struct ServerCounters {
 pub struct HttpServer {
     content: Box<dyn Content>,
     options: ServerOptions,
+    /// Where bodies are read into, shared by every response.
+    scratch: Vec<u8>,
     conns: BTreeMap<ConnectionHandle, ServerConn>,
-    /// Connections in the order they were accepted.
+    /// Connections still open, in the order they were accepted (a closed
+    /// one is forgotten, so a long-running server keeps nothing per past
+    /// connection).
     order: Vec<ConnectionHandle>,
+    /// Connections accepted so far.
+    accepted: u64,
     shutting_down: bool,
     counters: ServerCounters,
 }
@@ -94,8 +123,10 @@ impl HttpServer {
         HttpServer {
             content,
             options,
+            scratch: Vec::new(),
             conns: BTreeMap::new(),
             order: Vec::new(),
+            accepted: 0,
             shutting_down: false,
             counters: ServerCounters::default(),
         }
@@ -106,7 +137,7 @@ impl HttpServer {
         self.counters
     }
 
-    /// Connections accepted so far, in order.
+    /// Connections accepted and not yet closed, in order.
     pub fn connections(&self) -> &[ConnectionHandle] {
         &self.order
     }
@@ -142,8 +173,7 @@ impl HttpServer {
                             stream,
                             Exchange {
                                 body: r.body,
-                                buf: Vec::with_capacity(CHUNK),
-                                pos: 0,
+                                leftover: Vec::new(),
                                 waiting: None,
                             },
                         );
@@ -172,7 +202,8 @@ impl HttpServer {
         }
     }
 
-    /// Moves body bytes into the streams until their buffers are full.
+    /// Moves body bytes into the streams as far as the transport takes
+    /// them now.
     fn pump(&mut self, now: Instant, h: ConnectionHandle, conn: &mut Connection) {
         let Some(sc) = self.conns.get_mut(&h) else {
             return;
@@ -188,49 +219,86 @@ impl HttpServer {
                 }
             }
             ex.waiting = None;
-            let finished = loop {
-                if ex.pos >= ex.buf.len() {
-                    ex.buf.resize(CHUNK, 0);
-                    match ex.body.read(now, &mut ex.buf) {
-                        Ok(BodyChunk::Data(n)) => {
-                            ex.buf.truncate(n.min(CHUNK));
-                            ex.pos = 0;
-                            continue;
-                        }
-                        Ok(BodyChunk::End) => {
-                            ex.buf.clear();
-                            ex.pos = 0;
-                            // Fails only if the stream was reset meanwhile:
-                            // done either way.
-                            let _ = session.finish(conn, id);
-                            break Some(false);
-                        }
-                        Ok(BodyChunk::Wait(at)) => {
-                            ex.buf.clear();
-                            ex.pos = 0;
-                            ex.waiting = Some(at);
-                            break None;
-                        }
-                        Err(_) => {
-                            session.abort(conn, id);
-                            break Some(true);
-                        }
-                    }
-                }
-                match session.send_body(conn, id, ex.buf.get(ex.pos..).unwrap_or_default()) {
-                    Ok(n) => ex.pos += n,
-                    Err(SendError::Stream(transport::streams::WriteError::Blocked)) => break None,
-                    Err(_) => break Some(true),
-                }
-            };
-            if let Some(aborted) = finished {
-                done.push((id, aborted));
+            match pump_one(now, conn, session.as_mut(), id, ex, &mut self.scratch) {
+                Pumped::Later => {}
+                Pumped::Done => done.push((id, false)),
+                Pumped::Aborted => done.push((id, true)),
             }
         }
         for (id, aborted) in done {
             sc.exchanges.remove(&id);
             if aborted {
                 self.counters.aborted += 1;
+            }
+        }
+    }
+}
+
+/// Sends what `ex` left over, then, while the stream has room
+/// ([`transport::streams::Streams::write_room`]), reads a chunk of its body
+/// and sends it, until a write falls short, the body waits or it ends.
+fn pump_one(
+    now: Instant,
+    conn: &mut Connection,
+    session: &mut dyn ServerSession,
+    id: StreamId,
+    ex: &mut Exchange,
+    scratch: &mut Vec<u8>,
+) -> Pumped {
+    use transport::streams::WriteError;
+    loop {
+        if !ex.leftover.is_empty() {
+            match session.send_body(conn, id, &ex.leftover) {
+                Ok(n) if n >= ex.leftover.len() => ex.leftover = Vec::new(),
+                Ok(n) => {
+                    ex.leftover.drain(..n);
+                    return Pumped::Later;
+                }
+                Err(SendError::Stream(WriteError::Blocked)) => return Pumped::Later,
+                Err(_) => return Pumped::Aborted,
+            }
+        }
+        let Ok(room) = conn.streams().write_room(id) else {
+            // Stopped by the peer, reset or gone: the response is over (the
+            // session reports a stop as `Cancelled` on its own).
+            return Pumped::Aborted;
+        };
+        if room == 0 {
+            return Pumped::Later;
+        }
+        if scratch.len() < CHUNK {
+            scratch.resize(CHUNK, 0);
+        }
+        match ex.body.read(now, scratch) {
+            // A body that gives nothing without waiting is retried next turn.
+            Ok(BodyChunk::Data(0)) => return Pumped::Later,
+            Ok(BodyChunk::Data(n)) => {
+                let data = scratch.get(..n).unwrap_or_default();
+                match session.send_body(conn, id, data) {
+                    Ok(taken) if taken >= data.len() => {}
+                    Ok(taken) => {
+                        ex.leftover = data.get(taken..).unwrap_or_default().to_vec();
+                        return Pumped::Later;
+                    }
+                    Err(SendError::Stream(WriteError::Blocked)) => {
+                        ex.leftover = data.to_vec();
+                        return Pumped::Later;
+                    }
+                    Err(_) => return Pumped::Aborted,
+                }
+            }
+            Ok(BodyChunk::End) => {
+                // Fails only if the stream was reset meanwhile: done either way.
+                let _ = session.finish(conn, id);
+                return Pumped::Done;
+            }
+            Ok(BodyChunk::Wait(at)) => {
+                ex.waiting = Some(at);
+                return Pumped::Later;
+            }
+            Err(_) => {
+                session.abort(conn, id);
+                return Pumped::Aborted;
             }
         }
     }
@@ -271,6 +339,7 @@ fn answer(
 impl App for HttpServer {
     fn on_connection(&mut self, _now: Instant, h: ConnectionHandle, _conn: &mut Connection) {
         self.order.push(h);
+        self.accepted += 1;
         self.conns.insert(
             h,
             ServerConn {
@@ -314,6 +383,8 @@ impl App for HttpServer {
     }
 
     fn drive(&mut self, now: Instant, endpoint: &mut Endpoint) {
+        self.order
+            .retain(|&h| endpoint.connection(h).is_some_and(|c| !c.is_closed()));
         let handles: Vec<ConnectionHandle> = self.conns.keys().copied().collect();
         for h in handles {
             let Some(conn) = endpoint.connection_mut(h) else {
@@ -353,7 +424,7 @@ impl App for HttpServer {
     }
 
     fn is_finished(&self, endpoint: &Endpoint) -> bool {
-        !self.order.is_empty()
+        self.accepted > 0
             && self
                 .order
                 .iter()

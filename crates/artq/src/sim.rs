@@ -421,6 +421,19 @@ mod tests {
     }
 
     #[test]
+    fn burst_reset_flag_defaults_to_100_ms_and_takes_none() {
+        let a = parse(&["--loss-model", "gilbert"]).expect("flags");
+        assert_eq!(a.link.burst_reset, netem::BurstReset::AfterMs(100.0));
+        let a = parse(&["--loss-model", "gilbert", "--burst-reset", "none"]).expect("flags");
+        assert_eq!(a.link.burst_reset, netem::BurstReset::None);
+        let a = parse(&["--burst-reset", "250"]).expect("flags");
+        assert_eq!(a.link.burst_reset, netem::BurstReset::AfterMs(250.0));
+        assert!(parse(&["--burst-reset", "later"]).is_err());
+        let a = parse(&["--loss-model", "gilbert", "--burst-reset", "0"]).expect("parses");
+        assert!(scenario_of(&a).is_err(), "a reset of 0 ms is refused");
+    }
+
+    #[test]
     fn sizes_print_in_powers_of_1000() {
         assert_eq!(human_bytes(10_000_000), "10.0 MB");
         assert_eq!(human_bytes(1500), "1.5 KB");

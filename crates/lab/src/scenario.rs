@@ -45,6 +45,11 @@ use transport::congestion::CongestionAlgorithm;
 /// that cannot finish (a link that loses everything).
 pub const DEFAULT_TIME_LIMIT_S: f64 = 3600.0;
 
+/// Largest scenario file read, bytes (1 MiB: a scenario is a few hundred
+/// bytes). A larger file, or one without an end (`/dev/zero`), is refused
+/// after this many bytes, saying so.
+pub const MAX_SCENARIO_BYTES: u64 = 1 << 20;
+
 /// Why a scenario could not be loaded or run.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -181,12 +186,24 @@ impl Scenario {
         })
     }
 
-    /// Loads a TOML scenario file. Relative trace and loss-pattern paths are
-    /// taken relative to the file's directory.
+    /// Loads a TOML scenario file (at most [`MAX_SCENARIO_BYTES`]). Relative
+    /// trace and loss-pattern paths are taken relative to the file's
+    /// directory; the files they name are read with their own limits when
+    /// the links are built.
     pub fn from_toml_file(path: &Path) -> Result<Scenario, ScenarioError> {
-        let text = std::fs::read_to_string(path).map_err(|error| ScenarioError::Io {
+        let io = |error| ScenarioError::Io {
             path: path.to_path_buf(),
             error,
+        };
+        let bytes = netem::read_capped(path, MAX_SCENARIO_BYTES, "scenario").map_err(io)?;
+        let text = String::from_utf8(bytes).map_err(|e| {
+            io(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!(
+                    "not a text file (invalid UTF-8 at byte {})",
+                    e.utf8_error().valid_up_to()
+                ),
+            ))
         })?;
         let mut s = Scenario::from_toml_str(&text, &path.display().to_string())?;
         if let Some(dir) = path.parent() {
@@ -277,6 +294,33 @@ mod tests {
     }
 
     #[test]
+    fn burst_reset_defaults_to_100_ms_and_none_keeps_the_plain_chain() {
+        let gilbert = "[link]\nloss = 0.05\nloss_model = \"gilbert\"\nburst = 10\n";
+        let s = Scenario::from_toml_str(gilbert, "<test>").expect("parses");
+        assert_eq!(s.link.burst_reset, netem::BurstReset::AfterMs(100.0));
+        let (_, down) = s.link.configs().expect("valid");
+        let chain = LossModel::gilbert_from_mean(0.05, 10.0);
+        assert_eq!(
+            down.loss,
+            chain
+                .clone()
+                .with_idle_reset(Some(Duration::from_millis(100)))
+        );
+        let plain = format!("{gilbert}burst_reset = \"none\"\n");
+        let s = Scenario::from_toml_str(&plain, "<test>").expect("parses");
+        assert_eq!(s.link.burst_reset, netem::BurstReset::None);
+        assert_eq!(s.link.configs().expect("valid").1.loss, chain);
+        let again = Scenario::from_toml_str(&s.to_toml(), "<again>").expect("round trip");
+        assert_eq!(again, s);
+        let odd = format!("{gilbert}burst_reset = 12.5\n");
+        let s = Scenario::from_toml_str(&odd, "<test>").expect("parses");
+        assert_eq!(s.link.burst_reset, netem::BurstReset::AfterMs(12.5));
+        let bad = format!("{gilbert}burst_reset = \"never\"\n");
+        let err = Scenario::from_toml_str(&bad, "x.toml").expect_err("not a reset");
+        assert!(err.to_string().contains("none"), "{err}");
+    }
+
+    #[test]
     fn bad_scenarios_are_errors_with_a_message() {
         let err = Scenario::from_toml_str("sceme = \"quic\"", "x.toml").unwrap_err();
         assert!(
@@ -298,6 +342,28 @@ mod tests {
         assert!(s.validate().is_err());
         let missing = Scenario::from_toml_file(Path::new("/nonexistent/s.toml")).unwrap_err();
         assert!(matches!(missing, ScenarioError::Io { .. }), "{missing}");
+    }
+
+    #[test]
+    fn endless_scenario_files_and_traces_fail_fast_saying_why() {
+        for dev in ["/dev/zero", "/dev/urandom"] {
+            if !Path::new(dev).exists() {
+                continue;
+            }
+            let e = Scenario::from_toml_file(Path::new(dev)).expect_err("no end");
+            assert!(matches!(e, ScenarioError::Io { .. }), "{e:?}");
+            assert!(e.to_string().contains("1 MiB"), "{e}");
+        }
+        // A scenario naming an endless trace: refused when the links are built.
+        let dir = tempfile::tempdir().expect("temp dir");
+        let file = dir.path().join("s.toml");
+        std::fs::write(&file, "[link]\ntrace = \"/dev/zero\"\n").expect("write scenario");
+        let s = Scenario::from_toml_file(&file).expect("the scenario itself is fine");
+        let e = ScenarioError::from(s.link.configs().expect_err("endless trace"));
+        assert!(
+            e.to_string().starts_with("/dev/zero: ") && e.to_string().contains("64 MiB"),
+            "{e}"
+        );
     }
 
     #[test]

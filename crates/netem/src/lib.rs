@@ -59,5 +59,5 @@ pub use loss::{LossModel, LossProcess};
 pub use relay::{RelayConfig, RelayHandle, RelayStats};
 pub use seed::derive_seed;
 pub use sim::{LinkId, Node, NodeId, RouteError, RunOutcome, SimStats, Simulator};
-pub use spec::{LinkSpec, LossKind, SpecError};
-pub use trace::{Trace, TraceError};
+pub use spec::{BurstReset, LinkSpec, LossKind, SpecError};
+pub use trace::{read_capped, Trace, TraceError};

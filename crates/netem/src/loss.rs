@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use wire::time::{Duration, Instant};
 
 use crate::seed::{rng_from_seed, unit_f64};
-use crate::trace::TraceError;
+use crate::trace::{TraceError, MAX_TRACE_FILE_BYTES, MAX_TRACE_LINES};
 
 /// How packets are lost at random on a link, before they reach its queue.
 ///
@@ -202,13 +202,11 @@ impl LossModel {
     }
 
     /// Loads a recorded loss pattern: one `0` (delivered) or `1` (lost) per
-    /// line. Errors name the file and line.
+    /// line, at most [`MAX_TRACE_FILE_BYTES`] bytes and [`MAX_TRACE_LINES`]
+    /// lines. Errors name the file and line.
     pub fn replay_from_file(path: &Path) -> Result<LossModel, TraceError> {
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|error| TraceError::Io {
-            path: shown.clone(),
-            error,
-        })?;
+        let text = crate::trace::read_text_file(path, MAX_TRACE_FILE_BYTES, "loss-pattern")?;
         LossModel::parse_replay(&text, &shown)
     }
 
@@ -217,6 +215,13 @@ impl LossModel {
     pub fn parse_replay(text: &str, origin: &str) -> Result<LossModel, TraceError> {
         let mut pattern = Vec::new();
         for (index, raw) in text.lines().enumerate() {
+            if index >= MAX_TRACE_LINES {
+                return Err(TraceError::Parse {
+                    path: origin.to_string(),
+                    line: index.saturating_add(1),
+                    reason: crate::trace::too_many_lines("loss-pattern"),
+                });
+            }
             let lost = match raw.trim() {
                 "0" => false,
                 "1" => true,
@@ -679,6 +684,29 @@ mod tests {
         ));
         let e = LossModel::replay_from_file(Path::new("/nonexistent/p.txt")).expect_err("missing");
         assert!(e.to_string().contains("/nonexistent/p.txt"));
+    }
+
+    #[test]
+    fn replay_files_are_read_with_limits() {
+        for dev in ["/dev/zero", "/dev/urandom"] {
+            if !Path::new(dev).exists() {
+                continue;
+            }
+            let e = LossModel::replay_from_file(Path::new(dev)).expect_err("no end");
+            let text = e.to_string();
+            assert!(
+                text.starts_with(dev) && text.contains("64 MiB") && text.contains("loss-pattern"),
+                "{text}"
+            );
+        }
+        let text = "0\n".repeat(MAX_TRACE_LINES + 1);
+        match LossModel::parse_replay(&text, "long") {
+            Err(TraceError::Parse { line, reason, .. }) => {
+                assert_eq!(line, MAX_TRACE_LINES + 1);
+                assert!(reason.contains("more than"), "{reason}");
+            }
+            other => panic!("expected a line-limit error, got {other:?}"),
+        }
     }
 
     #[test]

@@ -31,6 +31,11 @@ pub const DEFAULT_RTT_MS: f64 = 30.0;
 pub const DEFAULT_LOSS: f64 = 0.01;
 /// Default mean Gilbert-Elliott burst length, packets.
 pub const DEFAULT_BURST: f64 = 3.0;
+/// Default Gilbert-Elliott idle reset, ms: a silence this long ends a burst
+/// (see [`BurstReset`]).
+pub const DEFAULT_BURST_RESET_MS: f64 = 100.0;
+/// Longest idle reset accepted, ms (one hour).
+const MAX_BURST_RESET_MS: f64 = 3.6e6;
 /// Default standard deviation of the varying loss rate.
 pub const DEFAULT_LOSS_STD: f64 = 0.01;
 /// Default interval between varying loss-rate draws, ms.
@@ -67,6 +72,99 @@ pub enum LossKind {
     /// Bernoulli with the rate redrawn from N(--loss, --loss-std) every
     /// --loss-interval ms (ART journal Fig. 15).
     Varying,
+}
+
+/// The Gilbert-Elliott idle reset as users give it: `--burst-reset MS` or
+/// `--burst-reset none`, TOML `burst_reset = 100` or `burst_reset = "none"`.
+///
+/// Exists because the plain per-packet Gilbert-Elliott chain stands for no
+/// real path: its state only moves when a packet arrives, so a burst that
+/// starts at a transfer's tail survives any silence and swallows every
+/// backed-off PTO probe until the idle timeout (6 of 7 downloads through
+/// `artq link --loss-model gilbert --burst 10` died that way). Real bursts
+/// (a queue overflowing, a fade) are stretches of time, so by default a
+/// packet arriving [`DEFAULT_BURST_RESET_MS`] or more after the previous one
+/// redraws the chain's state from its stationary distribution. `None` keeps
+/// the plain chain, for comparison with papers that use it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum BurstReset {
+    /// A packet arriving at least this many ms after the previous one
+    /// redraws the chain's state (positive, at most one hour).
+    AfterMs(f64),
+    /// The plain per-packet chain: bursts outlast any silence.
+    None,
+}
+
+impl Default for BurstReset {
+    /// [`DEFAULT_BURST_RESET_MS`].
+    fn default() -> Self {
+        BurstReset::AfterMs(DEFAULT_BURST_RESET_MS)
+    }
+}
+
+impl BurstReset {
+    /// The reset gap the loss model takes; `Err` names the bad value.
+    fn gap(self) -> Result<Option<Duration>, SpecError> {
+        match self {
+            BurstReset::None => Ok(None),
+            BurstReset::AfterMs(ms) if ms.is_finite() && ms > 0.0 && ms <= MAX_BURST_RESET_MS => {
+                Ok(Some(Duration::from_secs_f64(ms / 1e3)))
+            }
+            BurstReset::AfterMs(ms) => Err(SpecError::Link(format!(
+                "burst_reset must be a positive number of ms (at most one hour) or \"none\", got {ms}"
+            ))),
+        }
+    }
+}
+
+impl std::fmt::Display for BurstReset {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BurstReset::AfterMs(ms) => write!(f, "{ms}"),
+            BurstReset::None => f.write_str("none"),
+        }
+    }
+}
+
+impl std::str::FromStr for BurstReset {
+    type Err = String;
+
+    /// `none` (any case) or a number of ms; the range is checked when the
+    /// link is built, with the other parameters.
+    fn from_str(s: &str) -> Result<Self, String> {
+        let s = s.trim();
+        if s.eq_ignore_ascii_case("none") {
+            return Ok(BurstReset::None);
+        }
+        s.parse::<f64>()
+            .map(BurstReset::AfterMs)
+            .map_err(|_| format!("expected a number of ms or \"none\", got {s:?}"))
+    }
+}
+
+impl Serialize for BurstReset {
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        match self {
+            BurstReset::AfterMs(ms) => ser.serialize_f64(*ms),
+            BurstReset::None => ser.serialize_str("none"),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for BurstReset {
+    fn deserialize<D: serde::Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+        /// A number of ms, or the word `none`.
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Ms(f64),
+            Word(String),
+        }
+        match Raw::deserialize(de)? {
+            Raw::Ms(ms) => Ok(BurstReset::AfterMs(ms)),
+            Raw::Word(w) => w.parse().map_err(serde::de::Error::custom),
+        }
+    }
 }
 
 /// Per-direction overrides: one struct per direction, so that each has its
@@ -194,11 +292,14 @@ pub struct LinkSpec {
     pub burst: f64,
     /// Gilbert-Elliott idle reset in ms (gilbert): a packet arriving this
     /// long after the previous one redraws the chain's state from its
-    /// stationary distribution, so a burst cannot outlast a silence
-    /// (default: the plain per-packet chain, whose bursts can swallow
-    /// backed-off PTO probes for seconds).
-    #[cfg_attr(feature = "cli", arg(long, value_name = "MS"))]
-    pub burst_reset: Option<f64>,
+    /// stationary distribution, so a burst cannot outlast a silence; `none`
+    /// keeps the plain per-packet chain, whose bursts can swallow backed-off
+    /// PTO probes until the idle timeout.
+    #[cfg_attr(
+        feature = "cli",
+        arg(long, value_name = "MS|none", default_value_t = BurstReset::default())
+    )]
+    pub burst_reset: BurstReset,
     /// Standard deviation of the loss rate (varying).
     #[cfg_attr(feature = "cli", arg(long, default_value_t = DEFAULT_LOSS_STD))]
     pub loss_std: f64,
@@ -262,7 +363,7 @@ impl Default for LinkSpec {
             loss: Some(DEFAULT_LOSS),
             loss_model: LossKind::Bernoulli,
             burst: DEFAULT_BURST,
-            burst_reset: None,
+            burst_reset: BurstReset::default(),
             loss_std: DEFAULT_LOSS_STD,
             loss_interval: DEFAULT_LOSS_INTERVAL_MS,
             loss_pattern: None,
@@ -376,17 +477,7 @@ impl LinkSpec {
                         "gilbert loss needs a loss rate below 1".into(),
                     ));
                 }
-                let reset = match self.burst_reset {
-                    None => None,
-                    Some(ms) if ms.is_finite() && ms > 0.0 && ms <= 3.6e6 => {
-                        Some(Duration::from_secs_f64(ms / 1e3))
-                    }
-                    Some(ms) => {
-                        return Err(SpecError::Link(format!(
-                        "burst_reset must be a positive number of ms (at most one hour), got {ms}"
-                    )))
-                    }
-                };
+                let reset = self.burst_reset.gap()?;
                 LossModel::gilbert_from_mean(p, self.burst).with_idle_reset(reset)
             }
             LossKind::Varying => {
@@ -464,7 +555,7 @@ mod tests {
         let mut s = LinkSpec {
             loss_model: LossKind::Gilbert,
             burst: 4.0,
-            burst_reset: Some(100.0),
+            burst_reset: BurstReset::AfterMs(100.0),
             loss: Some(0.02),
             queue: Some(50),
             ..LinkSpec::default()
@@ -489,7 +580,7 @@ mod tests {
         );
         assert_eq!(down.queue, QueueLimit::Packets(50));
         for bad in [0.0, -5.0, f64::NAN, f64::INFINITY] {
-            s.burst_reset = Some(bad);
+            s.burst_reset = BurstReset::AfterMs(bad);
             let err = s.configs().unwrap_err();
             assert!(err.to_string().contains("burst_reset"), "{err}");
         }
@@ -604,6 +695,34 @@ mod tests {
         }
         let bad = serde_json::from_str::<LinkSpec>(r#"{"drop": "0"}"#);
         assert!(bad.is_err());
+    }
+
+    #[test]
+    fn gilbert_ends_bursts_at_a_silence_unless_told_none() {
+        let gilbert = |reset| LinkSpec {
+            loss_model: LossKind::Gilbert,
+            burst: 10.0,
+            loss: Some(0.05),
+            burst_reset: reset,
+            ..LinkSpec::default()
+        };
+        let chain = LossModel::gilbert_from_mean(0.05, 10.0);
+        let (_, down) = gilbert(BurstReset::default()).configs().expect("valid");
+        assert_eq!(
+            down.loss,
+            chain
+                .clone()
+                .with_idle_reset(Some(Duration::from_millis(100))),
+            "the default ends a burst after 100 ms of silence"
+        );
+        let (_, down) = gilbert(BurstReset::None).configs().expect("valid");
+        assert_eq!(down.loss, chain, "none keeps the plain chain");
+        assert_eq!("none".parse(), Ok(BurstReset::None));
+        assert_eq!(" NONE ".parse(), Ok(BurstReset::None));
+        assert_eq!("250".parse(), Ok(BurstReset::AfterMs(250.0)));
+        assert!("soon".parse::<BurstReset>().is_err());
+        assert_eq!(BurstReset::None.to_string(), "none");
+        assert_eq!(BurstReset::default().to_string(), "100");
     }
 
     #[test]

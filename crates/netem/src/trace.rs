@@ -20,6 +20,7 @@
 //! empty file and a trace lasting zero time are rejected) but every error
 //! names the file and the 1-based line.
 
+use std::io::Read;
 use std::path::Path;
 
 use serde::Serialize;
@@ -27,6 +28,15 @@ use serde::Serialize;
 /// Bytes of IP packet one delivery opportunity carries (Mahimahi's 1504-byte
 /// TUN frame minus its 4-byte packet-information header).
 pub const OPPORTUNITY_BYTES: u64 = 1500;
+
+/// Largest trace or loss-pattern file read, bytes (64 MiB; the real traces
+/// in `../shared/traces` are 0.4-1.2 MB). A larger file, or one without an
+/// end (`/dev/zero`), is refused after this many bytes, saying so.
+pub const MAX_TRACE_FILE_BYTES: u64 = 64 << 20;
+
+/// Most lines a trace or loss pattern may have (8 Mi: an 8 Mi-opportunity
+/// trace holds 12 GB of capacity per period and takes 64 MiB in memory).
+pub const MAX_TRACE_LINES: usize = 8 << 20;
 
 /// Largest timestamp accepted, in ms: larger values would overflow the
 /// nanosecond clock (`u64` ns is about 584 years).
@@ -89,17 +99,16 @@ pub struct Trace {
 }
 
 impl Trace {
-    /// Loads a Mahimahi trace file.
+    /// Loads a Mahimahi trace file (at most [`MAX_TRACE_FILE_BYTES`] bytes
+    /// and [`MAX_TRACE_LINES`] lines).
     pub fn from_file(path: &Path) -> Result<Trace, TraceError> {
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|error| TraceError::Io {
-            path: shown.clone(),
-            error,
-        })?;
+        let text = read_text_file(path, MAX_TRACE_FILE_BYTES, "trace")?;
         Trace::parse(&text, &shown)
     }
 
     /// Parses trace text; `origin` names it in errors (usually the path).
+    /// More than [`MAX_TRACE_LINES`] lines is an error.
     pub fn parse(text: &str, origin: &str) -> Result<Trace, TraceError> {
         let mut opportunities_ms: Vec<u64> = Vec::new();
         let mut last_line = 0;
@@ -111,6 +120,9 @@ impl Trace {
                 line,
                 reason,
             };
+            if line > MAX_TRACE_LINES {
+                return Err(err(too_many_lines("trace")));
+            }
             let ms = parse_timestamp(raw).map_err(err)?;
             if let Some(&prev) = opportunities_ms.last() {
                 if ms < prev {
@@ -273,6 +285,62 @@ fn parse_timestamp(raw: &str) -> Result<u64, String> {
     Ok(ms)
 }
 
+/// Reads the whole of `path` if it holds at most `limit` bytes.
+///
+/// Exists so that no file a user points at (a trace, a loss pattern, a
+/// scenario) can make artq read without end: a larger file, or one that
+/// never ends (`/dev/zero`, `/dev/urandom`), fails after `limit + 1` bytes
+/// with an error that says so (`ErrorKind::InvalidData`), instead of
+/// exhausting memory. `what` names the kind of file in that message.
+pub fn read_capped(path: &Path, limit: u64, what: &str) -> std::io::Result<Vec<u8>> {
+    let file = std::fs::File::open(path)?;
+    let mut bytes = Vec::new();
+    file.take(limit.saturating_add(1)).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "larger than {}, the most artq reads from a {what} file",
+                describe_bytes(limit)
+            ),
+        ));
+    }
+    Ok(bytes)
+}
+
+/// `67108864 bytes (64 MiB)`: a limit as users read it.
+fn describe_bytes(n: u64) -> String {
+    match n {
+        n if n >= 1 << 20 && n % (1 << 20) == 0 => format!("{n} bytes ({} MiB)", n >> 20),
+        n if n >= 1 << 10 && n % (1 << 10) == 0 => format!("{n} bytes ({} KiB)", n >> 10),
+        n => format!("{n} bytes"),
+    }
+}
+
+/// A trace-like file as text, at most `limit` bytes; errors name the file.
+pub(crate) fn read_text_file(path: &Path, limit: u64, what: &str) -> Result<String, TraceError> {
+    let shown = || path.display().to_string();
+    let bytes = read_capped(path, limit, what).map_err(|error| TraceError::Io {
+        path: shown(),
+        error,
+    })?;
+    String::from_utf8(bytes).map_err(|e| TraceError::Io {
+        path: shown(),
+        error: std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "not a text file (invalid UTF-8 at byte {})",
+                e.utf8_error().valid_up_to()
+            ),
+        ),
+    })
+}
+
+/// The reason given for a trace-like file past [`MAX_TRACE_LINES`].
+pub(crate) fn too_many_lines(what: &str) -> String {
+    format!("more than {MAX_TRACE_LINES} lines, the most artq reads from a {what} file")
+}
+
 /// Greatest common divisor (Euclid).
 fn gcd(mut a: u64, mut b: u64) -> u64 {
     while b != 0 {
@@ -281,9 +349,36 @@ fn gcd(mut a: u64, mut b: u64) -> u64 {
     a
 }
 
-/// Directory of the project's real traces; tests skip with a note if absent.
+/// The project's real traces: `../shared/traces` beside the repository
+/// (`<repo>/../shared/traces`), found from this crate's manifest directory so
+/// that any checkout (a worktree, CI's clone) finds its own.
+///
+/// Exists so a test that needs the traces can never pass without them: under
+/// CI (the `CI` variable set, as `.ci/run` runs there) a missing directory
+/// fails the calling test; elsewhere it returns `None` after printing a note
+/// naming `test`, and the test skips.
 #[cfg(test)]
-pub(crate) const SHARED_TRACES: &str = "/work/shared/traces";
+pub(crate) fn shared_traces(test: &str) -> Option<std::path::PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces");
+    if dir.is_dir() {
+        return Some(dir);
+    }
+    let ci = std::env::var("CI").is_ok_and(|v| {
+        let v = v.trim();
+        !v.is_empty() && v != "0" && !v.eq_ignore_ascii_case("false")
+    });
+    assert!(
+        !ci,
+        "{test}: the shared traces are missing at {} (the repository's ../shared/traces); \
+         CI must provide them",
+        dir.display()
+    );
+    eprintln!(
+        "note: {} missing, skipping {test} (CI fails here)",
+        dir.display()
+    );
+    None
+}
 
 #[cfg(test)]
 mod tests {
@@ -366,6 +461,51 @@ mod tests {
     }
 
     #[test]
+    fn endless_and_oversized_files_are_refused_saying_why() {
+        for dev in ["/dev/zero", "/dev/urandom"] {
+            if !Path::new(dev).exists() {
+                continue;
+            }
+            let e = Trace::from_file(Path::new(dev)).expect_err("no end");
+            let text = e.to_string();
+            assert!(matches!(e, TraceError::Io { .. }), "{e:?}");
+            assert!(text.starts_with(dev) && text.contains("64 MiB"), "{text}");
+        }
+        let dir = tempfile_dir();
+        let big = dir.join("big.down");
+        let f = std::fs::File::create(&big).expect("create");
+        f.set_len(MAX_TRACE_FILE_BYTES + 1).expect("sparse file");
+        let e = Trace::from_file(&big).expect_err("one byte too many");
+        assert!(e.to_string().contains("larger than 67108864 bytes"), "{e}");
+        let binary = dir.join("bin.down");
+        std::fs::write(&binary, [b'1', b'\n', 0xff, b'\n']).expect("write");
+        let e = Trace::from_file(&binary).expect_err("not text");
+        assert!(e.to_string().contains("not a text file"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn more_lines_than_the_limit_are_refused() {
+        let text = "1\n".repeat(MAX_TRACE_LINES + 1);
+        let (_, line, reason) = parse_err(&text);
+        assert_eq!(line, MAX_TRACE_LINES + 1);
+        assert!(reason.contains("more than"), "{reason}");
+        let exactly = "1\n".repeat(MAX_TRACE_LINES);
+        assert!(Trace::parse(&exactly, "x").is_ok());
+    }
+
+    /// A fresh directory under the system's temporary directory.
+    fn tempfile_dir() -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!(
+            "artq-netem-trace-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        dir
+    }
+
+    #[test]
     fn constant_traces_have_the_requested_rate() {
         let t = Trace::constant(12_000_000);
         assert_eq!(t.opportunities_ms(), &[1]);
@@ -392,11 +532,9 @@ mod tests {
 
     #[test]
     fn real_traces_parse() {
-        let dir = Path::new(SHARED_TRACES);
-        if !dir.is_dir() {
-            eprintln!("note: {SHARED_TRACES} missing, skipping real-trace parse test");
+        let Some(dir) = shared_traces("real_traces_parse") else {
             return;
-        }
+        };
         for name in [
             "Verizon-LTE-short.down",
             "Verizon-LTE-short.up",

@@ -32,6 +32,13 @@ pub struct TransportConfig {
     pub max_datagram_size: u16,
     /// Largest DATAGRAM frame we accept (RFC 9221); `None` disables them.
     pub max_datagram_frame_size: Option<u64>,
+    /// Most received DATAGRAM payloads kept unread; the oldest are dropped
+    /// first when a new one arrives (RFC 9221 §5: delivery is unreliable).
+    pub datagram_receive_frames: usize,
+    /// Most bytes of received DATAGRAM payloads kept unread, the oldest
+    /// dropped first: with `datagram_receive_frames`, what a peer sending
+    /// datagrams nobody reads can make us hold.
+    pub datagram_receive_buffer: usize,
     /// How many connection IDs we keep issued to the peer (at most).
     pub active_connection_id_limit: u64,
     /// Advertise that we decode artq's private FEC repair frames (the
@@ -51,6 +58,8 @@ impl Default for TransportConfig {
             ack_eliciting_threshold: 2,
             max_datagram_size: 1350,
             max_datagram_frame_size: Some(65535),
+            datagram_receive_frames: 1024,
+            datagram_receive_buffer: 1 << 20,
             active_connection_id_limit: 4,
             accept_fec: true,
         }

@@ -82,6 +82,12 @@
 //!   at most [`MAX_CONTROL_FRAME`] (H3_EXCESSIVE_LOAD past it); GOAWAY,
 //!   MAX_PUSH_ID and CANCEL_PUSH at most 8 bytes; an unfinished QPACK
 //!   stream instruction at most 10 bytes. DATA payload is never buffered.
+//!   A request stream is read for at most
+//!   [`server::MAX_REQUEST_STREAM_BYTES`] (431 if the head is not complete
+//!   by then, else reading stops with H3_NO_ERROR), and once the response
+//!   is complete the server stops reading the rest of the request
+//!   (STOP_SENDING with H3_NO_ERROR, RFC 9114 §4.1.1) unless the client
+//!   already ended it.
 //! - The client sends `:scheme https` and needs [`crate::http::Request`]'s
 //!   authority (`send_request` answers `NotReady` without one); CONNECT
 //!   requests are reported as malformed (nothing here proxies).

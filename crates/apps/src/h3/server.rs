@@ -9,21 +9,52 @@ use wire::{Dir, Side, StreamId};
 
 use super::control::Control;
 use super::error::{
-    H3Error, H3_EXCESSIVE_LOAD, H3_INTERNAL_ERROR, H3_MESSAGE_ERROR, H3_REQUEST_CANCELLED,
-    H3_REQUEST_INCOMPLETE, H3_REQUEST_REJECTED,
+    H3Error, H3_EXCESSIVE_LOAD, H3_INTERNAL_ERROR, H3_MESSAGE_ERROR, H3_NO_ERROR,
+    H3_REQUEST_CANCELLED, H3_REQUEST_INCOMPLETE, H3_REQUEST_REJECTED,
 };
 use super::frame::Settings;
 use super::message;
-use super::reader::ConnStream;
+use super::reader::{ByteSource, ConnStream};
 use super::request_reader::{RequestRead, RequestReader};
 use super::writer::SendState;
 use crate::http::{MessageError, ResponseHead, SendError, ServerEvent, ServerSession};
+
+/// Most bytes read from one request stream: the request head (at most
+/// [`crate::http::MAX_FIELD_SECTION`]) and whatever else a client sends
+/// (unknown frames, a body this server ignores, trailers), so a request
+/// stream cannot make us read without end. Before the head is complete,
+/// more is refused as too large (431, H3_EXCESSIVE_LOAD); after it, reading
+/// stops with H3_NO_ERROR and the response still completes (RFC 9114
+/// §4.1.1: a server that does not need the rest of a request may abort
+/// reading it).
+pub const MAX_REQUEST_STREAM_BYTES: u64 = 64 * 1024;
+
+/// A request stream as a [`ByteSource`] that counts what it hands out.
+struct Counted<'a> {
+    inner: ConnStream<'a>,
+    read: &'a mut u64,
+}
+
+impl ByteSource for Counted<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> Result<Option<usize>, transport::streams::ReadError> {
+        let got = self.inner.read(buf)?;
+        if let Some(n) = got {
+            *self.read = self.read.saturating_add(n as u64);
+        }
+        Ok(got)
+    }
+}
 
 /// One request stream on the server.
 #[derive(Debug, Default)]
 struct Exchange {
     /// Reading the request.
     reader: RequestReader,
+    /// Bytes read from the request stream so far.
+    read: u64,
+    /// We stopped reading (STOP_SENDING) before the reader was done: the
+    /// rest of the request is discarded by the transport.
+    read_stopped: bool,
     /// Writing the response.
     send: SendState,
     /// The application heard about this stream (Request or BadRequest).
@@ -38,9 +69,23 @@ struct Exchange {
 }
 
 impl Exchange {
+    /// Nothing more is read from the request stream.
+    fn reading_over(&self) -> bool {
+        self.read_stopped || self.reader.is_done()
+    }
+
     /// Both halves are over: the stream can be forgotten.
     fn is_over(&self) -> bool {
-        self.reader.is_done() && (self.reset || (self.send.is_finished() && self.send.is_idle()))
+        self.reading_over() && (self.reset || (self.send.is_finished() && self.send.is_idle()))
+    }
+
+    /// Stops reading the request stream with `code` (STOP_SENDING, unless
+    /// the client already ended or reset it); its unread bytes are dropped.
+    fn stop_reading(&mut self, conn: &mut Connection, id: StreamId, code: u64) {
+        if !self.reading_over() {
+            let _ = conn.streams().stop_sending(id, code);
+            self.read_stopped = true;
+        }
     }
 }
 
@@ -125,8 +170,29 @@ impl H3Server {
             let Some(ex) = self.exchanges.get_mut(&id) else {
                 continue;
             };
-            while !ex.reader.is_done() {
-                let read = ex.reader.read(&mut ConnStream { conn, id })?;
+            while !ex.reading_over() {
+                if ex.read > MAX_REQUEST_STREAM_BYTES {
+                    if ex.reported {
+                        // The request is known; the rest is not needed.
+                        ex.stop_reading(conn, id, H3_NO_ERROR);
+                    } else {
+                        ex.stop_reading(conn, id, H3_EXCESSIVE_LOAD);
+                        ex.reported = true;
+                        ex.bad = true;
+                        self.events.push_back(ServerEvent::BadRequest {
+                            stream: id,
+                            error: MessageError::TooLarge(ex.read),
+                        });
+                    }
+                    break;
+                }
+                let read = ex.reader.read(&mut Counted {
+                    inner: ConnStream {
+                        conn: &mut *conn,
+                        id,
+                    },
+                    read: &mut ex.read,
+                })?;
                 match read {
                     RequestRead::Blocked | RequestRead::End => break,
                     RequestRead::Request(request) => {
@@ -320,6 +386,9 @@ impl ServerSession for H3Server {
         if !ex.final_head {
             return Err(SendError::NotReady("no final response head was sent"));
         }
+        // The response is complete: whatever the client still sends on the
+        // request stream is not needed (RFC 9114 §4.1.1, H3_NO_ERROR).
+        ex.stop_reading(conn, stream, H3_NO_ERROR);
         let result = ex.send.finish(conn, stream);
         if was_stopped(&result) {
             self.cancelled(stream);
@@ -342,7 +411,7 @@ impl ServerSession for H3Server {
             H3_INTERNAL_ERROR
         };
         let _ = conn.streams().reset(stream, code);
-        if !ex.reader.is_done() {
+        if !ex.reading_over() {
             let _ = conn.streams().stop_sending(stream, code);
         }
     }

@@ -12,7 +12,7 @@ use transport::congestion::CongestionAlgorithm;
 use super::{find, mean_of, AggRow, Aside, Case, Claim, Experiment, Scale, Verdict};
 use crate::scenario::Scenario;
 use apps::workload::Workload;
-use netem::{LinkSpec, LossKind};
+use netem::{BurstReset, LinkSpec, LossKind};
 
 /// Every experiment name, in the order `artq reproduce` runs them.
 pub const EXPERIMENTS: &[&str] = &["fig19", "fig20", "fig21", "fig22", "fig24", "ablation"];
@@ -656,7 +656,7 @@ fn ablation(scale: Scale) -> Experiment {
             // any gap of a busy transfer): without it, a burst at a file's
             // tail swallowed every backed-off PTO probe until the 30 s idle
             // timeout (seed 1 at 3%/6, every scheme, plain QUIC included).
-            sc.link.burst_reset = Some(ABLATION_BURST_RESET_MS);
+            sc.link.burst_reset = BurstReset::AfterMs(ABLATION_BURST_RESET_MS);
             sc
         }));
     }

@@ -1,13 +1,12 @@
 //! Tests of one link direction: timing, queue limits, capacity, loss.
 
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::path::Path;
 
 use proptest::prelude::*;
 
 use super::*;
 use crate::faults::Corruption;
-use crate::trace::{OPPORTUNITY_BYTES, SHARED_TRACES};
+use crate::trace::{shared_traces, OPPORTUNITY_BYTES};
 
 fn addr(port: u16) -> SocketAddr {
     SocketAddr::from((Ipv4Addr::LOCALHOST, port))
@@ -324,14 +323,10 @@ fn exact_constant_capacity_is_reproduced_over_10s() {
 
 #[test]
 fn real_verizon_trace_capacity_is_reproduced_over_10s() {
-    let path = Path::new(SHARED_TRACES).join("Verizon-LTE-short.down");
-    if !path.is_file() {
-        eprintln!(
-            "note: {} missing, skipping the real-trace capacity test",
-            path.display()
-        );
+    let Some(dir) = shared_traces("real_verizon_trace_capacity_is_reproduced_over_10s") else {
         return;
-    }
+    };
+    let path = dir.join("Verizon-LTE-short.down");
     let trace = Arc::new(Trace::from_file(&path).expect("real trace parses"));
     // The first 10 s, and 10 s across the end of the 140 s period.
     for from_s in [0u64, 135] {

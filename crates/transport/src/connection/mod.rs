@@ -210,7 +210,7 @@ pub struct Connection {
     /// up, by id: what a policy may retransmit (RCP).
     datagram_store: std::collections::BTreeMap<u64, Vec<u8>>,
     next_datagram_id: u64,
-    datagrams_in: VecDeque<Vec<u8>>,
+    datagrams_in: DatagramQueue,
     peer_max_datagram_frame: Option<u64>,
     path_responses: VecDeque<[u8; 8]>,
     events: VecDeque<Event>,
@@ -343,7 +343,7 @@ impl Connection {
             datagrams_out: VecDeque::new(),
             datagram_store: std::collections::BTreeMap::new(),
             next_datagram_id: 0,
-            datagrams_in: VecDeque::new(),
+            datagrams_in: DatagramQueue::new(&config),
             peer_max_datagram_frame: None,
             path_responses: VecDeque::new(),
             events: VecDeque::new(),
@@ -544,9 +544,16 @@ impl Connection {
         Ok(())
     }
 
-    /// Take a received DATAGRAM payload.
+    /// Take a received DATAGRAM payload, oldest first.
     pub fn recv_datagram(&mut self) -> Option<Vec<u8>> {
-        self.datagrams_in.pop_front()
+        self.datagrams_in.pop()
+    }
+
+    /// Received DATAGRAM payloads dropped unread because the receive queue
+    /// was full ([`TransportConfig::datagram_receive_frames`],
+    /// [`TransportConfig::datagram_receive_buffer`]).
+    pub fn datagrams_dropped(&self) -> u64 {
+        self.datagrams_in.dropped
     }
 
     /// The next event for the application.
@@ -715,6 +722,65 @@ impl Connection {
             self.state = State::Drained;
             self.endpoint_events.push_back(EndpointEvent::Drained);
         }
+    }
+}
+
+/// DATAGRAM payloads received and not yet read by the application.
+///
+/// Exists so a peer cannot grow our memory by sending datagrams we do not
+/// read: at most [`TransportConfig::datagram_receive_frames`] payloads and
+/// [`TransportConfig::datagram_receive_buffer`] bytes are kept. DATAGRAM
+/// delivery is unreliable (RFC 9221 §5), so when a new payload does not fit
+/// the oldest are dropped first: an application that falls behind gets the
+/// freshest data, which is what real-time uses want. A payload larger than
+/// the whole byte budget is dropped itself.
+#[derive(Debug)]
+struct DatagramQueue {
+    queue: VecDeque<Vec<u8>>,
+    /// Sum of the queued payloads' lengths.
+    bytes: usize,
+    max_frames: usize,
+    max_bytes: usize,
+    /// Payloads dropped so far.
+    dropped: u64,
+}
+
+impl DatagramQueue {
+    /// An empty queue with `config`'s limits.
+    fn new(config: &TransportConfig) -> DatagramQueue {
+        DatagramQueue {
+            queue: VecDeque::new(),
+            bytes: 0,
+            max_frames: config.datagram_receive_frames,
+            max_bytes: config.datagram_receive_buffer,
+            dropped: 0,
+        }
+    }
+
+    /// Queues a received payload, dropping the oldest to make room. False
+    /// if the payload itself was dropped.
+    fn push(&mut self, data: &[u8]) -> bool {
+        if data.len() > self.max_bytes || self.max_frames == 0 {
+            self.dropped += 1;
+            return false;
+        }
+        while self.queue.len() >= self.max_frames || self.bytes + data.len() > self.max_bytes {
+            let Some(old) = self.queue.pop_front() else {
+                break;
+            };
+            self.bytes -= old.len();
+            self.dropped += 1;
+        }
+        self.bytes += data.len();
+        self.queue.push_back(data.to_vec());
+        true
+    }
+
+    /// The oldest payload.
+    fn pop(&mut self) -> Option<Vec<u8>> {
+        let data = self.queue.pop_front()?;
+        self.bytes -= data.len();
+        Some(data)
     }
 }
 

@@ -460,8 +460,7 @@ impl Connection {
                             .with_frame(ty),
                     );
                 }
-                if self.datagrams_in.len() < 1024 {
-                    self.datagrams_in.push_back(data.to_vec());
+                if self.datagrams_in.push(data) {
                     self.events.push_back(Event::DatagramReceived);
                 }
             }

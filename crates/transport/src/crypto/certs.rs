@@ -111,12 +111,30 @@ pub fn self_signed_with_key(
     Ok((vec![cert.der().clone()], key))
 }
 
-/// Read a PEM file's bytes, naming the file in the error.
+/// Largest PEM file read, bytes (1 MiB: a certificate chain is a few KB,
+/// a bundle of every public root CA a few hundred KB). A larger file, or one
+/// without an end (`/dev/zero`), is refused after this many bytes.
+pub const MAX_PEM_BYTES: u64 = 1 << 20;
+
+/// Read a PEM file's bytes (at most [`MAX_PEM_BYTES`]), naming the file in
+/// the error.
 fn read_file(path: &Path) -> Result<Vec<u8>, CryptoError> {
-    std::fs::read(path).map_err(|e| CryptoError::File {
+    use std::io::Read;
+    let error = |reason: String| CryptoError::File {
         path: path.to_owned(),
-        reason: format!("cannot read: {e}"),
-    })
+        reason,
+    };
+    let file = std::fs::File::open(path).map_err(|e| error(format!("cannot read: {e}")))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_PEM_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| error(format!("cannot read: {e}")))?;
+    if bytes.len() as u64 > MAX_PEM_BYTES {
+        return Err(error(format!(
+            "larger than {MAX_PEM_BYTES} bytes (1 MiB), the most artq reads from a PEM file"
+        )));
+    }
+    Ok(bytes)
 }
 
 /// Load a certificate chain (end-entity first) from a PEM file of one or more
@@ -350,6 +368,26 @@ mod tests {
             err.contains("artq-no-such-file.pem") && err.contains("cannot read"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn endless_pem_files_fail_fast_saying_why() {
+        for dev in ["/dev/zero", "/dev/urandom"] {
+            let path = Path::new(dev);
+            if !path.exists() {
+                continue;
+            }
+            for err in [
+                load_pem_chain(path).map(|_| ()).expect_err("no end"),
+                load_pem_key(path).map(|_| ()).expect_err("no end"),
+            ] {
+                let text = err.to_string();
+                assert!(
+                    text.contains(dev) && text.contains("larger than 1048576 bytes"),
+                    "{text}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -38,22 +38,48 @@ impl Streams {
         Some(id)
     }
 
-    /// Copies up to the free send-buffer room (`send_buffer` minus the
-    /// unacknowledged bytes) of `data`; returns how much. Not limited by flow
-    /// control, which limits sending, not buffering. `Err(Blocked)` if no
-    /// room at all; a short or blocked write is followed by `Writable`.
+    /// Copies as much of `data` as there is room for ([`Streams::write_room`]);
+    /// returns how much. `Err(Blocked)` if no room at all; a short or blocked
+    /// write is followed by `Writable` once room opens (the peer's credit
+    /// grows, acknowledgements free the buffer). An empty `data` returns
+    /// `Ok(0)`, or the error a write would meet.
     pub fn write(&mut self, id: StreamId, data: &[u8]) -> Result<usize, WriteError> {
-        let limit = self.config.send_buffer;
-        let send = self
-            .streams
-            .get_mut(&id)
-            .and_then(|s| s.send.as_mut())
+        let room = self.write_room(id)?;
+        let n = self
+            .with_send(id, |send| send.write(data, room))
             .ok_or(WriteError::UnknownStream)?;
-        let n = send.write(data, limit)?;
+        let n = match n {
+            Err(WriteError::Blocked) => {
+                self.blocked_writers.insert(id);
+                return Err(WriteError::Blocked);
+            }
+            other => other?,
+        };
+        if n < data.len() {
+            self.blocked_writers.insert(id);
+        }
         if n > 0 {
             self.schedule(id);
         }
         Ok(n)
+    }
+
+    /// How many bytes [`Streams::write`] would take on `id` now. Writes are
+    /// bounded by the send buffers ([`super::StreamsConfig::send_buffer`],
+    /// [`super::StreamsConfig::connection_send_buffer`]) and by the peer's
+    /// flow control: a stream may run [`super::StreamsConfig::send_ahead`]
+    /// bytes past its MAX_STREAM_DATA, all streams together that much past
+    /// the connection's MAX_DATA. An application that reads its data from a
+    /// source (a file) asks this first, so it reads only what the peer's
+    /// window lets through. `Err` as `write` would fail.
+    pub fn write_room(&self, id: StreamId) -> Result<u64, WriteError> {
+        let send = self
+            .streams
+            .get(&id)
+            .and_then(|s| s.send.as_ref())
+            .ok_or(WriteError::UnknownStream)?;
+        send.check_writable()?;
+        Ok(self.room(send))
     }
 
     /// Ends the stream after the data written so far (FIN).
@@ -73,19 +99,23 @@ impl Streams {
     /// already reset or all data was acknowledged; a stream the peer stopped
     /// was already reset for it, so that is `Ok`.
     pub fn reset(&mut self, id: StreamId, error_code: u64) -> Result<(), WriteError> {
-        let send = self
-            .streams
-            .get_mut(&id)
-            .and_then(|s| s.send.as_mut())
+        let outcome = self
+            .with_send(id, |send| {
+                if send.stopped.is_some() {
+                    None
+                } else {
+                    Some(send.reset(error_code))
+                }
+            })
             .ok_or(WriteError::UnknownStream)?;
-        if send.stopped.is_some() {
-            return Ok(());
-        }
-        if !send.reset(error_code) {
-            return Err(WriteError::Closed);
+        match outcome {
+            None => return Ok(()),
+            Some(false) => return Err(WriteError::Closed),
+            Some(true) => {}
         }
         self.control.insert(Pending::ResetStream(id));
         self.schedule(id);
+        self.wake_writers();
         Ok(())
     }
 
@@ -95,15 +125,18 @@ impl Streams {
     /// Reading gives credit back to the peer (MAX_STREAM_DATA / MAX_DATA when
     /// the unread credit falls to half the window).
     pub fn read(&mut self, id: StreamId, buf: &mut [u8]) -> Result<Option<usize>, ReadError> {
-        let recv = self
-            .streams
-            .get_mut(&id)
-            .and_then(|s| s.recv.as_mut())
+        let (result, credit) = self
+            .with_recv(id, |recv| {
+                let result = recv.read(buf);
+                let credit = matches!(result, Ok(Some(n)) if n > 0)
+                    && recv.wants_credit()
+                    && recv.window.poll_update().is_some();
+                (result, credit)
+            })
             .ok_or(ReadError::UnknownStream)?;
-        let result = recv.read(buf);
         match result {
             Ok(Some(n)) if n > 0 => {
-                if recv.wants_credit() && recv.window.poll_update().is_some() {
+                if credit {
                     self.control.insert(Pending::MaxStreamData(id));
                 }
                 self.release_conn(n as u64);
@@ -118,15 +151,15 @@ impl Streams {
     /// buffered and future data is discarded, its credit given back, and
     /// later reads return `UnknownStream`.
     pub fn stop_sending(&mut self, id: StreamId, error_code: u64) -> Result<(), ReadError> {
-        let recv = self
-            .streams
-            .get_mut(&id)
-            .and_then(|s| s.recv.as_mut())
+        let (release, wants_stop) = self
+            .with_recv(id, |recv| {
+                (recv.stop(error_code), recv.wants_stop_sending())
+            })
             .ok_or(ReadError::UnknownStream)?;
-        let Some(release) = recv.stop(error_code) else {
+        let Some(release) = release else {
             return Ok(());
         };
-        if recv.wants_stop_sending() {
+        if wants_stop {
             self.control.insert(Pending::StopSending(id));
         }
         self.release_conn(release);

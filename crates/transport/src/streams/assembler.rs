@@ -1,24 +1,39 @@
 //! Reassembly of a stream's incoming bytes (RFC 9000 §2.2).
 //!
 //! STREAM frames arrive reordered, duplicated and overlapping. The assembler
-//! writes each new byte once, at its place in a ring buffer that starts at the
-//! read offset, and tracks what arrived in a [`RangeSet`]. Flow control (the
-//! caller's job) guarantees that no frame reaches past `read + window`, so the
-//! ring never grows beyond the receive window: the window really is the
-//! receiver's buffer. No allocation per frame: the ring grows once to the
-//! window's high-water mark and is reused.
+//! keeps each new byte once, in *pieces* stored by offset, and tracks what
+//! arrived in a [`RangeSet`]. Storage is sparse: a frame far ahead of the
+//! reader costs its own bytes, not the hole before it (RFC 9000 §21.6: a
+//! peer that leaves holes must not make us commit memory for them).
+//!
+//! Memory of one stream: the bytes held (never more than the receive window,
+//! which flow control enforces: the caller's job), at most twice that while a
+//! piece grows, plus a bookkeeping cost of about 100 bytes per piece. Data
+//! arriving in order is appended to the piece it continues, up to
+//! [`MAX_PIECE`] bytes, so pieces multiply only when the peer fragments its
+//! data (holes, or bytes filled in from the back); the caller caps the number
+//! of pieces per connection ([`Assembler::pieces`]).
 
-use std::collections::VecDeque;
+use std::collections::BTreeMap;
 
 use crate::range_set::RangeSet;
+
+/// Largest piece grown by appending in-order data, bytes. Small enough that
+/// compacting a partly read piece is a short copy, large enough that a full
+/// receive window of in-order data is a few pieces per megabyte.
+pub(crate) const MAX_PIECE: usize = 16 * 1024;
 
 /// Out-of-order receive buffer for one stream.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Assembler {
-    /// Bytes from offset `read` on; gaps not yet received hold zeros.
-    buf: VecDeque<u8>,
-    /// Offset of `buf[0]`: everything below was read by the application.
+    /// Received bytes not yet read, by the stream offset of their first
+    /// byte. Disjoint; only the first may start below `read` (its first
+    /// `read - offset` bytes were read and await compaction).
+    pieces: BTreeMap<u64, Vec<u8>>,
+    /// Offset of the next byte the application reads.
     read: u64,
+    /// Bytes held at or above `read`.
+    held: u64,
     /// Offsets received so far (including those already read).
     received: RangeSet,
 }
@@ -42,14 +57,19 @@ impl Assembler {
         self.contiguous_end().saturating_sub(self.read)
     }
 
-    /// Bytes held in memory (including zero-filled holes).
+    /// Bytes held in memory, received and not yet read (holes cost nothing).
     pub fn buffered(&self) -> u64 {
-        self.buf.len() as u64
+        self.held
+    }
+
+    /// Number of pieces the bytes are stored in (each costs bookkeeping).
+    pub fn pieces(&self) -> usize {
+        self.pieces.len()
     }
 
     /// Stores `data` received at `offset`; bytes already received or already
     /// read are skipped. The caller checked `offset + data.len()` against flow
-    /// control, which bounds the memory used. Returns true if any byte was new.
+    /// control, which bounds the bytes held. Returns true if any byte was new.
     pub fn insert(&mut self, offset: u64, data: &[u8]) -> bool {
         let Some(end) = offset.checked_add(data.len() as u64) else {
             return false;
@@ -59,23 +79,24 @@ impl Assembler {
             return false;
         }
         let Self {
-            buf,
-            read,
+            pieces,
+            held,
             received,
+            ..
         } = self;
         let mut new = false;
         for gap in received.subtract_from(start..end) {
             // Gaps lie inside `offset..end`, so these fit the slice.
-            let (Ok(from), Ok(to), Ok(pos)) = (
+            let (Ok(from), Ok(to)) = (
                 usize::try_from(gap.start - offset),
                 usize::try_from(gap.end - offset),
-                usize::try_from(gap.start - *read),
             ) else {
-                debug_assert!(false, "flow control let a frame past memory");
+                debug_assert!(false, "a gap outside the frame");
                 return new;
             };
             if let Some(bytes) = data.get(from..to) {
-                write_at(buf, pos, bytes);
+                store(pieces, gap.start, bytes);
+                *held += bytes.len() as u64;
                 new = true;
             }
         }
@@ -85,27 +106,49 @@ impl Assembler {
 
     /// Copies readable bytes into `out`; returns how many.
     pub fn read(&mut self, out: &mut [u8]) -> usize {
-        let n = (self.readable().min(out.len() as u64) as usize).min(self.buf.len());
-        if n == 0 {
-            return 0;
+        let mut n = 0;
+        while n < out.len() {
+            let Some(mut entry) = self.pieces.first_entry() else {
+                break;
+            };
+            let at = *entry.key();
+            if at > self.read {
+                break; // a hole at the read offset
+            }
+            let piece = entry.get_mut();
+            let Ok(skip) = usize::try_from(self.read - at) else {
+                break;
+            };
+            let avail = piece.get(skip..).unwrap_or_default();
+            let take = avail.len().min(out.len() - n);
+            if let (Some(dst), Some(src)) = (out.get_mut(n..n + take), avail.get(..take)) {
+                dst.copy_from_slice(src);
+            }
+            n += take;
+            self.read += take as u64;
+            self.held -= take as u64;
+            let consumed = skip + take;
+            if consumed >= piece.len() {
+                entry.remove();
+            } else if consumed * 2 >= piece.len() {
+                // Compact once half is read: the copy is at most the unread
+                // half, so each byte is copied O(1) times on average.
+                let mut rest = entry.remove();
+                rest.drain(..consumed);
+                self.pieces.insert(self.read, rest);
+            }
+            if take == 0 {
+                break;
+            }
         }
-        let (a, b) = self.buf.as_slices();
-        let from_a = n.min(a.len());
-        if let (Some(dst), Some(src)) = (out.get_mut(..from_a), a.get(..from_a)) {
-            dst.copy_from_slice(src);
-        }
-        if let (Some(dst), Some(src)) = (out.get_mut(from_a..n), b.get(..n - from_a)) {
-            dst.copy_from_slice(src);
-        }
-        self.buf.drain(..n);
-        self.read += n as u64;
         n
     }
 
     /// Drops all buffered bytes (reset or STOP_SENDING): they will never be
     /// read. Later inserts are still tracked so offsets stay consistent.
     pub fn discard(&mut self) {
-        self.buf = VecDeque::new();
+        self.pieces = BTreeMap::new();
+        self.held = 0;
         self.read = self
             .received
             .max()
@@ -115,31 +158,24 @@ impl Assembler {
     }
 }
 
-/// Writes `bytes` at ring position `pos`, growing the ring (zero-filling any
-/// hole before `pos`) as needed.
-fn write_at(buf: &mut VecDeque<u8>, pos: usize, bytes: &[u8]) {
-    if pos > buf.len() {
-        buf.resize(pos, 0);
-    }
-    let overlap = (buf.len() - pos).min(bytes.len());
-    if overlap > 0 {
-        let (a, b) = buf.as_mut_slices();
-        let head = bytes.get(..overlap).unwrap_or_default();
-        if pos < a.len() {
-            let in_a = (a.len() - pos).min(overlap);
-            if let (Some(dst), Some(src)) = (a.get_mut(pos..pos + in_a), head.get(..in_a)) {
-                dst.copy_from_slice(src);
+/// Stores `bytes` received at offset `at` (not held yet): appended to the
+/// piece they continue when it has room, else as a piece of their own.
+fn store(pieces: &mut BTreeMap<u64, Vec<u8>>, at: u64, bytes: &[u8]) {
+    if let Some((&start, piece)) = pieces.range_mut(..at).next_back() {
+        let continues = start.checked_add(piece.len() as u64) == Some(at);
+        if continues && piece.len() + bytes.len() <= MAX_PIECE {
+            let need = piece.len() + bytes.len();
+            if need > piece.capacity() {
+                // Double, but never past MAX_PIECE: memory stays within
+                // twice the bytes held.
+                let target = need.max(piece.capacity() * 2).min(MAX_PIECE);
+                piece.reserve_exact(target - piece.len());
             }
-            if let (Some(dst), Some(src)) = (b.get_mut(..overlap - in_a), head.get(in_a..)) {
-                dst.copy_from_slice(src);
-            }
-        } else if let Some(dst) = b.get_mut(pos - a.len()..pos - a.len() + overlap) {
-            dst.copy_from_slice(head);
+            piece.extend_from_slice(bytes);
+            return;
         }
     }
-    if let Some(rest) = bytes.get(overlap..) {
-        buf.extend(rest);
-    }
+    pieces.insert(at, bytes.to_vec());
 }
 
 #[cfg(test)]
@@ -170,19 +206,48 @@ mod tests {
         assert!(!a.insert(6, b"gh"));
         assert_eq!(read_all(&mut a), b"defghij");
         assert!(!a.insert(0, b"abcdefghij"), "all old");
-        assert_eq!(a.buffered(), 0);
+        assert_eq!((a.buffered(), a.pieces()), (0, 0));
     }
 
     #[test]
-    fn wraps_around_the_ring() {
+    fn a_far_frame_costs_its_bytes_not_the_hole() {
         let mut a = Assembler::default();
-        let data: Vec<u8> = (0..200u8).collect();
-        a.insert(0, &data[..100]);
-        let mut tmp = [0u8; 90];
-        assert_eq!(a.read(&mut tmp), 90);
-        a.insert(150, &data[150..]);
-        a.insert(100, &data[100..150]);
-        assert_eq!(read_all(&mut a), &data[90..]);
+        assert!(a.insert((16 << 20) - 1, b"z"));
+        assert_eq!((a.buffered(), a.pieces()), (1, 1));
+        assert_eq!(a.readable(), 0);
+    }
+
+    #[test]
+    fn in_order_data_grows_few_pieces_and_partial_reads_compact() {
+        let mut a = Assembler::default();
+        let data: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+        for (i, chunk) in data.chunks(1000).enumerate() {
+            a.insert(i as u64 * 1000, chunk);
+        }
+        assert_eq!(a.buffered(), 100_000);
+        assert!(
+            a.pieces() <= 100_000 / (MAX_PIECE - 1000) + 1,
+            "{}",
+            a.pieces()
+        );
+        let mut out = vec![0u8; 3];
+        let mut got = Vec::new();
+        while a.read(&mut out) > 0 {
+            got.extend_from_slice(&out);
+        }
+        got.truncate(100_000);
+        assert_eq!(got, data);
+        assert_eq!((a.buffered(), a.pieces()), (0, 0));
+    }
+
+    #[test]
+    fn filling_holes_from_the_back_makes_one_piece_each() {
+        let mut a = Assembler::default();
+        for i in (0..100u64).rev() {
+            a.insert(i, &[i as u8]);
+        }
+        assert_eq!(a.pieces(), 100);
+        assert_eq!(read_all(&mut a), (0..100u8).collect::<Vec<_>>());
     }
 
     #[test]
@@ -197,20 +262,22 @@ mod tests {
 
     proptest! {
         /// Any mix of reordered, overlapping and duplicated pieces, read with
-        /// reads interleaved, yields exactly the original bytes.
+        /// reads interleaved, yields exactly the original bytes, and the
+        /// bytes held are never more than those received and unread.
         #[test]
         fn reassembles_exact_bytes(
-            len in 1usize..3000,
-            pieces in proptest::collection::vec((0usize..3000, 1usize..400), 1..60),
+            len in 1usize..40_000,
+            pieces in proptest::collection::vec((0usize..40_000, 1usize..3000), 1..60),
             order in proptest::collection::vec(any::<u32>(), 0..80),
             read_every in 1usize..10,
+            read_len in 1usize..5000,
         ) {
             let data: Vec<u8> = (0..len).map(|i| (i * 31 + i / 256) as u8).collect();
             // Pieces plus a covering set, so everything arrives eventually.
             let mut frames: Vec<(usize, usize)> = pieces.into_iter()
                 .map(|(s, l)| (s % len, (s % len + l).min(len)))
                 .collect();
-            frames.extend((0..len).step_by(500).map(|s| (s, (s + 500).min(len))));
+            frames.extend((0..len).step_by(1200).map(|s| (s, (s + 1200).min(len))));
             // Shuffle deterministically from `order`, then duplicate some.
             for (i, k) in order.iter().enumerate() {
                 let n = frames.len();
@@ -220,15 +287,24 @@ mod tests {
             frames.extend(dups);
             let mut a = Assembler::default();
             let mut got = Vec::new();
+            let mut buf = vec![0u8; read_len];
             for (i, (s, e)) in frames.into_iter().enumerate() {
                 a.insert(s as u64, &data[s..e]);
                 if i % read_every == 0 {
-                    got.extend(read_all(&mut a));
+                    loop {
+                        let n = a.read(&mut buf);
+                        if n == 0 {
+                            break;
+                        }
+                        got.extend_from_slice(&buf[..n]);
+                    }
                 }
-                prop_assert!(a.buffered() <= len as u64);
+                let unread = a.received.total() - a.read_offset();
+                prop_assert_eq!(a.buffered(), unread);
             }
             got.extend(read_all(&mut a));
             prop_assert_eq!(got, data);
+            prop_assert_eq!(a.pieces(), 0);
         }
     }
 }

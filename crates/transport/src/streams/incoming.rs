@@ -88,7 +88,7 @@ impl Streams {
         if !self.resolve(id, Half::Recv)? {
             return Ok(());
         }
-        let Some(recv) = self.streams.get_mut(&id).and_then(|s| s.recv.as_mut()) else {
+        let Some(recv) = self.streams.get(&id).and_then(|s| s.recv.as_ref()) else {
             return Ok(());
         };
         let used = recv.validate_data(end, fin)?;
@@ -99,7 +99,17 @@ impl Streams {
             ));
         }
         self.recv_window.receive(used);
-        let out = recv.apply_data(offset, data, fin, used);
+        let Some(out) = self.with_recv(id, |recv| recv.apply_data(offset, data, fin, used)) else {
+            return Ok(());
+        };
+        if self.recv_pieces > self.config.max_receive_pieces {
+            // RFC 9000 §21.6: a peer fragmenting its data (holes, bytes
+            // filled in from the back) must not make us keep unbounded
+            // bookkeeping; §21.9 lets us close on such non-productive input.
+            return Err(TransportError::protocol_violation(
+                "stream data fragmented into too many pieces",
+            ));
+        }
         if out.notify {
             self.events.push_back(StreamEvent::Readable { id });
         }
@@ -118,7 +128,7 @@ impl Streams {
         if !self.resolve(id, Half::Recv)? {
             return Ok(());
         }
-        let Some(recv) = self.streams.get_mut(&id).and_then(|s| s.recv.as_mut()) else {
+        let Some(recv) = self.streams.get(&id).and_then(|s| s.recv.as_ref()) else {
             return Ok(());
         };
         let used = recv.validate_reset(final_size)?;
@@ -126,7 +136,10 @@ impl Streams {
             return Err(TransportError::flow_control("final size beyond MAX_DATA"));
         }
         self.recv_window.receive(used);
-        let out = recv.apply_reset(error_code, final_size, used);
+        let Some(out) = self.with_recv(id, |recv| recv.apply_reset(error_code, final_size, used))
+        else {
+            return Ok(());
+        };
         if out.notify {
             self.events.push_back(StreamEvent::Reset { id, error_code });
         }
@@ -141,27 +154,30 @@ impl Streams {
         if !self.resolve(id, Half::Send)? {
             return Ok(());
         }
-        let Some(send) = self.streams.get_mut(&id).and_then(|s| s.send.as_mut()) else {
-            return Ok(());
-        };
-        if send.stopped.is_some() {
-            return Ok(());
-        }
-        send.stopped = Some(error_code);
-        // Already reset by us, or all data acknowledged: nothing left to stop.
-        if !send.reset(error_code) {
+        let reset = self.with_send(id, |send| {
+            if send.stopped.is_some() {
+                return false;
+            }
+            send.stopped = Some(error_code);
+            // Already reset by us, or all data acknowledged: nothing left to stop.
+            send.reset(error_code)
+        });
+        if reset != Some(true) {
             return Ok(());
         }
         self.control.insert(Pending::ResetStream(id));
         self.events
             .push_back(StreamEvent::Stopped { id, error_code });
         self.schedule(id);
+        self.wake_writers();
         Ok(())
     }
 
     /// A MAX_DATA frame (RFC 9000 §19.9); smaller values are ignored.
     pub fn on_max_data(&mut self, max: u64) {
-        self.send_credit.raise(max);
+        if self.send_credit.raise(max) {
+            self.wake_writers();
+        }
     }
 
     /// A MAX_STREAM_DATA frame (RFC 9000 §19.10); smaller values are ignored.
@@ -169,11 +185,14 @@ impl Streams {
         if !self.resolve(id, Half::Send)? {
             return Ok(());
         }
-        if let Some(send) = self.streams.get_mut(&id).and_then(|s| s.send.as_mut()) {
-            if max > send.max_data {
-                send.max_data = max;
-                self.schedule(id);
-            }
+        let raised = self.with_send(id, |send| {
+            let raised = max > send.max_data;
+            send.max_data = send.max_data.max(max);
+            raised
+        });
+        if raised == Some(true) {
+            self.schedule(id);
+            self.wake_writers();
         }
         Ok(())
     }

@@ -21,15 +21,27 @@
 //! The application side ([`Streams::open`], [`Streams::write`], [`Streams::read`],
 //! ...) is reached through the connection; [`Streams::poll_event`] reports changes.
 //!
-//! Sizes: stream bytes live once, in each stream's send buffer, until acked;
-//! received bytes live in a ring no larger than the stream's receive window.
-//! Range bookkeeping is O(log n) per operation; nothing allocates per chunk.
+//! Memory (what one connection can make us hold, [`StreamsConfig`]):
+//! - sending: stream bytes live once, in each stream's send buffer, until
+//!   acknowledged. `write` takes bytes only while the stream and the
+//!   connection stay within the peer's flow-control credit plus
+//!   [`StreamsConfig::send_ahead`], and within [`StreamsConfig::send_buffer`]
+//!   and [`StreamsConfig::connection_send_buffer`]; an application is told
+//!   with `Blocked`, then `Writable` once credit or acknowledgements open
+//!   room, so it reads its source only as the peer's window opens;
+//! - receiving: received bytes are stored sparsely (a hole costs nothing),
+//!   never more than our receive windows let the peer send, in at most
+//!   [`StreamsConfig::max_receive_pieces`] pieces per connection (a peer that
+//!   fragments its data past that is closed with PROTOCOL_VIOLATION).
+//!
+//! Range bookkeeping is O(log n) per operation.
 
 mod app;
 mod assembler;
 mod control;
 mod flow;
 mod incoming;
+mod limits;
 mod recv;
 mod send;
 mod send_buffer;
@@ -48,15 +60,26 @@ pub use control::ControlFrame;
 
 use control::Pending;
 use flow::{RecvWindow, SendCredit};
+use limits::SendTotals;
 use recv::RecvStream;
 use send::SendStream;
 
-/// Stream and flow-control limits for one endpoint.
+/// Stream and flow-control limits for one endpoint, and so the memory one
+/// connection's streams can hold.
 ///
 /// The receive windows are the receiver's buffer (the papers' "receive
 /// buffer"): the peer can never have more than `receive_window` bytes
 /// unconsumed on the connection, nor `stream_receive_window` on one stream,
 /// because credit is extended only as the application reads.
+///
+/// The send side holds at most what the peer's flow control grants plus
+/// `send_ahead` twice and once per stream with data, and never more than
+/// `connection_send_buffer`. With the defaults one connection's streams
+/// hold at most: 16 MiB received (our window) plus about 1.6 MiB of
+/// reassembly bookkeeping; and to send, the smaller of 16 MiB and the
+/// peer's connection credit plus 128 KiB plus 64 KiB per stream (what is in
+/// flight and not yet acknowledged included: it is within that credit), so
+/// about 6.5 MiB beyond the peer's credit with all 100 streams open.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StreamsConfig {
     /// Connection-level receive window in bytes (our initial_max_data and the
@@ -67,6 +90,29 @@ pub struct StreamsConfig {
     /// Most unacknowledged bytes buffered per stream for sending; `write`
     /// accepts no more until acknowledgements free space.
     pub send_buffer: u64,
+    /// Most unacknowledged bytes buffered for sending on the whole
+    /// connection (every stream together): the cap when a peer grants more
+    /// credit than it reads or acknowledges.
+    pub connection_send_buffer: u64,
+    /// How far writes may run ahead of the peer's flow-control credit,
+    /// bytes. Within its MAX_STREAM_DATA a stream takes bytes while all
+    /// streams' unsent bytes stay within the connection's MAX_DATA plus
+    /// `send_ahead`, or its own stay within `send_ahead` (so the
+    /// connection's credit is shared among streams instead of taken by the
+    /// first written); past its MAX_STREAM_DATA, up to `send_ahead` more,
+    /// while all streams' bytes past their own credit stay within
+    /// `send_ahead`. Data the peer does not let us send yet is not worth
+    /// holding; a little is, so that control streams and requests written
+    /// before the peer's limits arrive fit and an application can write in
+    /// chunks.
+    pub send_ahead: u64,
+    /// Most pieces received stream data may be stored in, summed over the
+    /// connection's streams. In-order data fills pieces of 16 KiB, so a full
+    /// 16 MiB window is about a thousand; each hole a loss leaves adds one.
+    /// Each piece costs about 100 bytes of bookkeeping, so this bounds what
+    /// a peer fragmenting its data (one byte every other byte) can make us
+    /// hold; past it the connection is closed with PROTOCOL_VIOLATION.
+    pub max_receive_pieces: u64,
     /// Bidirectional streams the peer may have open at once (initial_max_streams_bidi).
     pub max_concurrent_bidi_streams: u64,
     /// Unidirectional streams the peer may have open at once (initial_max_streams_uni).
@@ -74,14 +120,23 @@ pub struct StreamsConfig {
 }
 
 impl Default for StreamsConfig {
-    /// 16 MiB windows and send buffer: one bandwidth-delay product of
+    /// 16 MiB windows and send buffers: one bandwidth-delay product of
     /// 1 Gbit/s x 134 ms, enough not to be the bottleneck in the papers'
-    /// settings, while bounding memory per connection. 100 streams each way.
+    /// settings, while bounding memory per connection. 64 KiB ahead of the
+    /// peer's credit (one of the server's body chunks: an application is
+    /// driven between the credit's arrival and the next packet, so more
+    /// would only cost memory per slow client). 16384 receive pieces:
+    /// twice what a 16 MiB window of 1200-byte packets with every other
+    /// one lost needs, for about 1.6 MiB of bookkeeping. 100 streams each
+    /// way.
     fn default() -> Self {
         StreamsConfig {
             receive_window: 16 << 20,
             stream_receive_window: 16 << 20,
             send_buffer: 16 << 20,
+            connection_send_buffer: 16 << 20,
+            send_ahead: 64 << 10,
+            max_receive_pieces: 16384,
             max_concurrent_bidi_streams: 100,
             max_concurrent_uni_streams: 100,
         }
@@ -272,6 +327,12 @@ pub struct Streams {
     control: BTreeSet<Pending>,
     /// Events for the application.
     events: VecDeque<StreamEvent>,
+    /// Bytes held for sending, over all streams.
+    send_totals: SendTotals,
+    /// Streams whose last write fell short: `Writable` once room opens.
+    blocked_writers: BTreeSet<StreamId>,
+    /// Pieces received data is stored in, over all streams.
+    recv_pieces: u64,
 }
 
 impl Streams {
@@ -302,6 +363,9 @@ impl Streams {
             rr_next: 0,
             control: BTreeSet::new(),
             events: VecDeque::new(),
+            send_totals: SendTotals::default(),
+            blocked_writers: BTreeSet::new(),
+            recv_pieces: 0,
         }
     }
 
@@ -319,11 +383,10 @@ impl Streams {
         let ids: Vec<StreamId> = self.streams.keys().copied().collect();
         for id in ids {
             let limit = self.initial_send_limit(id);
-            if let Some(send) = self.streams.get_mut(&id).and_then(|s| s.send.as_mut()) {
-                send.max_data = send.max_data.max(limit);
-            }
+            self.with_send(id, |send| send.max_data = send.max_data.max(limit));
             self.schedule(id);
         }
+        self.wake_writers();
     }
 
     /// Next event for the application.
@@ -341,13 +404,25 @@ impl Streams {
     }
 
     /// Bytes held in a stream's receive buffer (received, not yet read;
-    /// holes included): never more than its receive window.
+    /// holes cost nothing): never more than its receive window.
     pub fn recv_buffered(&self, id: StreamId) -> Option<u64> {
         self.streams
             .get(&id)?
             .recv
             .as_ref()
             .map(RecvStream::buffered)
+    }
+
+    /// Unacknowledged bytes buffered for sending over all streams: at most
+    /// [`StreamsConfig::connection_send_buffer`].
+    pub fn send_buffered_total(&self) -> u64 {
+        self.send_totals.buffered
+    }
+
+    /// Pieces received stream data is stored in over all streams: at most
+    /// [`StreamsConfig::max_receive_pieces`].
+    pub fn recv_pieces(&self) -> u64 {
+        self.recv_pieces
     }
 
     /// Anything to send: lost data, a FIN, new data within flow control, or
@@ -457,7 +532,17 @@ impl Streams {
         if !self.streams.get(&id).is_some_and(Stream::is_done) {
             return;
         }
-        self.streams.remove(&id);
+        if let Some(stream) = self.streams.remove(&id) {
+            // Done halves hold nothing; keep the totals exact regardless.
+            if let Some(send) = &stream.send {
+                self.send_totals
+                    .update(SendTotals::of(send), SendTotals::default());
+            }
+            if let Some(recv) = &stream.recv {
+                self.recv_pieces = self.recv_pieces.saturating_sub(recv.pieces() as u64);
+            }
+        }
+        self.blocked_writers.remove(&id);
         self.urgent.remove(&id);
         self.ready.remove(&id);
         if !self.is_local(id) {

@@ -60,9 +60,15 @@ impl RecvStream {
         self.reset.is_some() || self.stopped.is_some()
     }
 
-    /// Bytes held in the reassembly buffer.
+    /// Bytes held in the reassembly buffer (received, not read; holes cost
+    /// nothing).
     pub fn buffered(&self) -> u64 {
         self.asm.buffered()
+    }
+
+    /// Pieces the held bytes are stored in (the connection caps their sum).
+    pub fn pieces(&self) -> usize {
+        self.asm.pieces()
     }
 
     /// Highest offset received so far.

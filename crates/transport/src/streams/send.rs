@@ -63,8 +63,6 @@ pub(crate) struct SendStream {
     pub stopped: Option<u64>,
     /// Limit at which STREAM_DATA_BLOCKED was last queued.
     pub blocked_reported: Option<u64>,
-    /// A write fell short: report `Writable` when room frees up.
-    pub write_blocked: bool,
 }
 
 impl SendStream {
@@ -84,7 +82,6 @@ impl SendStream {
             reset: None,
             stopped: None,
             blocked_reported: None,
-            write_blocked: false,
         }
     }
 
@@ -93,19 +90,50 @@ impl SendStream {
         self.buf.len()
     }
 
-    /// Copies as much of `data` as `limit` (bytes buffered at most) allows.
-    pub fn write(&mut self, data: &[u8], limit: u64) -> Result<usize, WriteError> {
+    /// Stream offset just past the last byte written.
+    pub fn end(&self) -> u64 {
+        self.buf.end()
+    }
+
+    /// Bytes written, never sent, and within the peer's stream credit (none
+    /// once reset): what only the connection's credit keeps from the wire.
+    pub fn unsent_within_credit(&self) -> u64 {
+        if self.reset.is_some() {
+            return 0;
+        }
+        self.buf
+            .end()
+            .min(self.max_data)
+            .saturating_sub(self.unsent)
+    }
+
+    /// Bytes written past the peer's stream credit (none once reset): held
+    /// ahead of MAX_STREAM_DATA.
+    pub fn unsent_past_credit(&self) -> u64 {
+        if self.reset.is_some() {
+            return 0;
+        }
+        self.buf
+            .end()
+            .saturating_sub(self.max_data.max(self.unsent))
+    }
+
+    /// `Ok` while the application may still write; otherwise why not.
+    pub fn check_writable(&self) -> Result<(), WriteError> {
         if let Some(code) = self.stopped {
             return Err(WriteError::Stopped(code));
         }
         if self.reset.is_some() || self.fin_requested {
             return Err(WriteError::Closed);
         }
-        let room = limit.saturating_sub(self.buf.len());
-        let n = (data.len() as u64).min(room) as usize;
-        if n < data.len() {
-            self.write_blocked = true;
-        }
+        Ok(())
+    }
+
+    /// Copies as much of `data` as `room` (bytes the caller's limits allow
+    /// now) lets in; `Err(Blocked)` if none of a non-empty `data` fits.
+    pub fn write(&mut self, data: &[u8], room: u64) -> Result<usize, WriteError> {
+        self.check_writable()?;
+        let n = usize::try_from(room).map_or(data.len(), |r| r.min(data.len()));
         if n == 0 && !data.is_empty() {
             return Err(WriteError::Blocked);
         }
@@ -405,17 +433,29 @@ mod tests {
     }
 
     #[test]
-    fn write_is_bounded_by_the_send_buffer() {
+    fn write_takes_what_the_room_allows() {
         let mut s = SendStream::new(u64::MAX);
         assert_eq!(s.write(&[1u8; 100], 64), Ok(64));
-        assert_eq!(s.write(&[1u8; 10], 64), Err(WriteError::Blocked));
-        assert!(s.write_blocked);
+        assert_eq!(s.write(&[1u8; 10], 0), Err(WriteError::Blocked));
+        assert_eq!(s.write(&[], 0), Ok(0), "an empty write probes the state");
+        let unsent = |s: &SendStream| (s.unsent_within_credit(), s.unsent_past_credit());
+        assert_eq!((s.end(), unsent(&s)), (64, (64, 0)));
         let c = s.poll_new(ID, 2000, u64::MAX).unwrap();
         assert_eq!(c.len, 64);
+        assert_eq!(unsent(&s), (0, 0));
         let out = s.on_ack(&chunk(0, 32, false));
         assert!(out.freed);
         assert_eq!(s.buffered(), 32);
-        assert_eq!(s.write(&[1u8; 100], 64), Ok(32));
+        assert_eq!(s.write(&[1u8; 100], 32), Ok(32));
+        assert_eq!(unsent(&s), (32, 0));
+        s.max_data = 80;
+        assert_eq!(
+            unsent(&s),
+            (16, 16),
+            "the stream credit splits the unsent bytes"
+        );
+        assert!(s.reset(1));
+        assert_eq!((s.buffered(), unsent(&s)), (0, (0, 0)));
     }
 
     #[test]

@@ -10,6 +10,8 @@ use wire::{Dir, FrameIter, Side, StreamId, TransportErrorCode as Code};
 use super::*;
 use crate::TransportError;
 
+mod limits;
+
 fn config(conn: u64, stream: u64, send_buffer: u64, streams: u64) -> StreamsConfig {
     StreamsConfig {
         receive_window: conn,
@@ -17,6 +19,7 @@ fn config(conn: u64, stream: u64, send_buffer: u64, streams: u64) -> StreamsConf
         send_buffer,
         max_concurrent_bidi_streams: streams,
         max_concurrent_uni_streams: streams,
+        ..StreamsConfig::default()
     }
 }
 

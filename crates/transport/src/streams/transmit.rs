@@ -47,10 +47,8 @@ impl Streams {
             .or_else(|| self.ready.first())
             .copied()?;
         let chunk = self
-            .streams
-            .get_mut(&id)
-            .and_then(|s| s.send.as_mut())
-            .and_then(|send| send.poll_new(id, max_frame_len, credit));
+            .with_send(id, |send| send.poll_new(id, max_frame_len, credit))
+            .flatten();
         if let Some(c) = chunk {
             self.send_credit.consume(u64::from(c.len));
             self.rr_next = id.0.saturating_add(1);
@@ -76,14 +74,11 @@ impl Streams {
     /// and `Finished` once all data and the FIN are acknowledged.
     pub fn on_chunk_acked(&mut self, chunk: &StreamChunk) {
         let id = chunk.id;
-        let limit = self.config.send_buffer;
-        let Some(send) = self.streams.get_mut(&id).and_then(|s| s.send.as_mut()) else {
+        let Some(out) = self.with_send(id, |send| send.on_ack(chunk)) else {
             return;
         };
-        let out = send.on_ack(chunk);
-        if out.freed && send.write_blocked && send.buffered() < limit {
-            send.write_blocked = false;
-            self.events.push_back(StreamEvent::Writable { id });
+        if out.freed && !self.blocked_writers.is_empty() {
+            self.wake_writers();
         }
         if out.finished {
             self.events.push_back(StreamEvent::Finished { id });

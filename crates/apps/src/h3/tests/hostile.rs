@@ -505,6 +505,84 @@ fn stop_before_the_answer_is_reported_as_cancelled() {
     }));
 }
 
+/// HEADERS for `fields`, then a DATA frame declaring 1 MB of which
+/// `body` bytes follow (the client is still uploading).
+fn request_with_upload(fields: &[(&str, &str)], body: usize) -> Vec<u8> {
+    let mut bytes = headers_frame(fields);
+    write_header(&mut bytes, frame::DATA, 1_000_000);
+    bytes.extend(std::iter::repeat_n(0x5a, body));
+    bytes
+}
+
+#[test]
+fn a_complete_response_stops_the_rest_of_the_request() {
+    // 404 answered at once; the client is still sending a body: RFC 9114
+    // §4.1.1 lets the server stop reading with H3_NO_ERROR, and it must,
+    // so the upload stops instead of being read and dropped for ever.
+    let mut h = raw_client();
+    let id = client_stream(
+        &mut h,
+        Dir::Bi,
+        &request_with_upload(&GET_ROOT, 20_000),
+        false,
+    );
+    assert_eq!(stops(&mut h, &[id]), [Some(H3_NO_ERROR)]);
+    match response_head(&mut h, id) {
+        HeadRead::Response(head) => assert_eq!(head.status, 404),
+        other => panic!("expected the 404, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_request_stream_is_read_at_most_64_kib() {
+    // The answer is pending (held); the client uploads 200 KB: reading
+    // stops past MAX_REQUEST_STREAM_BYTES, with H3_NO_ERROR since the
+    // request itself was complete.
+    let mut h = raw_client();
+    h.hold = true;
+    let id = client_stream(
+        &mut h,
+        Dir::Bi,
+        &request_with_upload(&GET_ROOT, 200_000),
+        false,
+    );
+    assert_eq!(stops(&mut h, &[id]), [Some(H3_NO_ERROR)]);
+    assert!(matches!(
+        h.server_events.as_slice(),
+        [ServerEvent::Request { .. }]
+    ));
+    let held = h.pair.server().streams().recv_buffered(id).unwrap_or(0);
+    assert_eq!(held, 0, "the rest of the upload is discarded, not held");
+}
+
+#[test]
+fn endless_unknown_frames_before_the_request_are_431() {
+    // Unknown frames are skipped, but not without end: 100 KB of them
+    // before any HEADERS is a request too large.
+    let mut bytes = Vec::new();
+    for _ in 0..100 {
+        write_frame(&mut bytes, 0x21, &[0; 1000]);
+    }
+    let mut h = raw_client();
+    let id = client_stream(&mut h, Dir::Bi, &bytes, false);
+    assert_eq!(stops(&mut h, &[id]), [Some(H3_EXCESSIVE_LOAD)]);
+    assert!(
+        matches!(
+            h.server_events.as_slice(),
+            [ServerEvent::BadRequest {
+                error: MessageError::TooLarge(_),
+                ..
+            }]
+        ),
+        "{:?}",
+        h.server_events
+    );
+    match response_head(&mut h, id) {
+        HeadRead::Response(head) => assert_eq!(head.status, 431),
+        other => panic!("expected a 431, got {other:?}"),
+    }
+}
+
 // ---- a client session facing a raw server ----
 
 /// A client session facing a raw server, with one request sent; returns
