@@ -136,7 +136,7 @@ fn resolve(target: &str) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use proptest::prelude::*;
 
@@ -193,16 +193,7 @@ mod tests {
     /// named `get-*` are complete requests the parser accepts.
     #[test]
     fn seed_corpus_is_valid() {
-        let dir =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/hq_request");
-        let mut seeds: Vec<_> = std::fs::read_dir(&dir)
-            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.is_file())
-            .collect();
-        seeds.sort();
-        assert!(seeds.len() >= 3, "too few seeds in {}", dir.display());
-        for path in seeds {
+        for path in seed_files("hq_request") {
             let data = std::fs::read(&path).unwrap();
             hq_request(&data);
             let name = path.file_name().unwrap().to_string_lossy().into_owned();
@@ -211,5 +202,26 @@ mod tests {
                 assert!(matches!(parsed, Some(Ok(_))), "{name}: {parsed:?}");
             }
         }
+    }
+
+    /// The committed seed files of fuzz target `target`, sorted (at least
+    /// three; a missing corpus fails: it is part of the repository).
+    pub(crate) fn seed_files(target: &str) -> Vec<std::path::PathBuf> {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fuzz/corpus")
+            .join(target);
+        let mut seeds: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| {
+                panic!(
+                    "the seed corpus {} is part of the repository: {e}",
+                    dir.display()
+                )
+            })
+            .map(|e| e.expect("a directory entry").path())
+            .filter(|p| p.is_file())
+            .collect();
+        seeds.sort();
+        assert!(seeds.len() >= 3, "too few seeds in {}", dir.display());
+        seeds
     }
 }

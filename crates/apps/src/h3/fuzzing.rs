@@ -180,21 +180,7 @@ mod tests {
     /// runs on each.
     #[test]
     fn seed_corpus_is_valid() {
-        let dir =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/h3_frames");
-        let mut seeds: Vec<_> = std::fs::read_dir(&dir)
-            .unwrap_or_else(|e| {
-                panic!(
-                    "the seed corpus {} is part of the repository: {e}",
-                    dir.display()
-                )
-            })
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.is_file())
-            .collect();
-        seeds.sort();
-        assert!(seeds.len() >= 3, "too few seeds in {}", dir.display());
-        for path in seeds {
+        for path in crate::fuzzing::tests::seed_files("h3_frames") {
             let data = std::fs::read(&path).unwrap();
             frames_and_qpack(&data);
             let name = path.file_name().unwrap().to_string_lossy().into_owned();
