@@ -396,13 +396,31 @@ fn handshake_packets_that_overtake_their_keys_are_kept() {
         first &= !lose;
         lose
     }));
+    let read = HandshakePacketsRead::default();
+    pair.client().subscribe(Box::new(read.clone()));
     pair.connect();
-    let client = pair.client().stats();
     assert_eq!(pair.dropped[0], 1);
-    assert_eq!(
-        client.packets_dropped, 0,
-        "Handshake packets that arrived before their keys were dropped"
+    // The lost datagram held the Initial and the first Handshake packet
+    // (number 0); the flight's later Handshake packets (1, 2, ...) arrived
+    // before the keys. Had the client dropped them, it would have read only
+    // their retransmissions, under new packet numbers.
+    let read = read.0.lock().unwrap().clone();
+    assert!(
+        read.contains(&1) && read.contains(&2),
+        "Handshake packets that arrived before their keys were dropped: read {read:?}"
     );
+}
+
+/// The Handshake packet numbers a connection read, in order.
+#[derive(Clone, Default)]
+struct HandshakePacketsRead(Arc<Mutex<Vec<u64>>>);
+
+impl Subscriber for HandshakePacketsRead {
+    fn packet_received(&mut self, _now: Instant, space: SpaceId, pn: u64, _size: usize) {
+        if space == SpaceId::Handshake {
+            self.0.lock().unwrap().push(pn);
+        }
+    }
 }
 
 /// The server keeps a bounded number of 1-RTT packets while it waits for
@@ -467,4 +485,80 @@ fn early_1rtt_packets_beyond_the_bound_are_dropped_then_retransmitted() {
     for (id, i) in streams {
         assert!(got[&id].iter().all(|b| *b == i), "stream {id:?} corrupted");
     }
+}
+
+/// RFC 9002 §6.2.3: a client that keeps sending Initial packets without
+/// acknowledging the server's Initial has no Handshake keys: the ServerHello
+/// was lost. The server resends it at once instead of waiting for its own
+/// PTO. Here the server's PTO is made long (initial RTT 3 s: about 9 s),
+/// its first flight is lost, and the client's first probe (its ClientHello
+/// again, at about 1 s) must bring the ServerHello back well before it.
+/// Seen with quic-go's interop client at 30% loss: the server's PTO backs
+/// off from 1 s, and the client gives up its handshake after 10 s.
+#[test]
+fn server_resends_its_initial_when_the_client_is_still_in_initial() {
+    let server = TransportConfig {
+        initial_rtt: Duration::from_secs(3),
+        ..TransportConfig::default()
+    };
+    let mut pair = Pair::new(server, TransportConfig::default());
+    let mut server_datagrams = 0;
+    pair.drop = Some(Box::new(move |_, to_server, _, _| {
+        if to_server {
+            return false;
+        }
+        server_datagrams += 1;
+        server_datagrams == 1
+    }));
+    // The client's PTO is about 1 s (initial RTT 333 ms); its probe and the
+    // resent flight take two 10 ms trips more.
+    assert!(
+        pair.try_connect_within(Duration::from_millis(1500)),
+        "the handshake waited for the server's PTO (client handshaking: {:?}, server PTOs: {:?})",
+        pair.client_opt().map(|c| c.is_handshaking()),
+        pair.server_opt().map(|c| c.stats().pto_count),
+    );
+}
+
+/// RFC 9002 §6.2.4: when the PTO fires, "the sender SHOULD send
+/// ack-eliciting packets from other packet number spaces with in-flight
+/// data, coalescing packets if possible". The server's whole first flight
+/// (Initial with the ServerHello, Handshake with the certificate) is lost
+/// and the client does not probe before the server's PTO (its initial RTT
+/// is 3 s): the server's first probe datagram must carry both levels, so
+/// the handshake completes one round trip after the PTO instead of waiting
+/// for a second, backed-off PTO for the Handshake level.
+#[test]
+fn pto_probes_carry_every_handshake_level() {
+    let client = TransportConfig {
+        initial_rtt: Duration::from_secs(3),
+        ..TransportConfig::default()
+    };
+    let mut pair = Pair::new(TransportConfig::default(), client);
+    let start = pair.now;
+    let probes = Rc::new(RefCell::new(Vec::new()));
+    let seen = probes.clone();
+    pair.drop = Some(Box::new(move |now, to_server, datagram, _| {
+        if to_server {
+            return false;
+        }
+        if now < start + Duration::from_millis(500) {
+            return true;
+        }
+        let levels: Vec<Option<LongType>> = packets_of(datagram).into_iter().map(|p| p.0).collect();
+        seen.borrow_mut().push(levels);
+        false
+    }));
+    let done = pair.try_connect_within(Duration::from_secs(2));
+    let probes = probes.borrow();
+    let first = probes.first().cloned().unwrap_or_default();
+    assert!(
+        first.contains(&Some(LongType::Initial)) && first.contains(&Some(LongType::Handshake)),
+        "the server's first PTO datagram carries {first:?}"
+    );
+    assert!(
+        done,
+        "the handshake did not complete one round trip after the server's PTO \
+         (server datagrams after the loss: {probes:?})"
+    );
 }

@@ -202,6 +202,9 @@ pub struct Connection {
     rate: DeliveryRateEstimator,
     bytes_in_flight: u64,
     pto_count: u32,
+    /// Early resends of the server's Initial CRYPTO data so far
+    /// ([`MAX_EARLY_CRYPTO_RESENDS`]).
+    early_crypto_resends: u8,
     recovery: RecoveryState,
     policy: Box<dyn RecoveryPolicy>,
     streams: Streams,
@@ -337,6 +340,7 @@ impl Connection {
             rate: DeliveryRateEstimator::default(),
             bytes_in_flight: 0,
             pto_count: 0,
+            early_crypto_resends: 0,
             recovery: RecoveryState::default(),
             policy: config.policy.build(),
             streams: Streams::new(side, config.streams.clone()),
@@ -808,3 +812,15 @@ fn nonzero(d: Duration) -> Option<Duration> {
 
 /// Ack delay exponent we advertise (RFC 9000 §18.2 default).
 const LOCAL_ACK_DELAY_EXPONENT: u8 = 3;
+
+/// How many times a server resends its Initial CRYPTO data before the PTO
+/// because the client's Initial packets show it still lacks it (RFC 9002
+/// §6.2.3 allows this "for a limited number of times per connection"). A
+/// client that keeps sending ack-eliciting Initial packets (its
+/// anti-deadlock probes, or its ClientHello again) without acknowledging
+/// the server's Initial has no Handshake keys: the ServerHello was lost.
+/// Waiting for the server's own PTO, which backs off from 1 s without an
+/// RTT sample, can take longer than a client's handshake timeout on a
+/// lossy path (quic-go gives up after 10 s). Each resend is also bounded by
+/// the anti-amplification limit, and the client's probes back off.
+const MAX_EARLY_CRYPTO_RESENDS: u8 = 4;

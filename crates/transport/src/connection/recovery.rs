@@ -777,6 +777,24 @@ impl Connection {
             if !s.crypto_send.has_pending() {
                 s.ping_pending = true;
             }
+            // RFC 9002 §6.2.4: "the sender SHOULD send ack-eliciting packets
+            // from other packet number spaces with in-flight data,
+            // coalescing packets if possible". During the handshake that is
+            // the other level's CRYPTO data: a server whose ServerHello
+            // (Initial) and certificate (Handshake) are both unacknowledged
+            // resends both in the same datagrams instead of alternating one
+            // level per PTO, which doubles every wait.
+            for other in [SpaceId::Initial, SpaceId::Handshake] {
+                if other == space
+                    || !self.has_keys(other)
+                    || !self.space(other).has_ack_eliciting_in_flight()
+                {
+                    continue;
+                }
+                let o = self.space_mut(other);
+                o.probes = o.probes.max(1);
+                o.crypto_send.requeue_unacked();
+            }
         }
         self.set_loss_detection_timer(now);
     }

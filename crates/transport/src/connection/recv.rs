@@ -248,6 +248,7 @@ impl Connection {
         if payload.is_empty() {
             return Err(TransportError::protocol_violation("packet without frames"));
         }
+        let crypto_before = self.space(space).crypto_recv.delivered();
         let mut ack_eliciting = false;
         for frame in FrameIter::new(payload) {
             let frame =
@@ -266,11 +267,37 @@ impl Connection {
         }
         if ack_eliciting {
             self.on_ack_eliciting_received(now, space, pn);
+            if space == SpaceId::Initial
+                && self.side.is_server()
+                && self.space(space).crypto_recv.delivered() == crypto_before
+            {
+                self.resend_initial_crypto_early();
+            }
         }
         if space == SpaceId::Data {
             self.update_keys_if_worn();
         }
         Ok(())
+    }
+
+    /// The client sent an ack-eliciting Initial packet that did not advance
+    /// its handshake: without our ServerHello it has no Handshake keys, so
+    /// it can only probe or repeat itself. Resend our unacknowledged Initial
+    /// CRYPTO data now rather than at our PTO ([`MAX_EARLY_CRYPTO_RESENDS`]).
+    fn resend_initial_crypto_early(&mut self) {
+        if self.early_crypto_resends >= super::MAX_EARLY_CRYPTO_RESENDS {
+            return;
+        }
+        let s = self.space_mut(SpaceId::Initial);
+        if !s.crypto_send.has_unacked() || s.crypto_send.has_pending() {
+            return;
+        }
+        s.crypto_send.requeue_unacked();
+        self.early_crypto_resends += 1;
+        tracing::debug!(
+            resends = self.early_crypto_resends,
+            "client still in Initial: resending the server's Initial CRYPTO data"
+        );
     }
 
     fn remote_header_key(&self, space: SpaceId) -> Option<&dyn rustls::quic::HeaderProtectionKey> {

@@ -272,6 +272,12 @@ impl Connection {
         }
         if record.ack_eliciting {
             s.probes = s.probes.saturating_sub(1);
+            // RFC 9002 §6.2.4: a second probe datagram guards against the
+            // loss of one; during the handshake it carries the CRYPTO data
+            // again rather than a bare PING the peer can do nothing with.
+            if space != SpaceId::Data && s.probes > 0 && !s.crypto_send.has_pending() {
+                s.crypto_send.requeue_unacked();
+            }
         }
         if buf.len() == start + (pn_offset - start) + pn_len {
             // Nothing but a header: undo.

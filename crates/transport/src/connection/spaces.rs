@@ -138,6 +138,11 @@ impl CryptoSend {
         self.acked.insert(r);
     }
 
+    /// Some byte was sent and is not acknowledged yet.
+    pub fn has_unacked(&self) -> bool {
+        self.acked.subtract_from(0..self.unsent).next().is_some()
+    }
+
     /// Queue everything sent but not acknowledged again (PTO probes during
     /// the handshake).
     pub fn requeue_unacked(&mut self) {
@@ -189,6 +194,12 @@ impl CryptoRecv {
         }
         self.buffered += data.len();
         self.buffered <= MAX_CRYPTO_BUFFER
+    }
+
+    /// Bytes delivered to TLS so far: whether a packet advanced the
+    /// handshake.
+    pub fn delivered(&self) -> u64 {
+        self.delivered
     }
 
     /// Pop the next contiguous bytes, if any.
