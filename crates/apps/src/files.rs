@@ -7,6 +7,12 @@
 //! the generated content) at once: only the sink differs. Its server is
 //! [`crate::server::HttpServer`] with a [`crate::content::Directory`] or
 //! [`crate::content::GeneratedFiles`].
+//!
+//! What to fetch next and what to do with the bodies is a [`Fetcher`]: a
+//! fixed list of paths into a [`BodySink`] for files, a player for the
+//! video workloads (`crate::video`), which choose their next request as
+//! they go (DASH's rate adaptation) and may wait before making it (a full
+//! playout buffer). The request/response loop stays here, in one place.
 
 use std::io::Write;
 
@@ -224,6 +230,79 @@ impl BodySink for WriteSink {
     }
 }
 
+/// What a [`Fetcher`] wants next.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Next {
+    /// Request this path.
+    Get(String),
+    /// Nothing now: ask again at this time (`None`: after the next network
+    /// event).
+    Wait(Option<Instant>),
+    /// Everything has been fetched: the client closes the connection.
+    Done,
+}
+
+/// Decides what the client fetches, one response at a time, and takes the
+/// bodies. Exists so the file client, the live player and the DASH player
+/// share one request/response loop ([`FilesClient`]).
+pub trait Fetcher: std::any::Any {
+    /// What to request as item `index` (0, 1, ...), at `now`.
+    fn next(&mut self, now: Instant, index: u64) -> Next;
+    /// The head of item `index`'s response arrived; `Err` refuses it.
+    fn start(&mut self, now: Instant, index: u64, head: &ResponseHead) -> Result<(), ClientError>;
+    /// The next `bytes` of item `index`'s body, at `offset`.
+    fn data(
+        &mut self,
+        now: Instant,
+        index: u64,
+        offset: u64,
+        bytes: &[u8],
+    ) -> Result<(), ClientError>;
+    /// Item `index`'s body ended after `received` bytes.
+    fn end(&mut self, now: Instant, index: u64, received: u64) -> Result<(), ClientError>;
+    /// The fetcher as [`std::any::Any`], to read its results back.
+    fn as_any(&self) -> &dyn std::any::Any;
+}
+
+/// A fixed list of paths whose bodies go to a [`BodySink`]: the file
+/// workload and `artq get`.
+struct SinkFetcher {
+    paths: Paths,
+    sink: Box<dyn BodySink>,
+}
+
+impl Fetcher for SinkFetcher {
+    fn next(&mut self, _now: Instant, index: u64) -> Next {
+        if index < self.paths.len() {
+            Next::Get(self.paths.get(index))
+        } else {
+            Next::Done
+        }
+    }
+
+    fn start(&mut self, _now: Instant, index: u64, head: &ResponseHead) -> Result<(), ClientError> {
+        self.sink.start(index, head)
+    }
+
+    fn data(
+        &mut self,
+        _now: Instant,
+        index: u64,
+        offset: u64,
+        bytes: &[u8],
+    ) -> Result<(), ClientError> {
+        self.sink.data(index, offset, bytes)
+    }
+
+    fn end(&mut self, _now: Instant, index: u64, received: u64) -> Result<(), ClientError> {
+        self.sink.end(index, received)
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
 /// What the client has done so far.
 #[derive(Clone, Debug, Default)]
 pub struct FilesReport {
@@ -282,8 +361,9 @@ pub struct FilesClient {
     protocol: Protocol,
     session: Box<dyn ClientSession>,
     authority: Option<String>,
-    paths: Paths,
-    sink: Box<dyn BodySink>,
+    fetcher: Box<dyn Fetcher>,
+    /// Set when the fetcher said [`Next::Wait`] with a time.
+    wake_at: Option<Instant>,
     conn: Option<ConnectionHandle>,
     connected: bool,
     next_file: u64,
@@ -302,12 +382,21 @@ impl FilesClient {
         paths: Paths,
         sink: Box<dyn BodySink>,
     ) -> FilesClient {
+        FilesClient::with_fetcher(protocol, authority, Box::new(SinkFetcher { paths, sink }))
+    }
+
+    /// Fetches what `fetcher` asks for, over `protocol`.
+    pub fn with_fetcher(
+        protocol: Protocol,
+        authority: Option<String>,
+        fetcher: Box<dyn Fetcher>,
+    ) -> FilesClient {
         FilesClient {
             protocol,
             session: protocol.client_session(),
             authority,
-            paths,
-            sink,
+            fetcher,
+            wake_at: None,
             conn: None,
             connected: false,
             next_file: 0,
@@ -323,18 +412,24 @@ impl FilesClient {
         &self.report
     }
 
+    /// The fetcher as its concrete type, if it is an `F` (a player's
+    /// statistics).
+    pub fn fetcher<F: Fetcher>(&self) -> Option<&F> {
+        self.fetcher.as_any().downcast_ref::<F>()
+    }
+
     /// The connection, once opened.
     pub fn connection(&self) -> Option<ConnectionHandle> {
         self.conn
     }
 
-    /// Opens a stream for the next file and sends its request; false if no
-    /// stream can be opened yet (the peer's MAX_STREAMS).
-    fn request(&mut self, now: Instant, conn: &mut Connection) -> bool {
+    /// Opens a stream for `path` (the next item) and sends its request;
+    /// false if no stream can be opened yet (the peer's MAX_STREAMS).
+    fn request(&mut self, now: Instant, conn: &mut Connection, path: String) -> bool {
         let file = self.next_file;
         let request = Request {
             authority: self.authority.clone(),
-            ..Request::get(self.paths.get(file))
+            ..Request::get(path)
         };
         let stream = match self.session.send_request(conn, &request) {
             Ok(id) => id,
@@ -366,7 +461,7 @@ impl FilesClient {
         while let Some(ev) = self.session.poll(now, conn) {
             match ev {
                 ClientEvent::Response { stream, head } if stream == d.stream => {
-                    self.sink.start(d.file, &head)?;
+                    self.fetcher.start(now, d.file, &head)?;
                     d.head_seen = true;
                 }
                 ClientEvent::Failed { stream, reason } if stream == d.stream => {
@@ -385,20 +480,17 @@ impl FilesClient {
             match self.session.read_body(now, conn, d.stream, &mut self.buf) {
                 Ok(Some(n)) => {
                     let got = self.buf.get(..n).unwrap_or_default();
-                    self.sink.data(d.file, d.received, got)?;
+                    self.fetcher.data(now, d.file, d.received, got)?;
                     d.received += n as u64;
                     self.report.bytes_received =
                         self.report.bytes_received.saturating_add(n as u64);
                 }
                 Ok(None) => {
-                    self.sink.end(d.file, d.received)?;
+                    self.fetcher.end(now, d.file, d.received)?;
                     self.report.files.push(FileTimes {
                         requested: d.requested,
                         completed: now,
                     });
-                    if self.report.files.len() as u64 == self.paths.len() {
-                        self.report.done_at = Some(now);
-                    }
                     self.current = None;
                     return Ok(true);
                 }
@@ -473,15 +565,25 @@ impl App for FilesClient {
                 return;
             };
             if self.current.is_none() {
-                if self.next_file >= self.paths.len() {
-                    if self.report.done_at.is_some() && !self.closed {
-                        conn.close(now, self.protocol.no_error_code(), b"done");
-                        self.closed = true;
+                self.wake_at = None;
+                match self.fetcher.next(now, self.next_file) {
+                    Next::Done => {
+                        self.report.done_at.get_or_insert(now);
+                        if !self.closed {
+                            conn.close(now, self.protocol.no_error_code(), b"done");
+                            self.closed = true;
+                        }
+                        return;
                     }
-                    return;
-                }
-                if !self.request(now, conn) {
-                    return;
+                    Next::Wait(at) => {
+                        self.wake_at = at;
+                        return;
+                    }
+                    Next::Get(path) => {
+                        if !self.request(now, conn, path) {
+                            return;
+                        }
+                    }
                 }
                 if self.report.error.is_some() {
                     self.close_on_error(now, ep);
@@ -498,6 +600,10 @@ impl App for FilesClient {
                 }
             }
         }
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.wake_at
     }
 
     fn is_finished(&self, endpoint: &Endpoint) -> bool {

@@ -23,6 +23,7 @@ pub mod http;
 pub mod protocol;
 pub mod server;
 pub mod size;
+pub mod video;
 pub mod workload;
 
 pub use app::{App, Host, Observer};
