@@ -9,7 +9,9 @@
 //!
 //! Scenario files and `artq sim` flags describe a workload with the same
 //! flat keys ([`WorkloadOptions`]): `kind` (default `files`), then the
-//! kind's own keys (files: `files`, `size`).
+//! kind's own keys (files: `files`, `size`; live: `bitrate`, `fps`,
+//! `duration`, `gop`, `iratio`, `audio`, `startup_delay`; dash:
+//! `video_duration`).
 
 use serde::{Deserialize, Serialize};
 
@@ -18,7 +20,9 @@ use crate::content::GeneratedFiles;
 use crate::files::{ClientError, FileTimes, FilesClient, Paths, VerifySink};
 use crate::protocol::Protocol;
 use crate::server::{HttpServer, ServerOptions};
-use wire::time::Instant;
+use crate::video::dash::{DashPlayer, DashReport};
+use crate::video::live::{LiveParams, LivePlayer, LiveReport};
+use wire::time::{Duration, Instant};
 
 /// Most files one workload may hold: the per-file records are kept in
 /// memory, so this bounds them (16 bytes each).
@@ -34,10 +38,20 @@ pub struct WorkloadInfo {
 }
 
 /// Every workload, in the order `--help` lists them.
-pub const WORKLOADS: &[WorkloadInfo] = &[WorkloadInfo {
-    name: "files",
-    about: "`files` files of `size` bytes fetched one after another over one connection (a bulk transfer is one file)",
-}];
+pub const WORKLOADS: &[WorkloadInfo] = &[
+    WorkloadInfo {
+        name: "files",
+        about: "`files` files of `size` bytes fetched one after another over one connection (a bulk transfer is one file)",
+    },
+    WorkloadInfo {
+        name: "live",
+        about: "a live stream of `duration` s at `bitrate` kbit/s and `fps` frames/s, sent as produced on one stream and played with a start-up delay (freezes, bitrate)",
+    },
+    WorkloadInfo {
+        name: "dash",
+        about: "a DASH video of `video_duration` s (Big Buck Bunny's ladder, 2 s segments) over one connection with rate-based adaptation (bitrate, rebuffering, start-up, switches)",
+    },
+];
 
 /// What the client and server of a run do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -52,6 +66,19 @@ pub enum Workload {
         files: u64,
         /// Size of each file, bytes.
         size: u64,
+    },
+    /// A live stream from a paced source, played with a start-up delay
+    /// (`crate::video::live`).
+    Live {
+        /// The stream (bitrate, length, frame rate, GOP, audio).
+        params: LiveParams,
+        /// The player's start-up delay, ms.
+        startup_delay_ms: u32,
+    },
+    /// DASH video on demand (`crate::video::dash`).
+    Dash {
+        /// Video length, seconds.
+        seconds: u32,
     },
 }
 
@@ -73,25 +100,45 @@ impl Workload {
         Workload::Files { files, size }
     }
 
-    /// The registry name (`files`).
+    /// The registry name (`files`, `live`, `dash`).
     pub fn name(&self) -> &'static str {
         match self {
             Workload::Files { .. } => "files",
+            Workload::Live { .. } => "live",
+            Workload::Dash { .. } => "dash",
         }
     }
 
-    /// Number of items the client completes (files).
+    /// Number of items the client completes (files; the live stream is
+    /// one; DASH: the manifest and every segment).
     pub fn items(&self) -> u64 {
         match *self {
             Workload::Files { files, .. } => files,
+            Workload::Live { .. } => 1,
+            Workload::Dash { seconds } => {
+                1 + u64::from(seconds).div_ceil(crate::video::dash::SEGMENT.as_secs())
+            }
         }
     }
 
-    /// Body bytes the client receives in total (saturating).
+    /// Body bytes the client receives in total (saturating); for the
+    /// live stream its nominal size (bitrate x length), for DASH 0 (the
+    /// rate adaptation decides).
     pub fn total_bytes(&self) -> u64 {
         match *self {
             Workload::Files { files, size } => files.saturating_mul(size),
+            Workload::Live { params, .. } => {
+                (u64::from(params.kbps) + u64::from(params.audio_kbps))
+                    * 125
+                    * u64::from(params.seconds)
+            }
+            Workload::Dash { .. } => 0,
         }
+    }
+
+    /// A video workload (its client reports playback).
+    pub fn is_video(&self) -> bool {
+        !matches!(self, Workload::Files { .. })
     }
 
     /// Checks the numbers: at least one file, at most [`MAX_FILES`], and a
@@ -115,6 +162,27 @@ impl Workload {
                 }
                 Ok(())
             }
+            Workload::Live {
+                params,
+                startup_delay_ms,
+            } => {
+                params.validate()?;
+                if startup_delay_ms > 60_000 {
+                    return Err(format!(
+                        "start-up delay {startup_delay_ms} ms is more than a minute"
+                    ));
+                }
+                Ok(())
+            }
+            Workload::Dash { seconds } => {
+                if !(1..=crate::video::dash::MAX_SECONDS).contains(&seconds) {
+                    return Err(format!(
+                        "video duration {seconds} s is outside 1..={}",
+                        crate::video::dash::MAX_SECONDS
+                    ));
+                }
+                Ok(())
+            }
         }
     }
 
@@ -130,6 +198,10 @@ impl Workload {
                 };
                 Box::new(HttpServer::new(Box::new(content), ServerOptions::default()))
             }
+            Workload::Live { .. } | Workload::Dash { .. } => Box::new(HttpServer::new(
+                Box::new(crate::video::video_content(content_seed)),
+                ServerOptions::default(),
+            )),
         }
     }
 
@@ -149,28 +221,63 @@ impl Workload {
                 );
                 Ok(Box::new(client))
             }
+            Workload::Live {
+                params,
+                startup_delay_ms,
+            } => {
+                let player = LivePlayer::new(
+                    params.path(),
+                    Duration::from_millis(u64::from(startup_delay_ms)),
+                );
+                Ok(Box::new(FilesClient::with_fetcher(
+                    protocol,
+                    Some("localhost".into()),
+                    Box::new(player),
+                )))
+            }
+            Workload::Dash { seconds } => Ok(Box::new(FilesClient::with_fetcher(
+                protocol,
+                Some("localhost".into()),
+                Box::new(DashPlayer::new(DashPlayer::path(seconds))),
+            ))),
         }
     }
 
     /// What the client application of `host` (built by
     /// [`Workload::client_app`]) has done.
     pub fn client_report(&self, host: &Host) -> Option<ClientReport> {
-        match self {
-            Workload::Files { .. } => host.app::<FilesClient>().map(|c| {
-                let r = c.report();
-                ClientReport {
-                    items: r.files.clone(),
-                    bytes_received: r.bytes_received,
-                    done_at: r.done_at,
-                    error: r.error.clone(),
-                }
-            }),
-        }
+        let c = host.app::<FilesClient>()?;
+        let r = c.report();
+        let playback = match self {
+            Workload::Files { .. } => None,
+            Workload::Live { .. } => c
+                .fetcher::<LivePlayer>()
+                .map(|p| Playback::Live(p.report(None))),
+            Workload::Dash { .. } => c
+                .fetcher::<DashPlayer>()
+                .map(|p| Playback::Dash(p.report(None))),
+        };
+        Some(ClientReport {
+            items: r.files.clone(),
+            bytes_received: r.bytes_received,
+            done_at: r.done_at,
+            error: r.error.clone(),
+            playback,
+        })
     }
 }
 
+/// What a video player measured.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Playback {
+    /// The live player's freezes and bitrate.
+    Live(LiveReport),
+    /// The DASH player's quality of experience.
+    Dash(DashReport),
+}
+
 /// What a workload's client has done, in the terms every workload shares.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct ClientReport {
     /// Completed items (files), in order, with their request and completion
     /// times.
@@ -181,6 +288,8 @@ pub struct ClientReport {
     pub done_at: Option<Instant>,
     /// Why the client gave up, if it did.
     pub error: Option<ClientError>,
+    /// A video workload's playback statistics.
+    pub playback: Option<Playback>,
 }
 
 /// The workload keys, flat, as scenario files and `artq sim` flags give
@@ -202,6 +311,30 @@ pub struct WorkloadOptions {
         skip_serializing_if = "Option::is_none"
     )]
     pub size: Option<u64>,
+    /// live: video bitrate, kbit/s (required).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bitrate: Option<u32>,
+    /// live: video frames per second (default 30).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fps: Option<u32>,
+    /// live: stream length, seconds (required).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration: Option<u32>,
+    /// live: frames per group of pictures (default 60).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gop: Option<u32>,
+    /// live: I-frame size over P-frame size (default 5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iratio: Option<u32>,
+    /// live: audio bitrate, kbit/s (default 0: no audio).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audio: Option<u32>,
+    /// live: the player's start-up delay, ms (default 1000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub startup_delay: Option<u32>,
+    /// dash: video length, seconds (default 600).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub video_duration: Option<u32>,
 }
 
 impl TryFrom<WorkloadOptions> for Workload {
@@ -209,12 +342,63 @@ impl TryFrom<WorkloadOptions> for Workload {
 
     fn try_from(o: WorkloadOptions) -> Result<Self, Self::Error> {
         let kind = o.kind.as_deref().unwrap_or("files");
+        let unused = |keys: &[(&str, bool)]| -> Result<(), String> {
+            match keys.iter().find(|(_, set)| *set) {
+                Some((k, _)) => Err(format!("the {kind} workload has no key `{k}`")),
+                None => Ok(()),
+            }
+        };
+        let live_keys = [
+            ("bitrate", o.bitrate.is_some()),
+            ("fps", o.fps.is_some()),
+            ("duration", o.duration.is_some()),
+            ("gop", o.gop.is_some()),
+            ("iratio", o.iratio.is_some()),
+            ("audio", o.audio.is_some()),
+            ("startup_delay", o.startup_delay.is_some()),
+        ];
+        let file_keys = [("files", o.files.is_some()), ("size", o.size.is_some())];
+        let dash_keys = [("video_duration", o.video_duration.is_some())];
         match kind {
             "files" => {
+                unused(&live_keys)?;
+                unused(&dash_keys)?;
                 let size = o
                     .size
                     .ok_or("the files workload needs `size` (bytes, or with a unit: \"10MB\")")?;
                 let w = Workload::files(o.files.unwrap_or(1), size);
+                w.validate()?;
+                Ok(w)
+            }
+            "live" => {
+                unused(&file_keys)?;
+                unused(&dash_keys)?;
+                let kbps = o
+                    .bitrate
+                    .ok_or("the live workload needs `bitrate` (kbit/s)")?;
+                let seconds = o.duration.ok_or("the live workload needs `duration` (s)")?;
+                let mut params = LiveParams::new(kbps, seconds);
+                params.fps = o.fps.unwrap_or(params.fps);
+                params.gop = o.gop.unwrap_or(params.gop);
+                params.iratio = o.iratio.unwrap_or(params.iratio);
+                params.audio_kbps = o.audio.unwrap_or(params.audio_kbps);
+                let w = Workload::Live {
+                    params,
+                    startup_delay_ms: o
+                        .startup_delay
+                        .unwrap_or(LivePlayer::DEFAULT_STARTUP.as_millis() as u32),
+                };
+                w.validate()?;
+                Ok(w)
+            }
+            "dash" => {
+                unused(&file_keys)?;
+                unused(&live_keys)?;
+                let w = Workload::Dash {
+                    seconds: o
+                        .video_duration
+                        .unwrap_or(crate::video::dash::DEFAULT_SECONDS),
+                };
                 w.validate()?;
                 Ok(w)
             }
@@ -237,6 +421,26 @@ impl From<Workload> for WorkloadOptions {
                 kind: None,
                 files: Some(files),
                 size: Some(size),
+                ..WorkloadOptions::default()
+            },
+            Workload::Live {
+                params,
+                startup_delay_ms,
+            } => WorkloadOptions {
+                kind: Some("live".into()),
+                bitrate: Some(params.kbps),
+                fps: Some(params.fps),
+                duration: Some(params.seconds),
+                gop: Some(params.gop),
+                iratio: Some(params.iratio),
+                audio: Some(params.audio_kbps),
+                startup_delay: Some(startup_delay_ms),
+                ..WorkloadOptions::default()
+            },
+            Workload::Dash { seconds } => WorkloadOptions {
+                kind: Some("dash".into()),
+                video_duration: Some(seconds),
+                ..WorkloadOptions::default()
             },
         }
     }
@@ -291,8 +495,49 @@ mod tests {
 
     #[test]
     fn round_trips_through_its_keys() {
-        let w = Workload::files(7, 1234);
-        let json = serde_json::to_string(&w).expect("serialises");
-        assert_eq!(serde_json::from_str::<Workload>(&json).ok(), Some(w));
+        let mut params = LiveParams::new(8000, 60);
+        params.audio_kbps = 64;
+        for w in [
+            Workload::files(7, 1234),
+            Workload::Live {
+                params,
+                startup_delay_ms: 500,
+            },
+            Workload::Dash { seconds: 60 },
+        ] {
+            let json = serde_json::to_string(&w).expect("serialises");
+            assert_eq!(
+                serde_json::from_str::<Workload>(&json).ok(),
+                Some(w),
+                "{json}"
+            );
+        }
+    }
+
+    #[test]
+    fn video_keys_parse_with_defaults_and_refuse_strangers() {
+        assert_eq!(
+            parse(r#"{"workload": {"kind": "live", "bitrate": 8000, "duration": 60}}"#),
+            Ok(Workload::Live {
+                params: LiveParams::new(8000, 60),
+                startup_delay_ms: 1000
+            })
+        );
+        assert_eq!(
+            parse(r#"{"workload": {"kind": "dash"}}"#),
+            Ok(Workload::Dash { seconds: 600 })
+        );
+        assert_eq!(Workload::Dash { seconds: 600 }.items(), 301);
+        for bad in [
+            r#"{"workload": {"kind": "live", "duration": 60}}"#,
+            r#"{"workload": {"kind": "live", "bitrate": 8000}}"#,
+            r#"{"workload": {"kind": "live", "bitrate": 8000, "duration": 60, "size": 5}}"#,
+            r#"{"workload": {"kind": "live", "bitrate": 8000, "duration": 60, "fps": 0}}"#,
+            r#"{"workload": {"kind": "dash", "fps": 30}}"#,
+            r#"{"workload": {"kind": "dash", "video_duration": 0}}"#,
+            r#"{"workload": {"size": 5, "gop": 3}}"#,
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
     }
 }

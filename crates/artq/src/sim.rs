@@ -49,9 +49,36 @@ pub struct SimArgs {
     #[command(flatten)]
     link: LinkSpec,
     /// Workload: files (N files of --size fetched one after another over
-    /// one connection).
+    /// one connection), live (a live stream: --bitrate, --fps, --duration,
+    /// --gop, --iratio, --audio, --startup-delay) or dash (DASH video:
+    /// --video-duration). See docs/video.md.
     #[arg(long, value_name = "KIND", default_value = "files", value_parser = workload_kind)]
     workload: String,
+    /// live: video bitrate, kbit/s.
+    #[arg(long, value_name = "KBPS")]
+    bitrate: Option<u32>,
+    /// live: video frames per second [default: 30].
+    #[arg(long, value_name = "N")]
+    fps: Option<u32>,
+    /// live: stream length, seconds.
+    #[arg(long, value_name = "S")]
+    duration: Option<u32>,
+    /// live: frames per group of pictures (an I-frame every N frames)
+    /// [default: 60].
+    #[arg(long, value_name = "N")]
+    gop: Option<u32>,
+    /// live: I-frame size over P-frame size [default: 5].
+    #[arg(long, value_name = "RATIO")]
+    iratio: Option<u32>,
+    /// live: audio bitrate, kbit/s (50 frames/s) [default: 0, no audio].
+    #[arg(long, value_name = "KBPS")]
+    audio: Option<u32>,
+    /// live: the player's start-up delay, ms [default: 1000].
+    #[arg(long, value_name = "MS")]
+    startup_delay: Option<u32>,
+    /// dash: video length, seconds [default: 600].
+    #[arg(long, value_name = "S")]
+    video_duration: Option<u32>,
     /// Size of each file: bytes, or with a unit (KB, MB, GB = powers of
     /// 1000; KiB, MiB, GiB = powers of 1024).
     #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "10MB")]
@@ -92,7 +119,8 @@ pub struct SimArgs {
             "bw", "up_bw", "down_bw", "trace", "up_trace", "down_trace", "rtt", "loss", "up_loss",
             "down_loss", "loss_model", "burst", "loss_std", "loss_interval", "loss_pattern", "queue",
             "queue_bytes", "size", "files", "recv_window", "cc", "scheme", "time_limit",
-            "workload", "alpn", "burst_reset",
+            "workload", "alpn", "burst_reset", "bitrate", "fps", "duration", "gop", "iratio",
+            "audio", "startup_delay", "video_duration",
         ]
     )]
     scenario: Option<PathBuf>,
@@ -140,7 +168,8 @@ pub fn run(a: SimArgs) -> Result<()> {
         }
         last_shown = Some(StdInstant::now());
         let pct = if p.total_bytes == 0 {
-            100.0
+            // DASH: its bytes are not known in advance; count segments.
+            p.files_done as f64 * 100.0 / scenario.workload.items().max(1) as f64
         } else {
             p.bytes_received as f64 * 100.0 / p.total_bytes as f64
         };
@@ -207,10 +236,32 @@ fn scenario_of(a: &SimArgs) -> Result<(Scenario, (LinkConfig, LinkConfig))> {
         recv_window: a.recv_window,
         time_limit: a.time_limit.unwrap_or(defaults.time_limit),
         alpn: a.alpn,
-        workload: Workload::files(a.files, a.size),
+        workload: workload_of(a)?,
         ..defaults
     };
     Ok((s, links))
+}
+
+/// The workload the flags describe, through the registry's keys (the one
+/// grammar scenario files use too).
+fn workload_of(a: &SimArgs) -> Result<Workload> {
+    let mut o = apps::workload::WorkloadOptions {
+        kind: Some(a.workload.clone()),
+        ..Default::default()
+    };
+    if a.workload == "files" {
+        o.files = Some(a.files);
+        o.size = Some(a.size);
+    }
+    o.bitrate = a.bitrate;
+    o.fps = a.fps;
+    o.duration = a.duration;
+    o.gop = a.gop;
+    o.iratio = a.iratio;
+    o.audio = a.audio;
+    o.startup_delay = a.startup_delay;
+    o.video_duration = a.video_duration;
+    Workload::try_from(o).map_err(|e| anyhow::anyhow!("--workload {}: {e}", a.workload))
 }
 
 /// The human-readable result: a few aligned lines.
@@ -273,6 +324,30 @@ fn summary(link: &str, r: &RunResult) -> String {
     ));
     if let Some(cpu) = m.cpu_ms {
         line(format!("  {:<22}{:>12.1} ms", "sender cpu", cpu));
+    }
+    if let Some(kbps) = m.avg_bitrate_kbps {
+        line(format!(
+            "  {:<22}{:>12.1} kbit/s  {:<14}{:>8}",
+            "avg bitrate",
+            kbps,
+            "startup",
+            m.startup_ms.map_or("-".into(), |v| format!("{v:.0} ms"))
+        ));
+    }
+    if let (Some(n), Some(t)) = (m.freeze_count, m.freeze_ms) {
+        line(format!(
+            "  {:<22}{:>12.2}         {:<14}{:>8.1} ms  (per 100 s of playback)",
+            "freezes", n, "frozen", t
+        ));
+    }
+    if let (Some(n), Some(t), Some(sw)) = (m.rebuffer_count, m.rebuffer_ms, m.bitrate_switches) {
+        line(format!(
+            "  {:<22}{:>12}         {:<14}{:>8.1} s   (switches {sw})",
+            "rebufferings",
+            n,
+            "rebuffering",
+            t / 1e3
+        ));
     }
     out
 }

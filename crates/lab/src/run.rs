@@ -72,6 +72,8 @@ pub struct RunResult {
     pub items: Vec<ItemRecord>,
     /// Per-file request and completion times.
     pub files: Vec<FileTimes>,
+    /// A video workload's playback statistics (also in `metrics`).
+    pub playback: Option<apps::workload::Playback>,
     /// Virtual time when the simulation stopped (after the connection closed).
     pub end: Instant,
     /// Simulator counters (events, datagrams).
@@ -263,7 +265,12 @@ pub fn run_with(scenario: &Scenario, options: RunOptions<'_>) -> Result<RunResul
         seed,
         cc: scenario.cc.name().to_string(),
         files: workload.items(),
-        bytes: workload.total_bytes(),
+        // A video client's bytes depend on the run (DASH's adaptation).
+        bytes: if workload.is_video() {
+            report.bytes_received
+        } else {
+            workload.total_bytes()
+        },
         started: Instant::ZERO,
         finished: done_at,
         per_file: report
@@ -273,11 +280,13 @@ pub fn run_with(scenario: &Scenario, options: RunOptions<'_>) -> Result<RunResul
             .collect(),
         cpu: server.cpu_time(),
     };
-    let metrics = RunMetrics::compute(facts, &stats, &items);
+    let metrics =
+        RunMetrics::compute(facts, &stats, &items).with_playback(report.playback.as_ref());
     Ok(RunResult {
         metrics,
         items,
         files: report.items,
+        playback: report.playback,
         end,
         sim: sim_stats,
         up: up_stats,

@@ -24,6 +24,7 @@ pub mod arrivals;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use apps::workload::Playback;
 use serde::{Deserialize, Serialize};
 use transport::events::{RecoveryRecord, Subscriber};
 use transport::ConnectionStats;
@@ -294,6 +295,30 @@ pub struct RunMetrics {
     /// deterministic: present only when asked for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_ms: Option<f64>,
+    /// Video workloads: mean bitrate of what was played, kbit/s (live: the
+    /// payload's bits per second of playback; DASH: the mean nominal
+    /// bitrate of the played segments' representations).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub avg_bitrate_kbps: Option<f64>,
+    /// Video workloads: from the player's first request to the start of
+    /// playback, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub startup_ms: Option<f64>,
+    /// Live: freezes per 100 s of playback.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub freeze_count: Option<f64>,
+    /// Live: frozen time per 100 s of playback, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub freeze_ms: Option<f64>,
+    /// DASH: rebuffering events over the whole video.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rebuffer_count: Option<u64>,
+    /// DASH: total rebuffering time, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rebuffer_ms: Option<f64>,
+    /// DASH: changes of representation between consecutive segments.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bitrate_switches: Option<u64>,
 }
 
 /// The inputs of [`RunMetrics::compute`] that are not counters.
@@ -363,7 +388,36 @@ impl RunMetrics {
             retransmission_ratio: ratio(stats.replicas, stats.data_packets),
             spurious_retransmissions: stats.spurious_retransmissions,
             cpu_ms: facts.cpu.map(|d| d.as_secs_f64() * 1e3),
+            avg_bitrate_kbps: None,
+            startup_ms: None,
+            freeze_count: None,
+            freeze_ms: None,
+            rebuffer_count: None,
+            rebuffer_ms: None,
+            bitrate_switches: None,
         }
+    }
+
+    /// Adds a video player's statistics (only video workloads have them:
+    /// the other workloads' JSON is unchanged).
+    pub fn with_playback(mut self, playback: Option<&Playback>) -> RunMetrics {
+        match playback {
+            None => {}
+            Some(Playback::Live(r)) => {
+                self.avg_bitrate_kbps = Some(r.avg_bitrate_kbps);
+                self.startup_ms = r.playout.startup.map(ms);
+                self.freeze_count = Some(r.freeze_count);
+                self.freeze_ms = Some(r.freeze_ms);
+            }
+            Some(Playback::Dash(r)) => {
+                self.avg_bitrate_kbps = Some(r.avg_bitrate_kbps);
+                self.startup_ms = r.playout.startup.map(ms);
+                self.rebuffer_count = Some(r.playout.stalls);
+                self.rebuffer_ms = Some(ms(r.playout.stalled));
+                self.bitrate_switches = Some(r.switches);
+            }
+        }
+        self
     }
 }
 
