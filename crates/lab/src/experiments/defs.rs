@@ -15,7 +15,15 @@ use apps::workload::Workload;
 use netem::{BurstReset, LinkSpec, LossKind};
 
 /// Every experiment name, in the order `artq reproduce` runs them.
-pub const EXPERIMENTS: &[&str] = &["fig19", "fig20", "fig21", "fig22", "fig24", "ablation"];
+pub const EXPERIMENTS: &[&str] = &[
+    "fig19",
+    "fig20",
+    "fig21",
+    "fig22",
+    "fig24",
+    "ablation",
+    "art-fig25",
+];
 
 /// Virtual-time limit of each run, seconds: large enough for 1000 files at
 /// 10% loss, small enough to stop a run that cannot finish.
@@ -30,6 +38,7 @@ pub fn experiment(name: &str, scale: Scale) -> Option<Experiment> {
         "fig22" => Some(fig22(scale)),
         "fig24" => Some(fig24(scale)),
         "ablation" => Some(ablation(scale)),
+        "art-fig25" => Some(super::fig25::fig25(scale)),
         _ => None,
     }
 }
@@ -96,7 +105,7 @@ pub fn num(v: f64) -> String {
 }
 
 /// `(b - a) / b` in percent: how much lower `a` is than `b`.
-fn reduction_pct(a: f64, b: f64) -> Option<f64> {
+pub(super) fn reduction_pct(a: f64, b: f64) -> Option<f64> {
     (b > 0.0).then(|| (b - a) / b * 100.0)
 }
 

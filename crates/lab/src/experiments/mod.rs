@@ -18,6 +18,7 @@
 //! aggregation.
 
 pub mod defs;
+pub mod fig25;
 pub mod plot;
 pub mod report;
 
@@ -185,6 +186,22 @@ pub const METRICS: &[(&str, &str)] = &[
         "t_wait_p99_ms",
         "99th percentile t_wait, ms (0: nothing lost)",
     ),
+    (
+        "avg_bitrate_kbps",
+        "video: mean bitrate played, kbit/s (live: payload; DASH: the segments' representations)",
+    ),
+    (
+        "startup_ms",
+        "video: from the player's first request to the start of playback, ms",
+    ),
+    ("freeze_count", "live: freezes per 100 s of playback"),
+    ("freeze_ms", "live: frozen time per 100 s of playback, ms"),
+    ("rebuffer_count", "DASH: rebuffering events over the video"),
+    ("rebuffer_s", "DASH: total rebuffering time, s"),
+    (
+        "bitrate_switches",
+        "DASH: representation changes between consecutive segments",
+    ),
 ];
 
 /// One run: a case with one seed, and its metrics (or why it failed).
@@ -214,25 +231,34 @@ impl RunRow {
         } else {
             redundancy as f64 / m.data_packets as f64
         };
+        // Every workload has the first metrics; only video workloads the
+        // playback ones (absent values stay empty cells).
         let values = [
-            m.fct_ms,
-            m.goodput_mbps,
-            m.data_packets as f64,
-            m.lost_packets as f64,
-            m.replicas as f64,
-            m.extra_replicas as f64,
-            repairs as f64,
-            redundancy as f64,
-            ratio,
-            f64::from(m.n_max),
-            m.n_max_file_mean.unwrap_or(f64::from(m.n_max)),
-            m.recovery_deterioration_rate,
-            m.t_wait_ms.map_or(0.0, |s| s.p99),
+            Some(m.fct_ms),
+            Some(m.goodput_mbps),
+            Some(m.data_packets as f64),
+            Some(m.lost_packets as f64),
+            Some(m.replicas as f64),
+            Some(m.extra_replicas as f64),
+            Some(repairs as f64),
+            Some(redundancy as f64),
+            Some(ratio),
+            Some(f64::from(m.n_max)),
+            Some(m.n_max_file_mean.unwrap_or(f64::from(m.n_max))),
+            Some(m.recovery_deterioration_rate),
+            Some(m.t_wait_ms.map_or(0.0, |s| s.p99)),
+            m.avg_bitrate_kbps,
+            m.startup_ms,
+            m.freeze_count,
+            m.freeze_ms,
+            m.rebuffer_count.map(|n| n as f64),
+            m.rebuffer_ms.map(|v| v / 1e3),
+            m.bitrate_switches.map(|n| n as f64),
         ];
         let metrics = METRICS
             .iter()
             .zip(values)
-            .map(|((name, _), v)| (name.to_string(), round6(v)))
+            .filter_map(|((name, _), v)| Some((name.to_string(), round6(v?))))
             .collect();
         RunRow {
             group: case.group.clone(),

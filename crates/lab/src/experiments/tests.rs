@@ -143,7 +143,9 @@ fn every_named_experiment_exists_at_every_scale() {
             let e = experiment(name, scale).expect("defined");
             assert_eq!(e.name, *name);
             assert!(!e.cases.is_empty() && !e.claims.is_empty());
-            assert_eq!(e.seeds, scale.seeds());
+            // The paper's settings take scale.seeds(); cheap experiments
+            // (art-fig25's DASH runs) take more.
+            assert!(e.seeds.len() >= scale.seeds().len(), "{name}");
             for c in &e.cases {
                 assert_eq!(c.scheme, c.scenario.scheme);
                 recovery::parse_scheme(&c.scheme).expect("scheme is registered");
