@@ -1,6 +1,8 @@
 //! `artq get`: download one URL with the artq QUIC stack, over HTTP/3 or
 //! hq-interop: the `apps` file client ([`FilesClient`]) with its bodies
-//! written to a file, on a UDP socket.
+//! written to a file, on a UDP socket; or play a live stream (`--live`) or
+//! a DASH video (`--dash`) with the same players `artq sim` runs, and
+//! report their statistics.
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -11,6 +13,9 @@ use std::time::Duration as StdDuration;
 
 use anyhow::{bail, Context, Result};
 use apps::files::{FilesClient, Paths, WriteSink};
+use apps::video::dash::DashPlayer;
+use apps::video::live::LivePlayer;
+use apps::workload::Playback;
 use apps::{Host, Observer, Protocol};
 use transport::crypto::ServerVerification;
 use transport::events::QlogWriter;
@@ -41,6 +46,22 @@ pub struct GetOptions {
     /// Seed of the client's random choices (connection IDs included):
     /// secret, from the OS, unless `--seed`.
     pub seed: RngSeed,
+    /// What to do with the URL.
+    pub mode: GetMode,
+}
+
+/// What `artq get` does with its URL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GetMode {
+    /// Download the body to the output.
+    File,
+    /// Play a live stream (`/live/...`) with this start-up delay.
+    Live {
+        /// The player's start-up delay.
+        startup: StdDuration,
+    },
+    /// Play a DASH video from its manifest (`.../manifest.mpd`).
+    Dash,
 }
 
 /// Outcome of a download.
@@ -52,6 +73,8 @@ pub struct GetReport {
     pub elapsed: StdDuration,
     /// The client connection's counters at the end of the download.
     pub stats: Option<transport::ConnectionStats>,
+    /// The player's statistics (`--live`, `--dash`).
+    pub playback: Option<Playback>,
 }
 
 /// Split `https://host:port/path` into (host, port, path).
@@ -123,12 +146,24 @@ pub fn run(opts: GetOptions) -> Result<GetReport> {
     } else {
         format!("{host_name}:{port}")
     };
-    let app = FilesClient::new(
-        opts.protocol,
-        Some(authority),
-        Paths::List(vec![path]),
-        Box::new(WriteSink::new(sink)),
-    );
+    let app = match opts.mode {
+        GetMode::File => FilesClient::new(
+            opts.protocol,
+            Some(authority),
+            Paths::List(vec![path]),
+            Box::new(WriteSink::new(sink)),
+        ),
+        GetMode::Live { startup } => FilesClient::with_fetcher(
+            opts.protocol,
+            Some(authority),
+            Box::new(LivePlayer::new(path, startup)),
+        ),
+        GetMode::Dash => FilesClient::with_fetcher(
+            opts.protocol,
+            Some(authority),
+            Box::new(DashPlayer::new(path)),
+        ),
+    };
     let qlog = match &opts.qlog {
         Some(q) => {
             Some(File::create(q).with_context(|| format!("cannot create --qlog {}", q.display()))?)
@@ -168,6 +203,15 @@ pub fn run(opts: GetOptions) -> Result<GetReport> {
     if let Some(e) = r.error {
         bail!(explain(&e));
     }
+    let playback = host.app::<FilesClient>().and_then(|c| match opts.mode {
+        GetMode::File => None,
+        GetMode::Live { .. } => c
+            .fetcher::<LivePlayer>()
+            .map(|p| Playback::Live(p.report(None))),
+        GetMode::Dash => c
+            .fetcher::<DashPlayer>()
+            .map(|p| Playback::Dash(p.report(None))),
+    });
     let Some(done) = r.done_at else {
         bail!("connection ended before the download completed");
     };
@@ -175,7 +219,68 @@ pub fn run(opts: GetOptions) -> Result<GetReport> {
         bytes: r.bytes_received,
         elapsed: done.saturating_duration_since(started),
         stats: host.endpoint().connection(h).map(Connection::stats),
+        playback,
     })
+}
+
+/// A player's statistics as one JSON object (`artq get --stats`), with
+/// the metric names of `artq sim --json`.
+pub fn playback_json(p: &Playback) -> serde_json::Value {
+    let ms = |d: Option<wire::time::Duration>| d.map(|d| d.as_secs_f64() * 1e3);
+    match p {
+        Playback::Live(r) => serde_json::json!({
+            "workload": "live",
+            "frames": r.frames,
+            "video_frames": r.video_frames,
+            "played_s": r.playout.played.as_secs_f64(),
+            "avg_bitrate_kbps": r.avg_bitrate_kbps,
+            "startup_ms": ms(r.playout.startup),
+            "freezes": r.playout.stalls,
+            "frozen_ms": r.playout.stalled.as_secs_f64() * 1e3,
+            "freeze_count": r.freeze_count,
+            "freeze_ms": r.freeze_ms,
+        }),
+        Playback::Dash(r) => serde_json::json!({
+            "workload": "dash",
+            "segments": r.segments,
+            "played_s": r.playout.played.as_secs_f64(),
+            "avg_bitrate_kbps": r.avg_bitrate_kbps,
+            "startup_ms": ms(r.playout.startup),
+            "rebuffer_count": r.playout.stalls,
+            "rebuffer_ms": r.playout.stalled.as_secs_f64() * 1e3,
+            "bitrate_switches": r.switches,
+        }),
+    }
+}
+
+/// A player's statistics in words (one line).
+pub fn playback_line(p: &Playback) -> String {
+    let startup = |d: Option<wire::time::Duration>| {
+        d.map_or("-".into(), |d| format!("{:.0} ms", d.as_secs_f64() * 1e3))
+    };
+    match p {
+        Playback::Live(r) => format!(
+            "live: {} frames, {:.1} s played at {:.1} kbit/s, start-up {}, {} freezes ({:.1} ms frozen): {:.2} freezes and {:.1} ms per 100 s",
+            r.frames,
+            r.playout.played.as_secs_f64(),
+            r.avg_bitrate_kbps,
+            startup(r.playout.startup),
+            r.playout.stalls,
+            r.playout.stalled.as_secs_f64() * 1e3,
+            r.freeze_count,
+            r.freeze_ms
+        ),
+        Playback::Dash(r) => format!(
+            "dash: {} segments, {:.1} s played at {:.1} kbit/s average, start-up {}, {} rebufferings ({:.2} s), {} bitrate switches",
+            r.segments,
+            r.playout.played.as_secs_f64(),
+            r.avg_bitrate_kbps,
+            startup(r.playout.startup),
+            r.playout.stalls,
+            r.playout.stalled.as_secs_f64(),
+            r.switches
+        ),
+    }
 }
 
 /// A client error in a user's words.

@@ -195,6 +195,19 @@ struct GetArgs {
     /// QUIC).
     #[arg(long, default_value = "h3", value_name = "PROTOCOL")]
     alpn: apps::Protocol,
+    /// Play the URL as a live stream (`artq serve`'s /live/<kbps>/<seconds>)
+    /// and print the player's statistics (freezes per 100 s, bitrate)
+    /// instead of writing the body.
+    #[arg(long, conflicts_with_all = ["dash", "output"])]
+    live: bool,
+    /// Play the URL as a DASH manifest (`artq serve`'s
+    /// /dash/<seconds>/manifest.mpd) with rate-based adaptation and print
+    /// the quality of experience (bitrate, rebuffering, start-up, switches).
+    #[arg(long, conflicts_with = "output")]
+    dash: bool,
+    /// --live: the player's start-up delay, ms.
+    #[arg(long, value_name = "MS", default_value_t = 1000, requires = "live")]
+    startup_delay: u64,
     #[command(flatten)]
     transport: TransportArgs,
 }
@@ -271,6 +284,15 @@ fn run(cli: Cli) -> Result<()> {
                 qlog: a.qlog,
                 protocol: a.alpn,
                 seed: a.transport.rng_seed()?,
+                mode: if a.live {
+                    get::GetMode::Live {
+                        startup: StdDuration::from_millis(a.startup_delay),
+                    }
+                } else if a.dash {
+                    get::GetMode::Dash
+                } else {
+                    get::GetMode::File
+                },
             })?;
             let secs = report.elapsed.as_secs_f64();
             let mbps = if secs > 0.0 {
@@ -282,6 +304,13 @@ fn run(cli: Cli) -> Result<()> {
                 "received {} bytes in {:.3} s: {:.1} Mbit/s",
                 report.bytes, secs, mbps
             );
+            if let Some(p) = &report.playback {
+                if a.stats {
+                    println!("{}", get::playback_json(p));
+                } else {
+                    println!("{}", get::playback_line(p));
+                }
+            }
             if a.stats {
                 if let Some(s) = &report.stats {
                     eprintln!("{}", serde_json::to_string(s)?);

@@ -1,5 +1,7 @@
 //! `artq serve`: the `apps` HTTP server (HTTP/3 and hq-interop, chosen per
-//! connection by ALPN) on a UDP socket, answering from a directory.
+//! connection by ALPN) on a UDP socket, answering from a directory, with
+//! generated video under `/live` (live streams paced in real time) and
+//! `/dash` (DASH manifests and segments).
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -19,6 +21,10 @@ use transport::{
 };
 
 use crate::udp::{Driver, Stop};
+
+/// Seed of the generated videos' frame and segment sizes: fixed, so every
+/// `artq serve` serves the same streams (a client checks them without it).
+pub const VIDEO_SEED: u64 = 1;
 
 /// Settings of `artq serve`.
 pub struct ServeOptions {
@@ -85,7 +91,10 @@ pub fn run(opts: ServeOptions) -> Result<()> {
         Some(v) if v.is_empty() => None,
         Some(v) => Some(v),
     };
-    let app = HttpServer::new(Box::new(directory), ServerOptions { alt_svc });
+    // Generated video beside the directory: /live/<kbps>/<seconds> and
+    // /dash/<seconds>/manifest.mpd (docs/video.md).
+    let content = apps::video::video_content(VIDEO_SEED).mount("/", Box::new(directory));
+    let app = HttpServer::new(Box::new(content), ServerOptions { alt_svc });
     let admission = AdmissionConfig {
         retry: opts.retry,
         // A browser or a client that comes back within a day skips Retry.
