@@ -372,3 +372,62 @@ fn an_application_unknown_to_the_drivers_runs_through_both() {
         b"pong"
     );
 }
+
+/// The video workloads run through both drivers: the live stream (paced by
+/// virtual time in one, real time in the other) and DASH deliver every
+/// frame and segment to the same players.
+#[test]
+fn video_workloads_play_through_both_drivers() {
+    use apps::video::live::LiveParams;
+    use apps::workload::Playback;
+    let protocol = Protocol::HqInterop;
+    for workload in [
+        Workload::Live {
+            params: LiveParams::new(1000, 2),
+            startup_delay_ms: 1000,
+        },
+        Workload::Dash { seconds: 10 },
+    ] {
+        let (sim, client) = run_in_sim(
+            workload.server_app(CONTENT_SEED),
+            workload.client_app(CONTENT_SEED, protocol).expect("client"),
+            protocol,
+        );
+        let in_sim = workload
+            .client_report(sim.node::<QuicNode>(client).expect("client node").host())
+            .expect("report");
+        let started = StdInstant::now();
+        let host = run_over_udp(
+            move || workload.server_app(CONTENT_SEED),
+            workload.client_app(CONTENT_SEED, protocol).expect("client"),
+            protocol,
+        );
+        let over_udp = workload.client_report(&host).expect("report");
+        for r in [&in_sim, &over_udp] {
+            assert_eq!(r.error, None, "{workload:?}");
+            assert!(r.done_at.is_some(), "{workload:?}");
+        }
+        match (in_sim.playback, over_udp.playback) {
+            (Some(Playback::Live(a)), Some(Playback::Live(b))) => {
+                assert_eq!((a.frames, b.frames), (60, 60));
+                assert_eq!(a.payload_bytes, b.payload_bytes, "same seeded stream");
+                assert_eq!(a.playout.played, b.playout.played);
+                // Real time: the 2 s stream took its time (its last
+                // frame is captured at 59/30 s).
+                assert!(started.elapsed() >= StdDuration::from_millis(1966));
+                // Virtual time: the stream ended about 2 s after it began.
+                let end = in_sim.done_at.expect("done").since_epoch();
+                assert!(
+                    end >= Duration::from_millis(1966) && end < Duration::from_secs(4),
+                    "{end:?}"
+                );
+            }
+            (Some(Playback::Dash(a)), Some(Playback::Dash(b))) => {
+                assert_eq!((a.segments, b.segments), (5, 5));
+                assert_eq!(a.playout.played, b.playout.played);
+                assert!(a.avg_bitrate_kbps > 0.0 && b.avg_bitrate_kbps > 0.0);
+            }
+            other => panic!("{workload:?}: {other:?}"),
+        }
+    }
+}
