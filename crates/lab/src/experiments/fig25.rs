@@ -17,7 +17,7 @@
 //! (quick), 1 (tiny).
 
 use super::defs::{num, reduction_pct};
-use super::{mean_of, Case, Claim, Experiment, Scale, Verdict};
+use super::{find, mean_of, Case, Claim, Experiment, Scale, Verdict};
 use crate::scenario::Scenario;
 use apps::workload::Workload;
 use netem::LinkSpec;
@@ -127,10 +127,13 @@ fn scenario(scheme: &str, seconds: u32) -> Scenario {
     }
 }
 
-/// Compares one metric of ART and QUIC: `better` says which direction is
-/// an improvement; `paper_pct` is the paper's improvement. Reproduced when
-/// ART improves by at least half the paper's figure, partially when it
-/// improves by less, not reproduced otherwise.
+/// Compares one metric of ART and QUIC: `higher_is_better` says which
+/// direction is an improvement; `paper_pct` is the paper's improvement.
+/// Reproduced when ART improves by at least half the paper's figure and
+/// by more than the seeds' noise, partially when it improves by less (or
+/// within the noise), not reproduced otherwise. The noise is the larger
+/// of the two schemes' ranges over the seeds divided by `2 sqrt(runs)`, a
+/// rough standard error (the rows keep mean, min and max only).
 fn compare(
     rows: &[super::AggRow],
     metric: &str,
@@ -146,21 +149,35 @@ fn compare(
     ) else {
         return (Verdict::Undecided, "a scheme has no completed run".into());
     };
+    let noise = ["quic", "art"]
+        .iter()
+        .filter_map(|s| find(rows, &group, s))
+        .filter_map(|r| {
+            let st = r.metrics.get(metric)?;
+            Some((st.max - st.min) / (2.0 * (r.runs.max(1) as f64).sqrt()))
+        })
+        .fold(0.0, f64::max);
+    let within_noise = (a - q).abs() <= noise;
     let gain = if higher_is_better {
         (q > 0.0).then(|| (a - q) / q * 100.0)
     } else {
         reduction_pct(a, q)
     };
     let ours = format!(
-        "{metric}: quic {}, art {} ({})",
+        "{metric}: quic {}, art {} ({}{})",
         num(q),
         num(a),
         gain.map_or("no change to measure".into(), |g| format!(
             "{g:+.1}% improvement"
-        ))
+        )),
+        if within_noise {
+            format!(", within the seeds' noise of {}", num(noise))
+        } else {
+            String::new()
+        }
     );
     let verdict = match gain {
-        Some(g) if g >= paper_pct / 2.0 => Verdict::Reproduced,
+        Some(g) if g >= paper_pct / 2.0 && !within_noise => Verdict::Reproduced,
         Some(g) if g > 0.0 => Verdict::Partially,
         Some(_) => Verdict::NotReproduced,
         // Both zero (no rebuffering at all): nothing to improve.
@@ -216,6 +233,13 @@ mod tests {
             .0
         };
         assert_eq!(judge(82.0, 73.0), Verdict::Reproduced);
+        // The same means with seeds spread over 0-60: within the noise.
+        let mut q = row("quic", "rebuffer_count", 82.0);
+        if let Some(st) = q.metrics.get_mut("rebuffer_count") {
+            (st.min, st.max) = (50.0, 110.0);
+        }
+        let noisy = judge_rebuffers(&[q, row("art", "rebuffer_count", 73.0)]);
+        assert_eq!(noisy.0, Verdict::Partially, "{}", noisy.1);
         assert_eq!(judge(82.0, 80.0), Verdict::Partially);
         assert_eq!(judge(82.0, 90.0), Verdict::NotReproduced);
         assert_eq!(judge(0.0, 0.0), Verdict::NotReproduced);
