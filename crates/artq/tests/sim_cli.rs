@@ -313,3 +313,86 @@ fn help_explains_options_with_units() {
         );
     }
 }
+
+/// The video workloads: their playback metrics appear in the JSON (only
+/// theirs), the flags and a scenario file describe the same run, and a key
+/// of another kind is refused.
+#[test]
+fn video_workloads_report_playback_and_only_they_do() {
+    let (_, files) = sim_json(&["--size", "100KB", "--bw", "20", "--rtt", "40"]);
+    for key in [
+        "avg_bitrate_kbps",
+        "freeze_count",
+        "rebuffer_count",
+        "startup_ms",
+    ] {
+        assert!(files.get(key).is_none(), "{key} in a file run: {files}");
+    }
+    let live_flags = [
+        "--workload",
+        "live",
+        "--bitrate",
+        "1500",
+        "--fps",
+        "25",
+        "--duration",
+        "4",
+        "--gop",
+        "50",
+        "--startup-delay",
+        "500",
+        "--bw",
+        "20",
+        "--rtt",
+        "40",
+        "--loss",
+        "0.02",
+    ];
+    let (live_text, live) = sim_json(&live_flags);
+    let kbps = f(&live, "avg_bitrate_kbps");
+    assert!((1350.0..1650.0).contains(&kbps), "{live}");
+    assert!(
+        f(&live, "freeze_count") >= 0.0 && f(&live, "freeze_ms") >= 0.0,
+        "{live}"
+    );
+    assert!(f(&live, "startup_ms") >= 500.0, "{live}");
+    assert!(
+        f(&live, "fct_ms") >= 3900.0,
+        "paced: 4 s of stream take 4 s: {live}"
+    );
+    assert!(live.get("rebuffer_count").is_none(), "{live}");
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let toml = dir.path().join("live.toml");
+    std::fs::write(
+        &toml,
+        "[workload]\nkind = \"live\"\nbitrate = 1500\nfps = 25\nduration = 4\ngop = 50\n\
+         startup_delay = 500\n[link]\nbw = 20\nrtt = 40\nloss = 0.02\n",
+    )
+    .expect("write scenario");
+    let (from_file, _) = sim_json(&["--scenario", toml.to_str().expect("utf-8 path")]);
+    assert_eq!(from_file, live_text, "flags and scenario file run the same");
+
+    let (_, dash) = sim_json(&[
+        "--workload",
+        "dash",
+        "--video-duration",
+        "10",
+        "--bw",
+        "5",
+        "--rtt",
+        "30",
+        "--loss",
+        "0.02",
+    ]);
+    assert_eq!(u(&dash, "files"), 6, "the manifest and 5 segments: {dash}");
+    for key in ["rebuffer_count", "bitrate_switches"] {
+        assert!(dash[key].is_u64(), "{key}: {dash}");
+    }
+    assert!(f(&dash, "avg_bitrate_kbps") >= 45.0, "{dash}");
+    assert!(dash.get("freeze_count").is_none(), "{dash}");
+
+    let bad = artq_sim(&["--workload", "dash", "--bitrate", "100"], None);
+    assert!(!bad.status.success());
+    assert!(bad.stderr.contains("bitrate"), "{}", bad.stderr);
+}
