@@ -1,7 +1,7 @@
 //! The video workloads over real UDP (issues 10 and 12): `artq get --dash`
 //! and `artq get --live` play from `artq serve` through `artq link`, and
-//! the aioquic client (an unmodified third-party QUIC stack) receives a
-//! live stream from `artq serve` byte-exact and in order.
+//! unmodified third-party clients (aioquic, quinn) receive a live stream
+//! from `artq serve` byte-exact and in order.
 //!
 //! Kept short: a 20 s DASH video (its segments download well ahead of
 //! playback) and live streams of a few seconds (they take their length in
@@ -186,18 +186,42 @@ fn aioquic_receives_the_live_stream_byte_exact() {
         server.describe()
     );
     let got = std::fs::read(&out).unwrap_or_else(|e| panic!("{}: {e}", out.display()));
-    let expected = live_bytes(1500, 3);
+    check_live(&got, 1500, 3, 90);
+}
+
+/// Checks a received live stream against the source: same bytes, and
+/// every frame in order with its payload.
+fn check_live(got: &[u8], kbps: u32, seconds: u32, frames: u32) {
+    let expected = live_bytes(kbps, seconds);
     assert_eq!(got.len(), expected.len(), "stream length");
     assert!(
-        got == expected,
+        got == expected.as_slice(),
         "the stream's bytes differ from the source's"
     );
-    // And every frame parses in order with its payload checked.
     let mut parser = apps::video::frame::FrameParser::new();
-    let mut frames = 0;
+    let mut seen = 0;
     parser
-        .push(&got, |_| frames += 1)
+        .push(got, |_| seen += 1)
         .and_then(|()| parser.finish())
         .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(frames, 90);
+    assert_eq!(seen, frames);
+}
+
+#[test]
+fn quinn_receives_the_live_stream_byte_exact() {
+    let scratch = Scratch::new();
+    let (mut server, addr) = common::spawn_artq_serve(&scratch.root(), &scratch.logs(), &[])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let rt = common::runtime();
+    let out = scratch.out("live");
+    let started = std::time::Instant::now();
+    let fetched = common::quinn_download(&rt, addr, "/live/3000/3", &out, Duration::from_secs(60))
+        .unwrap_or_else(|e| panic!("{e}\nserver: {}", server.describe()));
+    assert!(
+        started.elapsed() >= Duration::from_millis(2900),
+        "a 3 s live stream is sent as it is produced"
+    );
+    let got = std::fs::read(&out).unwrap_or_else(|e| panic!("{}: {e}", out.display()));
+    assert_eq!(fetched.bytes, got.len() as u64);
+    check_live(&got, 3000, 3, 90);
 }

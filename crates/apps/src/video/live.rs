@@ -32,8 +32,9 @@ use crate::video::playout::{Playout, PlayoutStats};
 
 /// Audio frames per second (20 ms frames, as Opus and AAC-LD use).
 pub const AUDIO_FPS: u32 = 50;
-/// Longest stream, seconds (a day).
-pub const MAX_SECONDS: u32 = 86_400;
+/// Longest stream, seconds (an hour: answering a request costs one pass
+/// over the schedule to compute its length, at most 1.1 million frames).
+pub const MAX_SECONDS: u32 = 3_600;
 
 /// One live stream's settings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
