@@ -508,6 +508,111 @@ mod tests {
         assert_eq!(fast.choose(&LADDER_BPS), LADDER_BPS.len() - 1);
     }
 
+    /// Plays `seconds` of our origin's video through the player's Fetcher
+    /// calls: each segment takes `took(n)` to download, starting when the
+    /// player asks for it (or when it said to wait until).
+    fn play(seconds: u32, took: impl Fn(u64) -> Duration) -> (DashPlayer, Vec<Instant>) {
+        let mut origin = DashContent { seed: 2 };
+        let mut p = DashPlayer::new(DashPlayer::path(seconds));
+        let mut now = Instant::ZERO;
+        let mut waits = Vec::new();
+        let mut buf = vec![0; 1 << 16];
+        let mut index = 0;
+        loop {
+            let path = match p.next(now, index) {
+                Next::Get(path) => path,
+                Next::Wait(Some(at)) => {
+                    assert!(at > now);
+                    waits.push(now);
+                    now = at;
+                    continue;
+                }
+                Next::Wait(None) => panic!("the player always knows when to ask again"),
+                Next::Done => break,
+            };
+            let target = path.strip_prefix("/dash").expect("our origin's path");
+            let mut r = origin.resolve(now, target).expect("exists");
+            let head =
+                ResponseHead::new(200).with("content-length", r.length.unwrap_or(0).to_string());
+            p.start(now, index, &head).expect("200");
+            now += if index == 0 {
+                Duration::from_millis(50)
+            } else {
+                took(index)
+            };
+            let mut offset = 0;
+            while let Ok(BodyChunk::Data(n)) = r.body.read(now, &mut buf) {
+                p.data(now, index, offset, &buf[..n]).expect("valid bytes");
+                offset += n as u64;
+            }
+            p.end(now, index, offset).expect("complete");
+            index += 1;
+        }
+        (p, waits)
+    }
+
+    #[test]
+    fn the_player_fills_its_buffer_then_paces_requests() {
+        // Fast downloads: 100 ms per segment. The buffer fills to the
+        // target, then the player waits between requests.
+        let (p, waits) = play(120, |_| Duration::from_millis(100));
+        let r = p.report(None);
+        assert_eq!(r.segments, 60);
+        assert_eq!(r.playout.played, Duration::from_secs(120));
+        assert_eq!(r.playout.stalls, 0);
+        assert_eq!(r.playout.startup, Some(Duration::from_millis(150)));
+        assert!(!waits.is_empty(), "a full buffer makes the player wait");
+        assert!(r.switches >= 1, "it climbs from the lowest rung");
+        assert!(r.avg_bitrate_kbps > 1000.0, "{r:?}");
+    }
+
+    #[test]
+    fn slow_segments_rebuffer_and_lower_the_bitrate() {
+        // Segment 2 takes 6 s while only the first 2 s segment is
+        // buffered: a 4 s rebuffering; every eighth one after is slow too,
+        // and the rate estimate falls each time.
+        let (p, _) = play(40, |n| {
+            if n % 8 == 2 {
+                Duration::from_secs(6)
+            } else {
+                Duration::from_millis(300)
+            }
+        });
+        let r = p.report(None);
+        assert_eq!(r.segments, 20);
+        assert!(r.playout.stalls >= 1, "{r:?}");
+        assert!(r.playout.stalled >= Duration::from_secs(4), "{r:?}");
+        assert!(r.switches >= 2, "{r:?}");
+    }
+
+    #[test]
+    fn a_corrupt_segment_is_refused() {
+        let mut p = DashPlayer::new(DashPlayer::path(4));
+        let now = Instant::ZERO;
+        let Next::Get(_) = p.next(now, 0) else {
+            panic!("manifest first")
+        };
+        let xml = manifest(4).to_xml();
+        let head = ResponseHead::new(200);
+        p.start(now, 0, &head).expect("200");
+        p.data(now, 0, 0, xml.as_bytes()).expect("text");
+        p.end(now, 0, xml.len() as u64).expect("parses");
+        let Next::Get(path) = p.next(now, 1) else {
+            panic!("a segment")
+        };
+        assert_eq!(path, "/dash/4/0/1.m4s");
+        let head = ResponseHead::new(200).with("content-length", "100");
+        p.start(now, 1, &head).expect("200");
+        assert!(matches!(
+            p.data(now, 1, 0, &[0u8; 100]),
+            Err(ClientError::Mismatch { .. })
+        ));
+        assert!(matches!(
+            p.end(now, 1, 99),
+            Err(ClientError::WrongLength { .. })
+        ));
+    }
+
     #[test]
     fn the_origin_answers_manifests_and_segments() {
         let mut origin = DashContent { seed: 1 };

@@ -252,6 +252,31 @@ mod tests {
     }
 
     #[test]
+    fn a_tiny_run_plays_the_video_with_sane_qoe() {
+        let e = fig25(Scale::Tiny);
+        let trace = e.cases[0].scenario.link.trace.clone().unwrap_or_default();
+        if !trace.is_file() {
+            let ci = std::env::var("CI").is_ok_and(|v| !v.trim().is_empty() && v.trim() != "0");
+            assert!(!ci, "the shared traces are missing at {}", trace.display());
+            eprintln!("note: {} missing, skipping", trace.display());
+            return;
+        }
+        let r = crate::experiments::evaluate(&e, 2, &mut |_| {});
+        assert_eq!(r.rows.len(), 2);
+        for row in &r.rows {
+            assert_eq!((row.runs, row.failed), (1, 0), "{:?}", r.runs);
+            let kbps = row.mean("avg_bitrate_kbps").unwrap_or(0.0);
+            assert!((45.0..=3841.0).contains(&kbps), "{row:?}");
+            assert!(row.mean("rebuffer_count").is_some_and(|v| v >= 0.0));
+            assert!(row.mean("startup_ms").is_some_and(|v| v > 0.0));
+            // 20 s of video, downloaded ahead of playback: the run ends
+            // about when the playback would.
+            assert!(row.mean("fct_ms").is_some_and(|v| v > 1000.0), "{row:?}");
+        }
+        assert_eq!(r.claims.len(), 3);
+    }
+
+    #[test]
     fn the_experiment_is_registered_with_both_schemes() {
         let e = crate::experiments::experiment("art-fig25", Scale::Tiny).expect("registered");
         assert_eq!(e.cases.len(), 2);
