@@ -267,7 +267,11 @@ fn workload_of(a: &SimArgs) -> Result<Workload> {
 /// The human-readable result: a few aligned lines.
 fn summary(link: &str, r: &RunResult) -> String {
     let m = &r.metrics;
-    let files = if m.files == 1 {
+    let files = if m.freeze_count.is_some() {
+        "a live stream".to_string()
+    } else if m.rebuffer_count.is_some() {
+        format!("a DASH video ({} segments)", m.files.saturating_sub(1))
+    } else if m.files == 1 {
         "1 file".to_string()
     } else {
         format!("{} files", m.files)
@@ -277,13 +281,14 @@ fn summary(link: &str, r: &RunResult) -> String {
         out.push_str(l.trim_end());
         out.push('\n');
     };
-    line(format!(
-        "artq sim: {} ({}), seed {}: {} of {} over {link}",
-        m.scheme,
-        m.cc,
-        m.seed,
-        files,
+    let size = if m.avg_bitrate_kbps.is_some() {
+        format!("{} in all", human_bytes(m.bytes))
+    } else {
         human_bytes(m.bytes / m.files.max(1))
+    };
+    line(format!(
+        "artq sim: {} ({}), seed {}: {} of {size} over {link}",
+        m.scheme, m.cc, m.seed, files,
     ));
     line(format!(
         "  {:<22}{:>12.1} ms      {:<14}{:>8.2} Mbit/s",
