@@ -9,7 +9,7 @@ use candle_core::{DType, Device, Tensor, D};
 use candle_nn::optim::{AdamW, Optimizer, ParamsAdamW, SGD};
 use rand::Rng;
 
-use crate::{LearnError, Mlp, ReplayMemory};
+use crate::{Activation, LearnError, Mlp, ReplayMemory};
 
 /// Largest model file [`Dqn::load`] reads: a network at the limits of
 /// [`crate::mlp::MAX_LAYER_WIDTH`] is far smaller than real models, so a
@@ -86,6 +86,8 @@ pub struct DqnConfig {
     pub actions: usize,
     /// Hidden layer widths.
     pub hidden: Vec<usize>,
+    /// The nonlinearity after each hidden layer.
+    pub activation: Activation,
     /// Discount factor of future rewards, in [0, 1].
     pub gamma: f64,
     /// Optimizer step size.
@@ -182,8 +184,8 @@ impl Dqn {
     pub fn new(config: DqnConfig, rng: &mut impl Rng) -> Result<Self, LearnError> {
         config.validate()?;
         let sizes = config.sizes();
-        let online = Mlp::new(&sizes, rng)?;
-        let mut target = Mlp::new(&sizes, rng)?;
+        let online = Mlp::new(&sizes, config.activation, rng)?;
+        let mut target = Mlp::new(&sizes, config.activation, rng)?;
         target.copy_from(&online)?;
         let optimizer = make_optimizer(&config, &online)?;
         let memory = ReplayMemory::new(config.memory);

@@ -27,5 +27,5 @@ mod replay;
 
 pub use dqn::{Dqn, DqnConfig, Epsilon, OptimizerKind, Transition, MAX_MODEL_FILE_BYTES};
 pub use error::LearnError;
-pub use mlp::Mlp;
+pub use mlp::{Activation, Mlp};
 pub use replay::ReplayMemory;

@@ -14,12 +14,24 @@ pub const MAX_LAYER_WIDTH: usize = 4096;
 /// Most layers (weight matrices) of a network.
 pub const MAX_LAYERS: usize = 16;
 
-/// A multilayer perceptron with ReLU between layers and a linear output:
-/// `sizes = [inputs, hidden..., outputs]`. Its parameters are candle
-/// [`Var`]s, so an optimizer can train them through autograd.
+/// The nonlinearity after each hidden layer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Activation {
+    /// max(0, x): the usual choice.
+    Relu,
+    /// 1 / (1 + e^-x): RCP's network (rcp.md Fig. 3; its published code
+    /// applies it after both hidden layers).
+    Sigmoid,
+}
+
+/// A multilayer perceptron with an [`Activation`] after each hidden layer
+/// and a linear output: `sizes = [inputs, hidden..., outputs]`. Its
+/// parameters are candle [`Var`]s, so an optimizer can train them through
+/// autograd.
 #[derive(Debug)]
 pub struct Mlp {
     sizes: Vec<usize>,
+    activation: Activation,
     /// (weight `[out, in]`, bias `[out]`) per layer.
     layers: Vec<(Var, Var)>,
 }
@@ -29,7 +41,11 @@ impl Mlp {
     /// as PyTorch's `nn.Linear` draws them (uniform in ±1/sqrt(fan_in) for
     /// weights and biases), since the papers' learners were written in
     /// PyTorch or TensorFlow with their default initialisation.
-    pub fn new(sizes: &[usize], rng: &mut impl Rng) -> Result<Self, LearnError> {
+    pub fn new(
+        sizes: &[usize],
+        activation: Activation,
+        rng: &mut impl Rng,
+    ) -> Result<Self, LearnError> {
         check_sizes(sizes)?;
         let mut layers = Vec::with_capacity(sizes.len() - 1);
         for pair in sizes.windows(2) {
@@ -43,6 +59,7 @@ impl Mlp {
         }
         Ok(Self {
             sizes: sizes.to_vec(),
+            activation,
             layers,
         })
     }
@@ -71,7 +88,10 @@ impl Mlp {
                 .matmul(&w.as_tensor().t()?)?
                 .broadcast_add(b.as_tensor())?;
             if i != last {
-                h = h.relu()?;
+                h = match self.activation {
+                    Activation::Relu => h.relu()?,
+                    Activation::Sigmoid => candle_nn::ops::sigmoid(&h)?,
+                };
             }
         }
         Ok(h)
@@ -177,14 +197,19 @@ mod tests {
 
     #[test]
     fn shapes_follow_the_sizes() {
-        let net = Mlp::new(&[5, 16, 16, 3], &mut ChaCha8Rng::seed_from_u64(1)).unwrap();
+        let net = Mlp::new(
+            &[5, 16, 16, 3],
+            Activation::Relu,
+            &mut ChaCha8Rng::seed_from_u64(1),
+        )
+        .unwrap();
         let x = Tensor::zeros((7, 5), DType::F32, &Device::Cpu).unwrap();
         assert_eq!(net.forward(&x).unwrap().dims(), &[7, 3]);
         assert_eq!(net.vars().len(), 6);
         assert_eq!(net.named_tensors()["layer1.weight"].dims(), &[16, 16]);
         for bad in [&[][..], &[4][..], &[4, 0, 2][..], &[4, 5000, 2][..]] {
             assert!(
-                Mlp::new(bad, &mut ChaCha8Rng::seed_from_u64(1)).is_err(),
+                Mlp::new(bad, Activation::Relu, &mut ChaCha8Rng::seed_from_u64(1)).is_err(),
                 "{bad:?}"
             );
         }
@@ -193,7 +218,12 @@ mod tests {
     #[test]
     fn initialisation_is_seeded_and_bounded() {
         let weights = |seed| {
-            let net = Mlp::new(&[4, 8, 2], &mut ChaCha8Rng::seed_from_u64(seed)).unwrap();
+            let net = Mlp::new(
+                &[4, 8, 2],
+                Activation::Sigmoid,
+                &mut ChaCha8Rng::seed_from_u64(seed),
+            )
+            .unwrap();
             net.named_tensors()["layer0.weight"]
                 .flatten_all()
                 .unwrap()
@@ -207,14 +237,29 @@ mod tests {
 
     #[test]
     fn copy_from_makes_outputs_equal() {
-        let a = Mlp::new(&[3, 8, 2], &mut ChaCha8Rng::seed_from_u64(1)).unwrap();
-        let mut b = Mlp::new(&[3, 8, 2], &mut ChaCha8Rng::seed_from_u64(2)).unwrap();
+        let a = Mlp::new(
+            &[3, 8, 2],
+            Activation::Sigmoid,
+            &mut ChaCha8Rng::seed_from_u64(1),
+        )
+        .unwrap();
+        let mut b = Mlp::new(
+            &[3, 8, 2],
+            Activation::Sigmoid,
+            &mut ChaCha8Rng::seed_from_u64(2),
+        )
+        .unwrap();
         let x = Tensor::new(&[[0.1f32, -0.4, 0.9]], &Device::Cpu).unwrap();
         let out = |n: &Mlp| n.forward(&x).unwrap().to_vec2::<f32>().unwrap();
         assert_ne!(out(&a), out(&b));
         b.copy_from(&a).unwrap();
         assert_eq!(out(&a), out(&b));
-        let mut c = Mlp::new(&[3, 4, 2], &mut ChaCha8Rng::seed_from_u64(2)).unwrap();
+        let mut c = Mlp::new(
+            &[3, 4, 2],
+            Activation::Sigmoid,
+            &mut ChaCha8Rng::seed_from_u64(2),
+        )
+        .unwrap();
         assert!(c.copy_from(&a).is_err());
     }
 }

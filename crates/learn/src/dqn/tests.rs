@@ -1,4 +1,5 @@
 use super::*;
+use crate::Activation;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
@@ -7,6 +8,7 @@ fn config(state_dim: usize, actions: usize) -> DqnConfig {
         state_dim,
         actions,
         hidden: vec![16],
+        activation: Activation::Relu,
         gamma: 0.9,
         learning_rate: 0.01,
         optimizer: OptimizerKind::Adam,
@@ -61,14 +63,20 @@ fn a_learning_step_lowers_the_loss_on_a_toy_problem() {
 /// A two-step chain: in A, action 0 leads to B for nothing, action 1 ends
 /// with 0.2; in B, action 0 ends with 1. With gamma 0.9, Q(A, 0) = 0.9
 /// beats 0.2 only through the bootstrapped value of B, so both the plain
-/// and the Double DQN targets must carry value back a step.
+/// and the Double DQN targets must carry value back a step (also with
+/// RCP's sigmoid network).
 #[test]
 fn values_are_bootstrapped_through_the_target_network() {
-    for double in [false, true] {
+    for (double, activation) in [
+        (false, Activation::Relu),
+        (true, Activation::Relu),
+        (true, Activation::Sigmoid),
+    ] {
         let mut rng = ChaCha8Rng::seed_from_u64(3);
         let mut agent = Dqn::new(
             DqnConfig {
                 double,
+                activation,
                 ..config(2, 2)
             },
             &mut rng,
