@@ -268,7 +268,7 @@ impl RcpRto {
                 self.var = rtt / 2;
             }
             Some(s) => {
-                let dev = if s > rtt { s - rtt } else { rtt - s };
+                let dev = s.abs_diff(rtt);
                 self.var = (self.var * 3 + dev) / 4;
                 self.srtt = Some((s * 7 + rtt) / 8);
             }
