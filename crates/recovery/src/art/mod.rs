@@ -24,6 +24,7 @@
 //! not touch the adapter's per-round levels or the bandit.
 
 pub mod adapter;
+pub mod dqn;
 pub mod mab;
 pub mod scheduler;
 

@@ -1,0 +1,441 @@
+//! RCP's arithmetic (rcp.md §III-B, §III-C, §IV-B, §V-B, §V-E): the
+//! application utility and its two normalisations, the estimators the
+//! sender keeps, the per-message retransmission timeout, the rewards and
+//! the decision state. Pure functions and small value types, so every
+//! formula is unit-tested on its own; the policy that uses them is in the
+//! parent module.
+
+use wire::time::Duration;
+
+/// How the utility scales loss ε and latency l into comparable ranges
+/// (rcp.md: the `n_ε` and `n_l` of eq. 1).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Normalisation {
+    /// Eqs. 11-12, tuned from measured UDP and ARQ runs on the same network
+    /// (Experiments 1, 2 and 4): `n_ε(ε) = 1 - ((1-ε) - 0.9(1-ε_UDP)) /
+    /// (1.1(1-ε_ARQ) - 0.9(1-ε_UDP))`, `n_l(l) = (l - l_UDP) / (1.1(l_ARQ -
+    /// l_UDP))`.
+    Tuned {
+        /// UDP's loss probability.
+        eps_udp: f64,
+        /// ARQ's loss probability.
+        eps_arq: f64,
+        /// UDP's mean latency.
+        l_udp: Duration,
+        /// ARQ's mean latency.
+        l_arq: Duration,
+    },
+    /// Eqs. 13-14, needing no prior runs (Experiment 3, Fig. 9):
+    /// `n_ε(ε) = ε`, `n_l(l) = l / τ_r,max`.
+    Simple {
+        /// The largest RTO expected (the paper approximates it by ARQ's
+        /// mean latency).
+        tau_r_max: Duration,
+    },
+}
+
+impl Normalisation {
+    /// Checks that the scales are usable (positive denominators).
+    pub fn validate(&self) -> Result<(), String> {
+        match *self {
+            Normalisation::Tuned {
+                eps_udp,
+                eps_arq,
+                l_udp,
+                l_arq,
+            } => {
+                for (name, p) in [("eps_udp", eps_udp), ("eps_arq", eps_arq)] {
+                    if !(0.0..=1.0).contains(&p) {
+                        return Err(format!("{name} = {p} is not a probability"));
+                    }
+                }
+                if 1.1 * (1.0 - eps_arq) - 0.9 * (1.0 - eps_udp) <= 0.0 {
+                    return Err(format!(
+                        "loss normalisation undefined: ARQ's delivery (1 - {eps_arq}) must exceed 0.9/1.1 of UDP's (1 - {eps_udp})"
+                    ));
+                }
+                if l_arq <= l_udp {
+                    return Err(format!(
+                        "latency normalisation undefined: ARQ's latency {l_arq:?} must exceed UDP's {l_udp:?}"
+                    ));
+                }
+                Ok(())
+            }
+            Normalisation::Simple { tau_r_max } => {
+                if tau_r_max.is_zero() {
+                    return Err("tau_r_max must be positive".into());
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// `n_ε(ε)`.
+    pub fn loss(&self, eps: f64) -> f64 {
+        match *self {
+            Normalisation::Tuned {
+                eps_udp, eps_arq, ..
+            } => {
+                1.0 - ((1.0 - eps) - 0.9 * (1.0 - eps_udp))
+                    / (1.1 * (1.0 - eps_arq) - 0.9 * (1.0 - eps_udp))
+            }
+            Normalisation::Simple { .. } => eps,
+        }
+    }
+
+    /// `n_l(l)`.
+    pub fn latency(&self, l: Duration) -> f64 {
+        match *self {
+            Normalisation::Tuned { l_udp, l_arq, .. } => {
+                (l.as_secs_f64() - l_udp.as_secs_f64())
+                    / (1.1 * (l_arq.as_secs_f64() - l_udp.as_secs_f64()))
+            }
+            Normalisation::Simple { tau_r_max } => l.as_secs_f64() / tau_r_max.as_secs_f64(),
+        }
+    }
+}
+
+/// The application's utility (eq. 1): `U(ε, l) = -β n_ε(ε)^α - (1-β)
+/// n_l(l)^α`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Utility {
+    /// Weight of delivery against latency, in [0, 1].
+    pub beta: f64,
+    /// Curvature exponent, at least 0 (the paper: 1, 2, 4).
+    pub alpha: f64,
+    /// How ε and l are scaled.
+    pub normalisation: Normalisation,
+}
+
+impl Utility {
+    /// Checks β, α and the normalisation.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(0.0..=1.0).contains(&self.beta) {
+            return Err(format!("beta = {} is outside [0, 1]", self.beta));
+        }
+        if !(self.alpha >= 0.0 && self.alpha <= 16.0) {
+            return Err(format!("alpha = {} is outside [0, 16]", self.alpha));
+        }
+        self.normalisation.validate()
+    }
+
+    /// `U(ε, l)`. A normalised term below 0 (better than UDP's latency, or
+    /// than ARQ's delivery, under eqs. 11-12) counts as 0 before the power,
+    /// so a fractional α never takes the root of a negative number and a
+    /// better-than-reference term is never penalised.
+    pub fn value(&self, eps: f64, latency: Duration) -> f64 {
+        let term = |x: f64| x.max(0.0).powf(self.alpha);
+        -self.beta * term(self.normalisation.loss(eps))
+            - (1.0 - self.beta) * term(self.normalisation.latency(latency))
+    }
+
+    /// Eq. 4: the reward of a message delivered `latency` after it was
+    /// generated.
+    pub fn delivered_reward(&self, latency: Duration) -> f64 {
+        self.value(0.0, latency)
+    }
+
+    /// Eq. 5: the reward of a message given up, from the current estimates
+    /// of the loss probability and the latency.
+    pub fn dropped_reward(&self, estimates: &Estimates) -> f64 {
+        self.value(estimates.loss.value(), estimates.latency())
+    }
+}
+
+/// Eq. 7: `x̂ ← (1 - w) x̂ + w x`, an exponentially weighted moving average.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Ewma {
+    weight: f64,
+    value: Option<f64>,
+}
+
+impl Ewma {
+    /// An estimator with observation weight `weight` in (0, 1]; it takes
+    /// its first observation as it is.
+    pub fn new(weight: f64) -> Self {
+        Self {
+            weight: weight.clamp(f64::MIN_POSITIVE, 1.0),
+            value: None,
+        }
+    }
+
+    /// Feed one observation.
+    pub fn observe(&mut self, x: f64) {
+        self.value = Some(match self.value {
+            None => x,
+            Some(v) => (1.0 - self.weight) * v + self.weight * x,
+        });
+    }
+
+    /// The estimate (0 before any observation).
+    pub fn value(&self) -> f64 {
+        self.value.unwrap_or(0.0)
+    }
+
+    /// Whether anything was observed.
+    pub fn is_set(&self) -> bool {
+        self.value.is_some()
+    }
+}
+
+/// The weight of RCP's loss and latency estimators (§IV-B: "all using
+/// α = 0.01 to track a longer period").
+pub const ESTIMATOR_WEIGHT: f64 = 0.01;
+
+/// What the sender estimates about its messages (§IV-B).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Estimates {
+    /// ε̂: the probability a message is never delivered. The paper feeds 1
+    /// on delivery and 0 on give-up, which estimates the *delivery* ratio;
+    /// we feed the complement (0 delivered, 1 given up) so the value is the
+    /// loss probability that eqs. 5 and 11 take.
+    pub loss: Ewma,
+    /// ε̂_c: the probability one transmission is lost on the link (0 for
+    /// each delivered transmission, 1 for each timeout), fed the same way.
+    pub link_loss: Ewma,
+    /// l̂: the delivery latency of delivered messages, seconds.
+    latency_s: Ewma,
+}
+
+impl Default for Estimates {
+    fn default() -> Self {
+        Self {
+            loss: Ewma::new(ESTIMATOR_WEIGHT),
+            link_loss: Ewma::new(ESTIMATOR_WEIGHT),
+            latency_s: Ewma::new(ESTIMATOR_WEIGHT),
+        }
+    }
+}
+
+impl Estimates {
+    /// A message arrived `latency` after it was generated.
+    pub fn on_delivered(&mut self, latency: Duration) {
+        self.loss.observe(0.0);
+        self.link_loss.observe(0.0);
+        self.latency_s.observe(latency.as_secs_f64());
+    }
+
+    /// A transmission of a message timed out.
+    pub fn on_timeout(&mut self) {
+        self.link_loss.observe(1.0);
+    }
+
+    /// The sender gave a message up.
+    pub fn on_given_up(&mut self) {
+        self.loss.observe(1.0);
+    }
+
+    /// l̂, the current latency estimate.
+    pub fn latency(&self) -> Duration {
+        Duration::from_secs_f64(self.latency_s.value().max(0.0))
+    }
+}
+
+/// RCP's retransmission timer (eqs. 8-10): a smoothed RTT, its mean
+/// deviation, and `RTO = srtt + max(1 slot, 4 var)`.
+///
+/// Eq. 9 as printed updates the deviation from `|V - τ|` (the deviation
+/// minus the sample); RFC 6298, which the paper cites for these equations,
+/// uses `|srtt - sample|`. We follow RFC 6298: the printed form does not
+/// measure a deviation at all. The "1" of eq. 10 is one time slot of the
+/// paper's slotted simulator; it is `min_rto_term` here (default 1 ms, the
+/// slot length we use for the paper's networks).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RcpRto {
+    srtt: Option<Duration>,
+    var: Duration,
+    initial: Duration,
+    min_term: Duration,
+}
+
+impl RcpRto {
+    /// A timer that answers `initial` until the first sample (Table V:
+    /// 30 slots) and never adds less than `min_term` to srtt.
+    pub fn new(initial: Duration, min_term: Duration) -> Self {
+        Self {
+            srtt: None,
+            var: Duration::ZERO,
+            initial,
+            min_term,
+        }
+    }
+
+    /// Feed one RTT sample (RFC 6298 §2: the first sets srtt = R, var = R/2).
+    pub fn on_sample(&mut self, rtt: Duration) {
+        match self.srtt {
+            None => {
+                self.srtt = Some(rtt);
+                self.var = rtt / 2;
+            }
+            Some(s) => {
+                let dev = s.abs_diff(rtt);
+                self.var = (self.var * 3 + dev) / 4;
+                self.srtt = Some((s * 7 + rtt) / 8);
+            }
+        }
+    }
+
+    /// τ̂, the smoothed RTT (the initial RTO's worth before any sample).
+    pub fn srtt(&self) -> Duration {
+        self.srtt.unwrap_or(self.initial)
+    }
+
+    /// τ_r, the timeout of one transmission.
+    pub fn rto(&self) -> Duration {
+        match self.srtt {
+            None => self.initial,
+            Some(s) => s + (self.var * 4).max(self.min_term),
+        }
+    }
+}
+
+/// The decision state of a timed-out message (eq. 2): `[r_i, q_i, τ̂, ε̂_c,
+/// l̂]`, times in seconds.
+pub fn state(attempts: u32, queued: Duration, rto: &RcpRto, est: &Estimates) -> [f32; 5] {
+    [
+        attempts as f32,
+        queued.as_secs_f64() as f32,
+        rto.srtt().as_secs_f64() as f32,
+        est.link_loss.value() as f32,
+        est.latency().as_secs_f64() as f32,
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(v: u64) -> Duration {
+        Duration::from_millis(v)
+    }
+
+    /// Table II's UDP and ARQ measurements (slots read as ms).
+    fn tuned() -> Normalisation {
+        Normalisation::Tuned {
+            eps_udp: 0.405,
+            eps_arq: 0.034,
+            l_udp: Duration::from_micros(101_070),
+            l_arq: ms(611),
+        }
+    }
+
+    #[test]
+    fn tuned_normalisation_maps_udp_and_arq_inside_the_unit_range() {
+        let n = tuned();
+        assert!(n.validate().is_ok());
+        // eq. 11: UDP's loss sits near the top, ARQ's near the bottom.
+        let (udp, arq) = (n.loss(0.405), n.loss(0.034));
+        assert!(udp > 0.8 && udp < 1.0, "{udp}");
+        assert!(arq > 0.0 && arq < 0.2, "{arq}");
+        // eq. 12: l_UDP -> 0, l_ARQ -> 1/1.1.
+        assert!(n.latency(Duration::from_micros(101_070)).abs() < 1e-9);
+        assert!((n.latency(ms(611)) - 1.0 / 1.1).abs() < 1e-9);
+    }
+
+    #[test]
+    fn utility_weights_delivery_against_latency() {
+        let u = |beta, alpha| Utility {
+            beta,
+            alpha,
+            normalisation: tuned(),
+        };
+        // beta 0: only latency counts, so UDP (fast, lossy) scores 0.
+        assert!(
+            u(0.0, 2.0)
+                .value(0.405, Duration::from_micros(101_070))
+                .abs()
+                < 1e-9
+        );
+        // beta 1: only delivery counts: ARQ beats UDP.
+        let (udp, arq) = (
+            u(1.0, 2.0).value(0.405, Duration::from_micros(101_070)),
+            u(1.0, 2.0).value(0.034, ms(611)),
+        );
+        assert!(arq > udp, "{arq} vs {udp}");
+        // alpha 1 is linear: the utility at beta is the weighted sum.
+        let n = tuned();
+        let v = u(0.3, 1.0).value(0.2, ms(300));
+        let expect = -0.3 * n.loss(0.2) - 0.7 * n.latency(ms(300));
+        assert!((v - expect).abs() < 1e-12);
+        // Monotone: more loss or more latency never scores higher.
+        let base = u(0.5, 2.0).value(0.2, ms(300));
+        assert!(u(0.5, 2.0).value(0.3, ms(300)) <= base);
+        assert!(u(0.5, 2.0).value(0.2, ms(400)) <= base);
+        // Terms below the reference clamp at 0 (no NaN for fractional alpha).
+        assert!(u(0.5, 0.5).value(0.0, ms(1)).is_finite());
+        for bad in [u(1.5, 2.0), u(0.5, -1.0), u(0.5, f64::NAN)] {
+            assert!(bad.validate().is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn simple_normalisation_is_loss_and_latency_over_the_largest_rto() {
+        let n = Normalisation::Simple { tau_r_max: ms(500) };
+        assert_eq!(n.loss(0.25), 0.25);
+        assert!((n.latency(ms(250)) - 0.5).abs() < 1e-12);
+        assert!(Normalisation::Simple {
+            tau_r_max: Duration::ZERO
+        }
+        .validate()
+        .is_err());
+    }
+
+    #[test]
+    fn rewards_follow_eqs_4_and_5() {
+        let u = Utility {
+            beta: 0.5,
+            alpha: 2.0,
+            normalisation: tuned(),
+        };
+        assert_eq!(u.delivered_reward(ms(300)), u.value(0.0, ms(300)));
+        let mut e = Estimates::default();
+        e.on_delivered(ms(200));
+        e.on_given_up();
+        let r = u.dropped_reward(&e);
+        assert_eq!(r, u.value(e.loss.value(), e.latency()));
+        // Giving up with no loss history costs nothing on the loss term.
+        assert!(e.loss.value() > 0.0 && e.loss.value() < 0.02);
+    }
+
+    #[test]
+    fn estimators_are_eq_7_with_weight_0_01() {
+        let mut x = Ewma::new(ESTIMATOR_WEIGHT);
+        assert!(!x.is_set());
+        x.observe(1.0);
+        assert_eq!(x.value(), 1.0);
+        x.observe(0.0);
+        assert!((x.value() - 0.99).abs() < 1e-12);
+        let mut e = Estimates::default();
+        for _ in 0..1000 {
+            e.on_delivered(ms(100));
+            e.on_timeout();
+        }
+        // One timeout per delivery: the link loss estimate tends to 1/2.
+        assert!(
+            (e.link_loss.value() - 0.5).abs() < 0.02,
+            "{:?}",
+            e.link_loss
+        );
+        assert!((e.latency().as_secs_f64() - 0.1).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_timeout_follows_rfc_6298() {
+        let mut t = RcpRto::new(ms(30), ms(1));
+        assert_eq!(t.rto(), ms(30));
+        t.on_sample(ms(200));
+        assert_eq!(t.srtt(), ms(200));
+        assert_eq!(t.rto(), ms(200) + ms(400)); // var = R/2, 4 var
+        for _ in 0..200 {
+            t.on_sample(ms(200));
+        }
+        // A steady RTT: the deviation decays and the slot term remains.
+        assert_eq!(t.srtt(), ms(200));
+        assert!(t.rto() < ms(202) && t.rto() >= ms(201), "{:?}", t.rto());
+        t.on_sample(ms(400));
+        assert_eq!(t.srtt(), ms(225));
+        let s = state(2, ms(50), &t, &Estimates::default());
+        assert_eq!(s[0], 2.0);
+        assert!((s[1] - 0.05).abs() < 1e-6 && (s[2] - 0.225).abs() < 1e-6);
+    }
+}
