@@ -9,7 +9,7 @@
 //!
 //! Scenario files and `artq sim` flags describe a workload with the same
 //! flat keys ([`WorkloadOptions`]): `kind` (default `files`), then the
-//! kind's own keys (files: `files`, `size`).
+//! kind's own keys (files: `files`, `size`; rpc: `rpcs`, `rpc_rate`).
 
 use serde::{Deserialize, Serialize};
 
@@ -17,12 +17,17 @@ use crate::app::{App, Host};
 use crate::content::GeneratedFiles;
 use crate::files::{ClientError, FileTimes, FilesClient, Paths, VerifySink};
 use crate::protocol::Protocol;
+use crate::rpc::{RpcClient, RpcContent, MAX_RATE};
 use crate::server::{HttpServer, ServerOptions};
 use wire::time::Instant;
 
 /// Most files one workload may hold: the per-file records are kept in
 /// memory, so this bounds them (16 bytes each).
 pub const MAX_FILES: u64 = 10_000_000;
+
+/// The rpc workload's call rate when `rpc_rate` is not given, per second
+/// (the request rate of ART journal §7.7's deployment clients).
+pub const DEFAULT_RPC_RATE: u64 = 100;
 
 /// A workload's name and one line about it, for `--help` and errors.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,10 +39,16 @@ pub struct WorkloadInfo {
 }
 
 /// Every workload, in the order `--help` lists them.
-pub const WORKLOADS: &[WorkloadInfo] = &[WorkloadInfo {
-    name: "files",
-    about: "`files` files of `size` bytes fetched one after another over one connection (a bulk transfer is one file)",
-}];
+pub const WORKLOADS: &[WorkloadInfo] = &[
+    WorkloadInfo {
+        name: "files",
+        about: "`files` files of `size` bytes fetched one after another over one connection (a bulk transfer is one file)",
+    },
+    WorkloadInfo {
+        name: "rpc",
+        about: "`rpcs` request/response calls at `rpc_rate` per second (Poisson), memcached ETC key and value sizes, over one connection",
+    },
+];
 
 /// What the client and server of a run do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -52,6 +63,14 @@ pub enum Workload {
         files: u64,
         /// Size of each file, bytes.
         size: u64,
+    },
+    /// Open-loop request/response calls over one connection (ART journal
+    /// §7.7, Fig. 26): sizes and schedule in [`crate::rpc`].
+    Rpc {
+        /// Number of calls (at least 1).
+        rpcs: u64,
+        /// Calls per second (1..=[`MAX_RATE`]).
+        rate: u64,
     },
 }
 
@@ -77,6 +96,7 @@ impl Workload {
     pub fn name(&self) -> &'static str {
         match self {
             Workload::Files { .. } => "files",
+            Workload::Rpc { .. } => "rpc",
         }
     }
 
@@ -84,13 +104,16 @@ impl Workload {
     pub fn items(&self) -> u64 {
         match *self {
             Workload::Files { files, .. } => files,
+            Workload::Rpc { rpcs, .. } => rpcs,
         }
     }
 
-    /// Body bytes the client receives in total (saturating).
+    /// Body bytes the client receives in total (saturating); 0 when only
+    /// the run knows (rpc: sizes are drawn from the seed).
     pub fn total_bytes(&self) -> u64 {
         match *self {
             Workload::Files { files, size } => files.saturating_mul(size),
+            Workload::Rpc { .. } => 0,
         }
     }
 
@@ -115,6 +138,17 @@ impl Workload {
                 }
                 Ok(())
             }
+            Workload::Rpc { rpcs, rate } => {
+                if rpcs == 0 || rpcs > MAX_FILES {
+                    return Err(format!("the rpc workload needs 1..={MAX_FILES} calls"));
+                }
+                if rate == 0 || rate > MAX_RATE {
+                    return Err(format!(
+                        "rpc_rate must be in 1..={MAX_RATE} calls per second"
+                    ));
+                }
+                Ok(())
+            }
         }
     }
 
@@ -130,6 +164,10 @@ impl Workload {
                 };
                 Box::new(HttpServer::new(Box::new(content), ServerOptions::default()))
             }
+            Workload::Rpc { .. } => Box::new(HttpServer::new(
+                Box::new(RpcContent { seed: content_seed }),
+                ServerOptions::default(),
+            )),
         }
     }
 
@@ -149,6 +187,13 @@ impl Workload {
                 );
                 Ok(Box::new(client))
             }
+            Workload::Rpc { rpcs, rate } => Ok(Box::new(RpcClient::new(
+                protocol,
+                Some("localhost".into()),
+                content_seed,
+                rpcs,
+                rate,
+            ))),
         }
     }
 
@@ -160,6 +205,15 @@ impl Workload {
                 let r = c.report();
                 ClientReport {
                     items: r.files.clone(),
+                    bytes_received: r.bytes_received,
+                    done_at: r.done_at,
+                    error: r.error.clone(),
+                }
+            }),
+            Workload::Rpc { .. } => host.app::<RpcClient>().map(|c| {
+                let r = c.report();
+                ClientReport {
+                    items: r.calls.clone(),
                     bytes_received: r.bytes_received,
                     done_at: r.done_at,
                     error: r.error.clone(),
@@ -202,6 +256,12 @@ pub struct WorkloadOptions {
         skip_serializing_if = "Option::is_none"
     )]
     pub size: Option<u64>,
+    /// rpc: number of calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rpcs: Option<u64>,
+    /// rpc: calls per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rpc_rate: Option<u64>,
 }
 
 impl TryFrom<WorkloadOptions> for Workload {
@@ -211,10 +271,26 @@ impl TryFrom<WorkloadOptions> for Workload {
         let kind = o.kind.as_deref().unwrap_or("files");
         match kind {
             "files" => {
+                if o.rpcs.is_some() || o.rpc_rate.is_some() {
+                    return Err("`rpcs` and `rpc_rate` belong to the rpc workload".into());
+                }
                 let size = o
                     .size
                     .ok_or("the files workload needs `size` (bytes, or with a unit: \"10MB\")")?;
                 let w = Workload::files(o.files.unwrap_or(1), size);
+                w.validate()?;
+                Ok(w)
+            }
+            "rpc" => {
+                if o.files.is_some() || o.size.is_some() {
+                    return Err("`files` and `size` belong to the files workload".into());
+                }
+                let w = Workload::Rpc {
+                    rpcs: o
+                        .rpcs
+                        .ok_or("the rpc workload needs `rpcs` (number of calls)")?,
+                    rate: o.rpc_rate.unwrap_or(DEFAULT_RPC_RATE),
+                };
                 w.validate()?;
                 Ok(w)
             }
@@ -237,6 +313,13 @@ impl From<Workload> for WorkloadOptions {
                 kind: None,
                 files: Some(files),
                 size: Some(size),
+                ..WorkloadOptions::default()
+            },
+            Workload::Rpc { rpcs, rate } => WorkloadOptions {
+                kind: Some("rpc".into()),
+                rpcs: Some(rpcs),
+                rpc_rate: Some(rate),
+                ..WorkloadOptions::default()
             },
         }
     }
@@ -276,6 +359,21 @@ mod tests {
         ] {
             assert!(parse(bad).is_err(), "{bad}");
         }
+        assert_eq!(
+            parse(r#"{"workload": {"kind": "rpc", "rpcs": 50}}"#),
+            Ok(Workload::Rpc {
+                rpcs: 50,
+                rate: DEFAULT_RPC_RATE
+            })
+        );
+        for bad in [
+            r#"{"workload": {"kind": "rpc"}}"#,
+            r#"{"workload": {"kind": "rpc", "rpcs": 5, "size": 3}}"#,
+            r#"{"workload": {"kind": "rpc", "rpcs": 5, "rpc_rate": 0}}"#,
+            r#"{"workload": {"size": 3, "rpcs": 5}}"#,
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
         let err = parse(r#"{"workload": {"kind": "teleport", "size": 1}}"#).unwrap_err();
         assert!(err.contains("files"), "{err}");
     }
@@ -291,8 +389,12 @@ mod tests {
 
     #[test]
     fn round_trips_through_its_keys() {
-        let w = Workload::files(7, 1234);
-        let json = serde_json::to_string(&w).expect("serialises");
-        assert_eq!(serde_json::from_str::<Workload>(&json).ok(), Some(w));
+        for w in [
+            Workload::files(7, 1234),
+            Workload::Rpc { rpcs: 9, rate: 40 },
+        ] {
+            let json = serde_json::to_string(&w).expect("serialises");
+            assert_eq!(serde_json::from_str::<Workload>(&json).ok(), Some(w));
+        }
     }
 }

@@ -17,6 +17,7 @@ use std::path::PathBuf;
 use std::time::{Duration as StdDuration, Instant as StdInstant};
 
 use anyhow::{Context, Result};
+use apps::workload::WorkloadOptions;
 use apps::Protocol;
 use clap::Args;
 use lab::{RunOptions, RunResult, Scenario, Summary, Workload};
@@ -49,17 +50,24 @@ pub struct SimArgs {
     #[command(flatten)]
     link: LinkSpec,
     /// Workload: files (N files of --size fetched one after another over
-    /// one connection).
+    /// one connection) or rpc (--rpcs request/response calls at --rpc-rate
+    /// per second over one connection; sizes in docs/apps.md).
     #[arg(long, value_name = "KIND", default_value = "files", value_parser = workload_kind)]
     workload: String,
-    /// Size of each file: bytes, or with a unit (KB, MB, GB = powers of
-    /// 1000; KiB, MiB, GiB = powers of 1024).
-    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "10MB")]
-    size: u64,
-    /// Number of files of --size fetched one after another over one
-    /// connection.
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
-    files: u64,
+    /// files: size of each file: bytes, or with a unit (KB, MB, GB =
+    /// powers of 1000; KiB, MiB, GiB = powers of 1024) [default: 10MB].
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    size: Option<u64>,
+    /// files: number of files of --size fetched one after another over one
+    /// connection [default: 1].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    files: Option<u64>,
+    /// rpc: number of calls [default: 1000].
+    #[arg(long, value_name = "N")]
+    rpcs: Option<u64>,
+    /// rpc: calls per second, Poisson arrivals [default: 100].
+    #[arg(long, value_name = "PER_S")]
+    rpc_rate: Option<u64>,
     /// The client's receive window (flow-control credit: its receive
     /// buffer), bytes or with a unit [default: 16MiB].
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
@@ -91,7 +99,7 @@ pub struct SimArgs {
         conflicts_with_all = [
             "bw", "up_bw", "down_bw", "trace", "up_trace", "down_trace", "rtt", "loss", "up_loss",
             "down_loss", "loss_model", "burst", "loss_std", "loss_interval", "loss_pattern", "queue",
-            "queue_bytes", "size", "files", "recv_window", "cc", "scheme", "time_limit",
+            "queue_bytes", "size", "files", "rpcs", "rpc_rate", "recv_window", "cc", "scheme", "time_limit",
             "workload", "alpn", "burst_reset",
         ]
     )]
@@ -207,11 +215,30 @@ fn scenario_of(a: &SimArgs) -> Result<(Scenario, (LinkConfig, LinkConfig))> {
         recv_window: a.recv_window,
         time_limit: a.time_limit.unwrap_or(defaults.time_limit),
         alpn: a.alpn,
-        workload: Workload::files(a.files, a.size),
+        workload: workload_of(a)?,
         ..defaults
     };
     Ok((s, links))
 }
+
+/// The workload of the flags, through the registry's flat keys (so flags
+/// and scenario files accept and refuse the same things).
+fn workload_of(a: &SimArgs) -> Result<Workload> {
+    let files_kind = a.workload == "files";
+    let options = WorkloadOptions {
+        kind: Some(a.workload.clone()),
+        files: a.files,
+        size: a.size.or(files_kind.then_some(DEFAULT_SIZE)),
+        rpcs: a.rpcs.or((a.workload == "rpc").then_some(DEFAULT_RPCS)),
+        rpc_rate: a.rpc_rate,
+    };
+    Workload::try_from(options).map_err(|e| anyhow::anyhow!("--workload {}: {e}", a.workload))
+}
+
+/// `--size` default of the files workload, bytes.
+const DEFAULT_SIZE: u64 = 10_000_000;
+/// `--rpcs` default of the rpc workload.
+const DEFAULT_RPCS: u64 = 1000;
 
 /// The human-readable result: a few aligned lines.
 fn summary(link: &str, r: &RunResult) -> String {
@@ -226,13 +253,18 @@ fn summary(link: &str, r: &RunResult) -> String {
         out.push_str(l.trim_end());
         out.push('\n');
     };
+    let what = if m.rpc_fct_ms.is_some() {
+        format!(
+            "{} rpc calls, {} of responses",
+            m.files,
+            human_bytes(m.bytes)
+        )
+    } else {
+        format!("{} of {}", files, human_bytes(m.bytes / m.files.max(1)))
+    };
     line(format!(
-        "artq sim: {} ({}), seed {}: {} of {} over {link}",
-        m.scheme,
-        m.cc,
-        m.seed,
-        files,
-        human_bytes(m.bytes / m.files.max(1))
+        "artq sim: {} ({}), seed {}: {what} over {link}",
+        m.scheme, m.cc, m.seed,
     ));
     line(format!(
         "  {:<22}{:>12.1} ms      {:<14}{:>8.2} Mbit/s",
@@ -240,6 +272,9 @@ fn summary(link: &str, r: &RunResult) -> String {
     ));
     if let Some(f) = &m.fct_ms_per_file {
         line(format!("  {:<22}{}", "per-file fct", dist(f)));
+    }
+    if let Some(f) = &m.rpc_fct_ms {
+        line(format!("  {:<22}{}", "per-call fct", dist(f)));
     }
     line(format!(
         "  {:<22}{:>12}         {:<14}{:>8}",

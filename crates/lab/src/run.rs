@@ -263,7 +263,11 @@ pub fn run_with(scenario: &Scenario, options: RunOptions<'_>) -> Result<RunResul
         seed,
         cc: scenario.cc.name().to_string(),
         files: workload.items(),
-        bytes: workload.total_bytes(),
+        // Workloads whose size only the run knows (rpc) count what arrived.
+        bytes: match workload.total_bytes() {
+            0 => report.bytes_received,
+            b => b,
+        },
         started: Instant::ZERO,
         finished: done_at,
         per_file: report
@@ -272,6 +276,7 @@ pub fn run_with(scenario: &Scenario, options: RunOptions<'_>) -> Result<RunResul
             .map(|f| f.completed.saturating_duration_since(f.requested))
             .collect(),
         cpu: server.cpu_time(),
+        rpc: matches!(workload, apps::workload::Workload::Rpc { .. }),
     };
     let metrics = RunMetrics::compute(facts, &stats, &items);
     Ok(RunResult {

@@ -294,6 +294,10 @@ pub struct RunMetrics {
     /// deterministic: present only when asked for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_ms: Option<f64>,
+    /// rpc workload only: the distribution of per-call completion times
+    /// (from when a call was due to its last response byte), ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rpc_fct_ms: Option<Summary>,
 }
 
 /// The inputs of [`RunMetrics::compute`] that are not counters.
@@ -317,6 +321,9 @@ pub struct RunFacts {
     pub per_file: Vec<Duration>,
     /// Sender CPU time, when measured.
     pub cpu: Option<std::time::Duration>,
+    /// The items are calls of the rpc workload: `per_file` is reported as
+    /// `rpc_fct_ms` instead of `fct_ms_per_file`.
+    pub rpc: bool,
 }
 
 impl RunMetrics {
@@ -331,10 +338,11 @@ impl RunMetrics {
             0.0
         };
         let mut per_file = facts.per_file;
-        let fct_ms_per_file = if facts.files > 1 {
-            Summary::of(&mut per_file)
-        } else {
-            None
+        let per_item = Summary::of(&mut per_file);
+        let (fct_ms_per_file, rpc_fct_ms) = match (facts.rpc, facts.files > 1) {
+            (true, _) => (None, per_item),
+            (false, true) => (per_item, None),
+            (false, false) => (None, None),
         };
         let mut t_wait: Vec<Duration> = items.iter().filter_map(|i| i.t_wait).collect();
         let mut latency: Vec<Duration> = items.iter().filter_map(|i| i.recovery_latency).collect();
@@ -363,6 +371,7 @@ impl RunMetrics {
             retransmission_ratio: ratio(stats.replicas, stats.data_packets),
             spurious_retransmissions: stats.spurious_retransmissions,
             cpu_ms: facts.cpu.map(|d| d.as_secs_f64() * 1e3),
+            rpc_fct_ms,
         }
     }
 }
@@ -494,6 +503,7 @@ mod tests {
             finished: Instant::from_millis(800),
             per_file: vec![d(300), d(500)],
             cpu: None,
+            rpc: false,
         };
         let m = RunMetrics::compute(facts, &stats, &items);
         assert_eq!(m.fct_ms, 800.0);
