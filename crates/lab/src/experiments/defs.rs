@@ -15,7 +15,19 @@ use apps::workload::Workload;
 use netem::{BurstReset, LinkSpec, LossKind};
 
 /// Every experiment name, in the order `artq reproduce` runs them.
-pub const EXPERIMENTS: &[&str] = &["fig19", "fig20", "fig21", "fig22", "fig24", "ablation"];
+pub const EXPERIMENTS: &[&str] = &[
+    "fig19",
+    "fig20",
+    "fig21",
+    "fig22",
+    "fig24",
+    "ablation",
+    "art-fig12",
+    "art-fig15",
+    "art-fig23",
+    "art-fig24a",
+    "art-fig26",
+];
 
 /// Virtual-time limit of each run, seconds: large enough for 1000 files at
 /// 10% loss, small enough to stop a run that cannot finish.
@@ -30,6 +42,11 @@ pub fn experiment(name: &str, scale: Scale) -> Option<Experiment> {
         "fig22" => Some(fig22(scale)),
         "fig24" => Some(fig24(scale)),
         "ablation" => Some(ablation(scale)),
+        "art-fig12" => Some(super::design::fig12(scale)),
+        "art-fig15" => Some(super::design::fig15(scale)),
+        "art-fig23" => Some(super::design::fig23(scale)),
+        "art-fig24a" => Some(super::design::fig24a(scale)),
+        "art-fig26" => Some(super::deploy::fig26(scale)),
         _ => None,
     }
 }
@@ -46,7 +63,7 @@ pub fn size_label(bytes: u64) -> String {
 }
 
 /// A scenario with Bernoulli loss on a constant-rate link.
-fn base(scheme: &str, bw: f64, rtt: f64, loss: f64, workload: Workload) -> Scenario {
+pub(super) fn base(scheme: &str, bw: f64, rtt: f64, loss: f64, workload: Workload) -> Scenario {
     Scenario {
         scheme: scheme.to_string(),
         time_limit: TIME_LIMIT_S,
@@ -61,7 +78,7 @@ fn base(scheme: &str, bw: f64, rtt: f64, loss: f64, workload: Workload) -> Scena
     }
 }
 
-fn cases(group: &str, schemes: &[&str], make: impl Fn(&str) -> Scenario) -> Vec<Case> {
+pub(super) fn cases(group: &str, schemes: &[&str], make: impl Fn(&str) -> Scenario) -> Vec<Case> {
     schemes
         .iter()
         .map(|s| Case {
@@ -73,7 +90,7 @@ fn cases(group: &str, schemes: &[&str], make: impl Fn(&str) -> Scenario) -> Vec<
 }
 
 /// The distinct groups of `rows`, in order.
-fn groups(rows: &[AggRow]) -> Vec<String> {
+pub(super) fn groups(rows: &[AggRow]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for r in rows {
         if !out.contains(&r.group) {
@@ -81,6 +98,12 @@ fn groups(rows: &[AggRow]) -> Vec<String> {
         }
     }
     out
+}
+
+/// A probability as a percentage label (`0.15` → `15%`), rounded to
+/// hundredths of a percent so float products never show (`15.000000000000002%`).
+pub fn pct_label(p: f64) -> String {
+    format!("{}%", (p * 1e4).round() / 100.0)
 }
 
 /// A number for prose: fewer decimals for larger values.
@@ -96,13 +119,13 @@ pub fn num(v: f64) -> String {
 }
 
 /// `(b - a) / b` in percent: how much lower `a` is than `b`.
-fn reduction_pct(a: f64, b: f64) -> Option<f64> {
+pub(super) fn reduction_pct(a: f64, b: f64) -> Option<f64> {
     (b > 0.0).then(|| (b - a) / b * 100.0)
 }
 
 /// Combines per-group outcomes: all good → reproduced, some or "weak" →
 /// partially, none → not reproduced, no data → undecided.
-fn combine(outcomes: &[Option<(bool, bool)>]) -> Verdict {
+pub(super) fn combine(outcomes: &[Option<(bool, bool)>]) -> Verdict {
     if outcomes.is_empty() || outcomes.iter().any(Option::is_none) {
         return Verdict::Undecided;
     }
