@@ -18,8 +18,9 @@ use lab::experiments::{self, report, RunDone, Scale, EXPERIMENTS};
 /// Options of `artq reproduce`.
 #[derive(Args, Debug)]
 pub struct ReproduceArgs {
-    /// Smaller sizes and two seeds: the whole set in about two minutes
-    /// (release build). Without it, the paper's sizes and three seeds.
+    /// Smaller sizes and fewer seeds: the whole set in about a minute on
+    /// two cores (release build). Without it, the paper's sizes (or the
+    /// largest that fit) and three or more seeds.
     #[arg(long)]
     quick: bool,
     /// Tiny transfers and one seed (for the test suite).
