@@ -21,6 +21,7 @@ pub mod h3;
 pub mod hq;
 pub mod http;
 pub mod protocol;
+pub mod rpc;
 pub mod server;
 pub mod size;
 pub mod video;

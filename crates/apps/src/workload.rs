@@ -11,7 +11,7 @@
 //! flat keys ([`WorkloadOptions`]): `kind` (default `files`), then the
 //! kind's own keys (files: `files`, `size`; live: `bitrate`, `fps`,
 //! `duration`, `gop`, `iratio`, `audio`, `startup_delay`; dash:
-//! `video_duration`).
+//! `video_duration`; rpc: `rpcs`, `rpc_rate`).
 
 use serde::{Deserialize, Serialize};
 
@@ -19,6 +19,7 @@ use crate::app::{App, Host};
 use crate::content::GeneratedFiles;
 use crate::files::{ClientError, FileTimes, FilesClient, Paths, VerifySink};
 use crate::protocol::Protocol;
+use crate::rpc::{RpcClient, RpcContent, MAX_RATE};
 use crate::server::{HttpServer, ServerOptions};
 use crate::video::dash::{DashPlayer, DashReport};
 use crate::video::live::{LiveParams, LivePlayer, LiveReport};
@@ -27,6 +28,10 @@ use wire::time::{Duration, Instant};
 /// Most files one workload may hold: the per-file records are kept in
 /// memory, so this bounds them (16 bytes each).
 pub const MAX_FILES: u64 = 10_000_000;
+
+/// The rpc workload's call rate when `rpc_rate` is not given, per second
+/// (the request rate of ART journal §7.7's deployment clients).
+pub const DEFAULT_RPC_RATE: u64 = 100;
 
 /// A workload's name and one line about it, for `--help` and errors.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,6 +55,10 @@ pub const WORKLOADS: &[WorkloadInfo] = &[
     WorkloadInfo {
         name: "dash",
         about: "a DASH video of `video_duration` s (Big Buck Bunny's ladder, 2 s segments) over one connection with rate-based adaptation (bitrate, rebuffering, start-up, switches)",
+    },
+    WorkloadInfo {
+        name: "rpc",
+        about: "`rpcs` request/response calls at `rpc_rate` per second (Poisson), memcached ETC key and value sizes, over one connection",
     },
 ];
 
@@ -80,6 +89,14 @@ pub enum Workload {
         /// Video length, seconds.
         seconds: u32,
     },
+    /// Open-loop request/response calls over one connection (ART journal
+    /// §7.7, Fig. 26): sizes and schedule in [`crate::rpc`].
+    Rpc {
+        /// Number of calls (at least 1).
+        rpcs: u64,
+        /// Calls per second (1..=[`MAX_RATE`]).
+        rate: u64,
+    },
 }
 
 impl Default for Workload {
@@ -106,6 +123,7 @@ impl Workload {
             Workload::Files { .. } => "files",
             Workload::Live { .. } => "live",
             Workload::Dash { .. } => "dash",
+            Workload::Rpc { .. } => "rpc",
         }
     }
 
@@ -118,12 +136,14 @@ impl Workload {
             Workload::Dash { seconds } => {
                 1 + u64::from(seconds).div_ceil(crate::video::dash::SEGMENT.as_secs())
             }
+            Workload::Rpc { rpcs, .. } => rpcs,
         }
     }
 
     /// Body bytes the client receives in total (saturating); for the
-    /// live stream its nominal size (bitrate x length), for DASH 0 (the
-    /// rate adaptation decides).
+    /// live stream its nominal size (bitrate x length), 0 where only the
+    /// run knows (DASH: the rate adaptation decides; rpc: sizes are drawn
+    /// from the seed).
     pub fn total_bytes(&self) -> u64 {
         match *self {
             Workload::Files { files, size } => files.saturating_mul(size),
@@ -132,13 +152,13 @@ impl Workload {
                     * 125
                     * u64::from(params.seconds)
             }
-            Workload::Dash { .. } => 0,
+            Workload::Dash { .. } | Workload::Rpc { .. } => 0,
         }
     }
 
     /// A video workload (its client reports playback).
     pub fn is_video(&self) -> bool {
-        !matches!(self, Workload::Files { .. })
+        matches!(self, Workload::Live { .. } | Workload::Dash { .. })
     }
 
     /// Checks the numbers: at least one file, at most [`MAX_FILES`], and a
@@ -183,6 +203,17 @@ impl Workload {
                 }
                 Ok(())
             }
+            Workload::Rpc { rpcs, rate } => {
+                if rpcs == 0 || rpcs > MAX_FILES {
+                    return Err(format!("the rpc workload needs 1..={MAX_FILES} calls"));
+                }
+                if rate == 0 || rate > MAX_RATE {
+                    return Err(format!(
+                        "rpc_rate must be in 1..={MAX_RATE} calls per second"
+                    ));
+                }
+                Ok(())
+            }
         }
     }
 
@@ -200,6 +231,10 @@ impl Workload {
             }
             Workload::Live { .. } | Workload::Dash { .. } => Box::new(HttpServer::new(
                 Box::new(crate::video::video_content(content_seed)),
+                ServerOptions::default(),
+            )),
+            Workload::Rpc { .. } => Box::new(HttpServer::new(
+                Box::new(RpcContent { seed: content_seed }),
                 ServerOptions::default(),
             )),
         }
@@ -240,16 +275,35 @@ impl Workload {
                 Some("localhost".into()),
                 Box::new(DashPlayer::new(DashPlayer::path(seconds))),
             ))),
+            Workload::Rpc { rpcs, rate } => Ok(Box::new(RpcClient::new(
+                protocol,
+                Some("localhost".into()),
+                content_seed,
+                rpcs,
+                rate,
+            ))),
         }
     }
 
     /// What the client application of `host` (built by
     /// [`Workload::client_app`]) has done.
     pub fn client_report(&self, host: &Host) -> Option<ClientReport> {
+        if let Workload::Rpc { .. } = self {
+            return host.app::<RpcClient>().map(|c| {
+                let r = c.report();
+                ClientReport {
+                    items: r.calls.clone(),
+                    bytes_received: r.bytes_received,
+                    done_at: r.done_at,
+                    error: r.error.clone(),
+                    playback: None,
+                }
+            });
+        }
         let c = host.app::<FilesClient>()?;
         let r = c.report();
         let playback = match self {
-            Workload::Files { .. } => None,
+            Workload::Files { .. } | Workload::Rpc { .. } => None,
             Workload::Live { .. } => c
                 .fetcher::<LivePlayer>()
                 .map(|p| Playback::Live(p.report(None))),
@@ -335,6 +389,12 @@ pub struct WorkloadOptions {
     /// dash: video length, seconds (default 600).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub video_duration: Option<u32>,
+    /// rpc: number of calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rpcs: Option<u64>,
+    /// rpc: calls per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rpc_rate: Option<u64>,
 }
 
 impl TryFrom<WorkloadOptions> for Workload {
@@ -359,10 +419,12 @@ impl TryFrom<WorkloadOptions> for Workload {
         ];
         let file_keys = [("files", o.files.is_some()), ("size", o.size.is_some())];
         let dash_keys = [("video_duration", o.video_duration.is_some())];
+        let rpc_keys = [("rpcs", o.rpcs.is_some()), ("rpc_rate", o.rpc_rate.is_some())];
         match kind {
             "files" => {
                 unused(&live_keys)?;
                 unused(&dash_keys)?;
+                unused(&rpc_keys)?;
                 let size = o
                     .size
                     .ok_or("the files workload needs `size` (bytes, or with a unit: \"10MB\")")?;
@@ -373,6 +435,7 @@ impl TryFrom<WorkloadOptions> for Workload {
             "live" => {
                 unused(&file_keys)?;
                 unused(&dash_keys)?;
+                unused(&rpc_keys)?;
                 let kbps = o
                     .bitrate
                     .ok_or("the live workload needs `bitrate` (kbit/s)")?;
@@ -394,10 +457,24 @@ impl TryFrom<WorkloadOptions> for Workload {
             "dash" => {
                 unused(&file_keys)?;
                 unused(&live_keys)?;
+                unused(&rpc_keys)?;
                 let w = Workload::Dash {
                     seconds: o
                         .video_duration
                         .unwrap_or(crate::video::dash::DEFAULT_SECONDS),
+                };
+                w.validate()?;
+                Ok(w)
+            }
+            "rpc" => {
+                unused(&file_keys)?;
+                unused(&live_keys)?;
+                unused(&dash_keys)?;
+                let w = Workload::Rpc {
+                    rpcs: o
+                        .rpcs
+                        .ok_or("the rpc workload needs `rpcs` (number of calls)")?,
+                    rate: o.rpc_rate.unwrap_or(DEFAULT_RPC_RATE),
                 };
                 w.validate()?;
                 Ok(w)
@@ -440,6 +517,12 @@ impl From<Workload> for WorkloadOptions {
             Workload::Dash { seconds } => WorkloadOptions {
                 kind: Some("dash".into()),
                 video_duration: Some(seconds),
+                ..WorkloadOptions::default()
+            },
+            Workload::Rpc { rpcs, rate } => WorkloadOptions {
+                kind: Some("rpc".into()),
+                rpcs: Some(rpcs),
+                rpc_rate: Some(rate),
                 ..WorkloadOptions::default()
             },
         }
@@ -504,6 +587,7 @@ mod tests {
                 startup_delay_ms: 500,
             },
             Workload::Dash { seconds: 60 },
+            Workload::Rpc { rpcs: 9, rate: 40 },
         ] {
             let json = serde_json::to_string(&w).expect("serialises");
             assert_eq!(
@@ -511,6 +595,27 @@ mod tests {
                 Some(w),
                 "{json}"
             );
+        }
+    }
+
+    #[test]
+    fn rpc_keys_parse_with_defaults_and_refuse_strangers() {
+        assert_eq!(
+            parse(r#"{"workload": {"kind": "rpc", "rpcs": 50}}"#),
+            Ok(Workload::Rpc {
+                rpcs: 50,
+                rate: DEFAULT_RPC_RATE
+            })
+        );
+        for bad in [
+            r#"{"workload": {"kind": "rpc"}}"#,
+            r#"{"workload": {"kind": "rpc", "rpcs": 5, "size": 3}}"#,
+            r#"{"workload": {"kind": "rpc", "rpcs": 5, "rpc_rate": 0}}"#,
+            r#"{"workload": {"kind": "rpc", "rpcs": 5, "fps": 30}}"#,
+            r#"{"workload": {"size": 3, "rpcs": 5}}"#,
+            r#"{"workload": {"kind": "dash", "rpc_rate": 5}}"#,
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
         }
     }
 

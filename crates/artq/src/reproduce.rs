@@ -3,10 +3,12 @@
 //! `experiments`), written to `--out DIR` as CSV, `results.json` and
 //! `report.md` beside the paper's own numbers.
 //!
-//! Progress goes to stderr (one line per run); stdout gets only the list of
-//! files written, so a script can pipe it.
+//! Progress goes to stderr: on a terminal, one bar over every run of every
+//! chosen experiment (with the elapsed time and an estimate of what is
+//! left); otherwise one line per run. stdout gets only the list of files
+//! written, so a script can pipe it.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
@@ -16,8 +18,9 @@ use lab::experiments::{self, report, RunDone, Scale, EXPERIMENTS};
 /// Options of `artq reproduce`.
 #[derive(Args, Debug)]
 pub struct ReproduceArgs {
-    /// Smaller sizes and two seeds: the whole set in about two minutes
-    /// (release build). Without it, the paper's sizes and three seeds.
+    /// Smaller sizes and fewer seeds: the whole set in about a minute on
+    /// two cores (release build). Without it, the paper's sizes (or the
+    /// largest that fit) and three or more seeds.
     #[arg(long)]
     quick: bool,
     /// Tiny transfers and one seed (for the test suite).
@@ -30,8 +33,9 @@ pub struct ReproduceArgs {
     /// not depend on it.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
     jobs: Option<u16>,
-    /// Experiments to run (fig19, fig20, fig21, fig22, fig24, ablation);
-    /// all when none is given.
+    /// Experiments to run (fig19, fig20, fig21, fig22, fig24, ablation,
+    /// art-fig12, art-fig15, art-fig23, art-fig24a, art-fig26, ...: the
+    /// error for an unknown name lists them all); all when none is given.
     #[arg(value_name = "EXPERIMENT")]
     experiments: Vec<String>,
 }
@@ -71,38 +75,47 @@ pub fn run(a: ReproduceArgs) -> Result<()> {
         std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
     });
     let started = std::time::Instant::now();
+    let total: usize = chosen.iter().map(|e| e.cases.len() * e.seeds.len()).sum();
+    let mut bar = ProgressBar::new(total, std::io::stderr().is_terminal());
     let mut results = Vec::new();
     for exp in &chosen {
-        eprintln!(
+        bar.note(&format!(
             "[{}] {} runs ({} scale, seeds {:?})",
             exp.name,
             exp.cases.len() * exp.seeds.len(),
             scale.name(),
             exp.seeds
-        );
+        ));
         let name = exp.name;
         let mut progress = |d: &RunDone<'_>| {
             let status = match &d.row.error {
                 Some(e) => format!("FAILED: {e}"),
-                None => format!(
-                    "n_max {} redundancy {} fct {:.0} ms",
-                    d.row.metrics.get("n_max").copied().unwrap_or(0.0),
-                    d.row.metrics.get("redundancy").copied().unwrap_or(0.0),
-                    d.row.metrics.get("fct_ms").copied().unwrap_or(0.0)
-                ),
+                None => d
+                    .row
+                    .metrics
+                    .iter()
+                    .filter(|(k, _)| PROGRESS_METRICS.contains(&k.as_str()))
+                    .map(|(k, v)| format!("{k} {v:.1}"))
+                    .collect::<Vec<_>>()
+                    .join(" "),
             };
-            eprintln!(
-                "[{name}] {}/{} {} {} seed {}: {status} ({:.1} s)",
-                d.done,
-                d.total,
-                d.row.group,
-                d.row.scheme,
-                d.row.seed,
-                d.wall.as_secs_f64()
+            bar.run_done(
+                &format!(
+                    "[{name}] {}/{} {} {} seed {}: {status} ({:.1} s)",
+                    d.done,
+                    d.total,
+                    d.row.group,
+                    d.row.scheme,
+                    d.row.seed,
+                    d.wall.as_secs_f64()
+                ),
+                name,
+                started.elapsed(),
             );
         };
         results.push(experiments::evaluate(exp, jobs, &mut progress));
     }
+    bar.finish();
     let written = report::write_outputs(&a.out, scale, &chosen, &results)
         .with_context(|| format!("cannot write the results into {}", a.out.display()))?;
     let mut stdout = std::io::stdout().lock();
@@ -121,4 +134,123 @@ pub fn run(a: ReproduceArgs) -> Result<()> {
         a.out.join("report.md").display()
     );
     Ok(())
+}
+
+/// Metrics shown per run in the progress lines (when the run has them).
+const PROGRESS_METRICS: &[&str] = &[
+    "n_max",
+    "redundancy",
+    "fct_ms",
+    "rpc_fct_mean_ms",
+    "paired_packets",
+];
+
+/// Width of the bar, characters.
+const BAR_WIDTH: usize = 30;
+
+/// The progress display of `artq reproduce` on stderr: a bar redrawn in
+/// place on a terminal, plain lines otherwise (logs, CI).
+struct ProgressBar {
+    total: usize,
+    done: usize,
+    terminal: bool,
+    /// The bar is on screen (the next plain line must start on a new line).
+    drawn: bool,
+}
+
+impl ProgressBar {
+    fn new(total: usize, terminal: bool) -> ProgressBar {
+        ProgressBar {
+            total: total.max(1),
+            done: 0,
+            terminal,
+            drawn: false,
+        }
+    }
+
+    /// A line that stays (an experiment starts).
+    fn note(&mut self, line: &str) {
+        if self.drawn {
+            eprint!("\r\x1b[2K");
+            self.drawn = false;
+        }
+        eprintln!("{line}");
+    }
+
+    /// One run finished: a line off a terminal, the bar redrawn on one.
+    fn run_done(&mut self, line: &str, experiment: &str, elapsed: std::time::Duration) {
+        self.done += 1;
+        if !self.terminal {
+            eprintln!("{line}");
+            return;
+        }
+        eprint!("\r\x1b[2K{}", self.render(experiment, elapsed));
+        self.drawn = true;
+    }
+
+    /// `[=========>          ] 12/40 runs  art-fig23  0:31 elapsed, ~1:10 left`
+    fn render(&self, experiment: &str, elapsed: std::time::Duration) -> String {
+        let filled = (self.done * BAR_WIDTH / self.total).min(BAR_WIDTH);
+        let mut bar = "=".repeat(filled);
+        if filled < BAR_WIDTH {
+            bar.push('>');
+            bar.push_str(&" ".repeat(BAR_WIDTH - filled - 1));
+        }
+        let secs = elapsed.as_secs_f64();
+        let left = if self.done == 0 {
+            String::new()
+        } else {
+            let rest = secs / self.done as f64 * (self.total - self.done.min(self.total)) as f64;
+            format!(", ~{} left", clock(rest))
+        };
+        format!(
+            "[{bar}] {}/{} runs  {experiment}  {} elapsed{left}",
+            self.done,
+            self.total,
+            clock(secs)
+        )
+    }
+
+    fn finish(&mut self) {
+        if self.drawn {
+            eprintln!();
+            self.drawn = false;
+        }
+    }
+}
+
+/// `m:ss`.
+fn clock(secs: f64) -> String {
+    let s = secs.max(0.0) as u64;
+    format!("{}:{:02}", s / 60, s % 60)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bar_fills_with_the_runs() {
+        let mut b = ProgressBar::new(4, false);
+        let zero = b.render("x", std::time::Duration::from_secs(0));
+        assert!(zero.starts_with("[>"), "{zero}");
+        assert!(zero.contains("0/4 runs"));
+        b.done = 2;
+        let half = b.render("art-fig23", std::time::Duration::from_secs(30));
+        assert!(
+            half.contains(&format!("[{}>", "=".repeat(BAR_WIDTH / 2))),
+            "{half}"
+        );
+        assert!(
+            half.contains("2/4 runs  art-fig23  0:30 elapsed, ~0:30 left"),
+            "{half}"
+        );
+        b.done = 4;
+        let full = b.render("x", std::time::Duration::from_secs(75));
+        assert!(
+            full.contains(&format!("[{}]", "=".repeat(BAR_WIDTH))),
+            "{full}"
+        );
+        assert!(full.contains("1:15 elapsed, ~0:00 left"), "{full}");
+    }
 }

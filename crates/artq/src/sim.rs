@@ -17,6 +17,7 @@ use std::path::PathBuf;
 use std::time::{Duration as StdDuration, Instant as StdInstant};
 
 use anyhow::{Context, Result};
+use apps::workload::WorkloadOptions;
 use apps::Protocol;
 use clap::Args;
 use lab::{RunOptions, RunResult, Scenario, Summary, Workload};
@@ -50,8 +51,10 @@ pub struct SimArgs {
     link: LinkSpec,
     /// Workload: files (N files of --size fetched one after another over
     /// one connection), live (a live stream: --bitrate, --fps, --duration,
-    /// --gop, --iratio, --audio, --startup-delay) or dash (DASH video:
-    /// --video-duration). See docs/video.md.
+    /// --gop, --iratio, --audio, --startup-delay), dash (DASH video:
+    /// --video-duration; see docs/video.md) or rpc (--rpcs request/response
+    /// calls at --rpc-rate per second over one connection; sizes in
+    /// docs/apps.md).
     #[arg(long, value_name = "KIND", default_value = "files", value_parser = workload_kind)]
     workload: String,
     /// live: video bitrate, kbit/s.
@@ -79,14 +82,20 @@ pub struct SimArgs {
     /// dash: video length, seconds [default: 600].
     #[arg(long, value_name = "S")]
     video_duration: Option<u32>,
-    /// Size of each file: bytes, or with a unit (KB, MB, GB = powers of
-    /// 1000; KiB, MiB, GiB = powers of 1024).
-    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "10MB")]
-    size: u64,
-    /// Number of files of --size fetched one after another over one
-    /// connection.
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
-    files: u64,
+    /// files: size of each file: bytes, or with a unit (KB, MB, GB =
+    /// powers of 1000; KiB, MiB, GiB = powers of 1024) [default: 10MB].
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    size: Option<u64>,
+    /// files: number of files of --size fetched one after another over one
+    /// connection [default: 1].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    files: Option<u64>,
+    /// rpc: number of calls [default: 1000].
+    #[arg(long, value_name = "N")]
+    rpcs: Option<u64>,
+    /// rpc: calls per second, Poisson arrivals [default: 100].
+    #[arg(long, value_name = "PER_S")]
+    rpc_rate: Option<u64>,
     /// The client's receive window (flow-control credit: its receive
     /// buffer), bytes or with a unit [default: 16MiB].
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
@@ -118,9 +127,9 @@ pub struct SimArgs {
         conflicts_with_all = [
             "bw", "up_bw", "down_bw", "trace", "up_trace", "down_trace", "rtt", "loss", "up_loss",
             "down_loss", "loss_model", "burst", "loss_std", "loss_interval", "loss_pattern", "queue",
-            "queue_bytes", "size", "files", "recv_window", "cc", "scheme", "time_limit",
-            "workload", "alpn", "burst_reset", "bitrate", "fps", "duration", "gop", "iratio",
-            "audio", "startup_delay", "video_duration",
+            "queue_bytes", "size", "files", "rpcs", "rpc_rate", "recv_window", "cc", "scheme",
+            "time_limit", "workload", "alpn", "burst_reset", "bitrate", "fps", "duration", "gop",
+            "iratio", "audio", "startup_delay", "video_duration",
         ]
     )]
     scenario: Option<PathBuf>,
@@ -242,28 +251,32 @@ fn scenario_of(a: &SimArgs) -> Result<(Scenario, (LinkConfig, LinkConfig))> {
     Ok((s, links))
 }
 
-/// The workload the flags describe, through the registry's keys (the one
-/// grammar scenario files use too).
+/// The workload of the flags, through the registry's flat keys (so flags
+/// and scenario files accept and refuse the same things).
 fn workload_of(a: &SimArgs) -> Result<Workload> {
-    let mut o = apps::workload::WorkloadOptions {
+    let files_kind = a.workload == "files";
+    let options = WorkloadOptions {
         kind: Some(a.workload.clone()),
-        ..Default::default()
+        files: a.files,
+        size: a.size.or(files_kind.then_some(DEFAULT_SIZE)),
+        rpcs: a.rpcs.or((a.workload == "rpc").then_some(DEFAULT_RPCS)),
+        rpc_rate: a.rpc_rate,
+        bitrate: a.bitrate,
+        fps: a.fps,
+        duration: a.duration,
+        gop: a.gop,
+        iratio: a.iratio,
+        audio: a.audio,
+        startup_delay: a.startup_delay,
+        video_duration: a.video_duration,
     };
-    if a.workload == "files" {
-        o.files = Some(a.files);
-        o.size = Some(a.size);
-    }
-    o.bitrate = a.bitrate;
-    o.fps = a.fps;
-    o.duration = a.duration;
-    o.gop = a.gop;
-    o.iratio = a.iratio;
-    o.audio = a.audio;
-    o.startup_delay = a.startup_delay;
-    o.video_duration = a.video_duration;
-    Workload::try_from(o).map_err(|e| anyhow::anyhow!("--workload {}: {e}", a.workload))
+    Workload::try_from(options).map_err(|e| anyhow::anyhow!("--workload {}: {e}", a.workload))
 }
 
+/// `--size` default of the files workload, bytes.
+const DEFAULT_SIZE: u64 = 10_000_000;
+/// `--rpcs` default of the rpc workload.
+const DEFAULT_RPCS: u64 = 1000;
 /// The human-readable result: a few aligned lines.
 fn summary(link: &str, r: &RunResult) -> String {
     let m = &r.metrics;
@@ -281,14 +294,20 @@ fn summary(link: &str, r: &RunResult) -> String {
         out.push_str(l.trim_end());
         out.push('\n');
     };
-    let size = if m.avg_bitrate_kbps.is_some() {
-        format!("{} in all", human_bytes(m.bytes))
+    let what = if m.rpc_fct_ms.is_some() {
+        format!(
+            "{} rpc calls, {} of responses",
+            m.files,
+            human_bytes(m.bytes)
+        )
+    } else if m.avg_bitrate_kbps.is_some() {
+        format!("{files} of {} in all", human_bytes(m.bytes))
     } else {
-        human_bytes(m.bytes / m.files.max(1))
+        format!("{} of {}", files, human_bytes(m.bytes / m.files.max(1)))
     };
     line(format!(
-        "artq sim: {} ({}), seed {}: {} of {size} over {link}",
-        m.scheme, m.cc, m.seed, files,
+        "artq sim: {} ({}), seed {}: {what} over {link}",
+        m.scheme, m.cc, m.seed,
     ));
     line(format!(
         "  {:<22}{:>12.1} ms      {:<14}{:>8.2} Mbit/s",
@@ -296,6 +315,9 @@ fn summary(link: &str, r: &RunResult) -> String {
     ));
     if let Some(f) = &m.fct_ms_per_file {
         line(format!("  {:<22}{}", "per-file fct", dist(f)));
+    }
+    if let Some(f) = &m.rpc_fct_ms {
+        line(format!("  {:<22}{}", "per-call fct", dist(f)));
     }
     line(format!(
         "  {:<22}{:>12}         {:<14}{:>8}",

@@ -123,7 +123,19 @@ fn unknown_experiment_is_a_clear_error_listing_the_valid_ones() {
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("unknown experiment 'fig99'"), "{stderr}");
-    for name in ["fig19", "fig20", "fig21", "fig22", "fig24", "ablation"] {
+    for name in [
+        "fig19",
+        "fig20",
+        "fig21",
+        "fig22",
+        "fig24",
+        "ablation",
+        "art-fig12",
+        "art-fig15",
+        "art-fig23",
+        "art-fig24a",
+        "art-fig26",
+    ] {
         assert!(stderr.contains(name), "{stderr}");
     }
     assert!(!dir.path().join("results.json").exists());
@@ -146,4 +158,74 @@ fn running_twice_gives_identical_results() {
         let y = std::fs::read(b.path().join(name)).expect("second");
         assert!(x == y, "{name} differs between two runs");
     }
+}
+
+/// A subset of the issue-12 experiments end to end: every output file
+/// exists, the RPC and paired metrics are present and sane, and a second
+/// invocation writes the same bytes.
+#[test]
+fn rpc_and_design_experiments_write_sane_identical_outputs() {
+    let run = |dir: &Path| {
+        let out = dir.to_str().expect("utf-8 temp path");
+        let o = artq(&[
+            "reproduce",
+            "--tiny",
+            "--jobs",
+            "2",
+            "art-fig26",
+            "art-fig12",
+            "--out",
+            out,
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    let a = tempfile::tempdir().expect("temp dir");
+    let b = tempfile::tempdir().expect("temp dir");
+    run(a.path());
+    run(b.path());
+    let files = [
+        "art-fig26_runs.csv",
+        "art-fig26_summary.csv",
+        "art-fig26_rpc_fct_mean_ms.svg",
+        "art-fig12_summary.csv",
+        "art-fig12_redundancy.svg",
+        "results.json",
+        "report.md",
+    ];
+    for name in files {
+        let x = std::fs::read(a.path().join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let y = std::fs::read(b.path().join(name)).expect("second run");
+        assert!(!x.is_empty(), "{name} is empty");
+        assert!(x == y, "{name} differs between two runs");
+    }
+    let json: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(a.path().join("results.json")).expect("json"),
+    )
+    .expect("valid JSON");
+    let rows = json["experiments"]["art-fig26"]["rows"]
+        .as_array()
+        .expect("rows");
+    for row in rows.iter().filter(|r| r["group"] == "rpc p=5%") {
+        let p50 = row["metrics"]["rpc_fct_p50_ms"]["mean"]
+            .as_f64()
+            .expect("p50");
+        let p99 = row["metrics"]["rpc_fct_p99_ms"]["mean"]
+            .as_f64()
+            .expect("p99");
+        // 60 ms RTT: no call completes faster; none should take seconds.
+        assert!((60.0..2000.0).contains(&p50) && p99 >= p50, "{row}");
+    }
+    let fig12 = json["experiments"]["art-fig12"]["rows"]
+        .as_array()
+        .expect("rows");
+    assert_eq!(fig12.len(), 4, "R = 0, 3, 5, 8");
+    for row in fig12 {
+        assert_eq!(row["failed"], 0, "{row}");
+        assert!(
+            row["metrics"]["redundancy"]["mean"].as_f64().is_some(),
+            "{row}"
+        );
+    }
+    let report = std::fs::read_to_string(a.path().join("report.md")).expect("report");
+    assert!(report.contains("| art-fig26 |") && report.contains("| art-fig12 |"));
 }

@@ -232,6 +232,39 @@ fn human_summary_and_cpu_time() {
     assert!(f(&v, "cpu_ms") > 0.0);
 }
 
+/// The rpc workload: per-call FCTs in the JSON (and only there: a file
+/// run has no `rpc_fct_ms`), every call completed, bad keys refused.
+#[test]
+fn rpc_workload_reports_per_call_fct() {
+    let (_, v) = sim_json(
+        &[
+            &LINK[..],
+            &["--workload", "rpc", "--rpcs", "50", "--rpc-rate", "200"],
+            &["--loss", "0.02", "--scheme", "art"],
+        ]
+        .concat(),
+    );
+    assert_eq!(u(&v, "files"), 50, "files counts calls: {v}");
+    assert!(u(&v, "bytes") > 0, "{v}");
+    let rpc = &v["rpc_fct_ms"];
+    assert!(f(rpc, "p50") >= 40.0, "a call takes at least one RTT: {v}");
+    assert!(f(rpc, "p50") <= f(rpc, "p99") && f(rpc, "p99") <= f(rpc, "max"));
+    assert!(v.get("fct_ms_per_file").is_none(), "{v}");
+    let (_, files) = sim_json(&[&LINK[..], &["--size", "100KB", "--files", "3"]].concat());
+    assert!(files.get("rpc_fct_ms").is_none(), "{files}");
+    expect_error(
+        &["--workload", "rpc", "--size", "1MB"],
+        None,
+        "the rpc workload has no key `size`",
+    );
+    expect_error(&["--rpcs", "5"], None, "the files workload has no key `rpcs`");
+    expect_error(
+        &["--workload", "rpc", "--rpc-rate", "0"],
+        None,
+        "rpc_rate must be in 1..=100000",
+    );
+}
+
 /// Runs `artq sim ARGS`, expects failure with `needle` in stderr and
 /// nothing on stdout.
 fn expect_error(args: &[&str], cwd: Option<&Path>, needle: &str) {

@@ -265,11 +265,12 @@ pub fn run_with(scenario: &Scenario, options: RunOptions<'_>) -> Result<RunResul
         seed,
         cc: scenario.cc.name().to_string(),
         files: workload.items(),
-        // A video client's bytes depend on the run (DASH's adaptation).
-        bytes: if workload.is_video() {
-            report.bytes_received
-        } else {
-            workload.total_bytes()
+        // Workloads whose size only the run knows (a video's adaptation,
+        // rpc's drawn sizes) count what arrived.
+        bytes: match workload.total_bytes() {
+            _ if workload.is_video() => report.bytes_received,
+            0 => report.bytes_received,
+            b => b,
         },
         started: Instant::ZERO,
         finished: done_at,
@@ -279,6 +280,7 @@ pub fn run_with(scenario: &Scenario, options: RunOptions<'_>) -> Result<RunResul
             .map(|f| f.completed.saturating_duration_since(f.requested))
             .collect(),
         cpu: server.cpu_time(),
+        rpc: matches!(workload, apps::workload::Workload::Rpc { .. }),
     };
     let metrics =
         RunMetrics::compute(facts, &stats, &items).with_playback(report.playback.as_ref());

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use transport::policy::{PolicyFactory, QuicPolicy, MAX_REPLICAS};
 
-use crate::art::{ArtConfig, ArtFactory, BanditConfig};
+use crate::art::{ArtConfig, ArtFactory, BanditConfig, MAX_L_QUEUE};
 use crate::fec::FecPolicy;
 use crate::fixed::FixedPolicy;
 use crate::rounds::{RoundRule, RoundsPolicy};
@@ -32,7 +32,7 @@ pub const SCHEMES: &[(&str, &str)] = &[
     ),
     (
         "art",
-        "ART: redundancy adapter + replica scheduler, opportunistic (ART journal §6)",
+        "ART: redundancy adapter + replica scheduler, opportunistic (ART journal §6); art:l_queue=N sets the replica-fate window L_queue (default 10; Fig. 15)",
     ),
     (
         "art-or3start",
@@ -136,10 +136,10 @@ pub fn parse_scheme(name: &str) -> Result<Arc<dyn PolicyFactory>, SchemeError> {
             no_param(name, param, "or3")?;
             Arc::new(RoundsPolicy::new(RoundRule::Or3))
         }
-        "art" => {
-            no_param(name, param, "art (ART with its default parameters)")?;
-            art(ArtConfig::default())?
-        }
+        "art" => art(ArtConfig {
+            l_queue: art_options(name, param)?,
+            ..ArtConfig::default()
+        })?,
         "art-or3start" => {
             no_param(name, param, "art-or3start")?;
             art(ArtConfig::or3_start())?
@@ -188,6 +188,31 @@ fn no_param(name: &str, param: Option<&str>, form: &str) -> Result<(), SchemeErr
             reason: "this scheme takes no parameter".into(),
             form: form.into(),
         }),
+    }
+}
+
+/// The options of `art:KEY=VALUE`: today only `l_queue=N` (the redundancy
+/// adapter's window, journal §6.1 and Fig. 15); no option gives the default.
+fn art_options(name: &str, param: Option<&str>) -> Result<usize, SchemeError> {
+    let default = ArtConfig::default().l_queue;
+    let form = format!("art or art:l_queue=N with N an integer in 1..={MAX_L_QUEUE}");
+    let bad = |reason: String| SchemeError::BadParameter {
+        name: name.into(),
+        reason,
+        form: form.clone(),
+    };
+    let Some(p) = param else {
+        return Ok(default);
+    };
+    let Some(v) = p.strip_prefix("l_queue=") else {
+        return Err(bad(format!("unknown option '{p}'")));
+    };
+    if v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad(format!("'{v}' is not a number")));
+    }
+    match v.parse::<usize>() {
+        Ok(n) if (1..=MAX_L_QUEUE).contains(&n) => Ok(n),
+        _ => Err(bad(format!("l_queue = {v} is out of range"))),
     }
 }
 
@@ -293,7 +318,7 @@ mod tests {
             );
             assert!(msg.contains(name), "{msg}");
         }
-        for name in ["quic:1", "art:10", "or3:2", "2n+1:1", "art-mab-eg:3"] {
+        for name in ["quic:1", "or3:2", "2n+1:1", "art-mab-eg:3"] {
             let e = err(name);
             assert!(e.to_string().contains("takes no parameter"), "{name}: {e}");
         }
@@ -319,6 +344,28 @@ mod tests {
         let e = err("art-dqn");
         assert!(matches!(e, SchemeError::NotImplemented { .. }));
         assert!(e.to_string().contains("not implemented"));
+    }
+
+    #[test]
+    fn art_takes_a_validated_l_queue() {
+        assert_eq!(parse_scheme("art:l_queue=10").unwrap().name(), "art");
+        let name = parse_scheme("art:l_queue=25").unwrap().name();
+        assert!(name.starts_with("art[l_queue=25,"), "{name}");
+        for bad in [
+            "art:10",
+            "art:l_queue=0",
+            "art:l_queue=",
+            "art:l_queue=x",
+            "art:lq=5",
+            "art:l_queue=99999999999999999999999",
+        ] {
+            let e = err(bad);
+            assert!(
+                matches!(e, SchemeError::BadParameter { .. }),
+                "{bad}: {e:?}"
+            );
+            assert!(e.to_string().contains("art:l_queue=N"), "{bad}: {e}");
+        }
     }
 
     #[test]

@@ -23,6 +23,11 @@ pub const EXPERIMENTS: &[&str] = &[
     "fig24",
     "ablation",
     "art-fig25",
+    "art-fig12",
+    "art-fig15",
+    "art-fig23",
+    "art-fig24a",
+    "art-fig26",
 ];
 
 /// Virtual-time limit of each run, seconds: large enough for 1000 files at
@@ -39,6 +44,11 @@ pub fn experiment(name: &str, scale: Scale) -> Option<Experiment> {
         "fig24" => Some(fig24(scale)),
         "ablation" => Some(ablation(scale)),
         "art-fig25" => Some(super::fig25::fig25(scale)),
+        "art-fig12" => Some(super::design::fig12(scale)),
+        "art-fig15" => Some(super::design::fig15(scale)),
+        "art-fig23" => Some(super::design::fig23(scale)),
+        "art-fig24a" => Some(super::design::fig24a(scale)),
+        "art-fig26" => Some(super::deploy::fig26(scale)),
         _ => None,
     }
 }
@@ -55,7 +65,7 @@ pub fn size_label(bytes: u64) -> String {
 }
 
 /// A scenario with Bernoulli loss on a constant-rate link.
-fn base(scheme: &str, bw: f64, rtt: f64, loss: f64, workload: Workload) -> Scenario {
+pub(super) fn base(scheme: &str, bw: f64, rtt: f64, loss: f64, workload: Workload) -> Scenario {
     Scenario {
         scheme: scheme.to_string(),
         time_limit: TIME_LIMIT_S,
@@ -70,7 +80,7 @@ fn base(scheme: &str, bw: f64, rtt: f64, loss: f64, workload: Workload) -> Scena
     }
 }
 
-fn cases(group: &str, schemes: &[&str], make: impl Fn(&str) -> Scenario) -> Vec<Case> {
+pub(super) fn cases(group: &str, schemes: &[&str], make: impl Fn(&str) -> Scenario) -> Vec<Case> {
     schemes
         .iter()
         .map(|s| Case {
@@ -82,7 +92,7 @@ fn cases(group: &str, schemes: &[&str], make: impl Fn(&str) -> Scenario) -> Vec<
 }
 
 /// The distinct groups of `rows`, in order.
-fn groups(rows: &[AggRow]) -> Vec<String> {
+pub(super) fn groups(rows: &[AggRow]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for r in rows {
         if !out.contains(&r.group) {
@@ -90,6 +100,12 @@ fn groups(rows: &[AggRow]) -> Vec<String> {
         }
     }
     out
+}
+
+/// A probability as a percentage label (`0.15` → `15%`), rounded to
+/// hundredths of a percent so float products never show (`15.000000000000002%`).
+pub fn pct_label(p: f64) -> String {
+    format!("{}%", (p * 1e4).round() / 100.0)
 }
 
 /// A number for prose: fewer decimals for larger values.
@@ -111,7 +127,7 @@ pub(super) fn reduction_pct(a: f64, b: f64) -> Option<f64> {
 
 /// Combines per-group outcomes: all good → reproduced, some or "weak" →
 /// partially, none → not reproduced, no data → undecided.
-fn combine(outcomes: &[Option<(bool, bool)>]) -> Verdict {
+pub(super) fn combine(outcomes: &[Option<(bool, bool)>]) -> Verdict {
     if outcomes.is_empty() || outcomes.iter().any(Option::is_none) {
         return Verdict::Undecided;
     }

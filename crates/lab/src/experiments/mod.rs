@@ -19,6 +19,8 @@
 
 pub mod defs;
 pub mod fig25;
+pub mod deploy;
+pub mod design;
 pub mod plot;
 pub mod report;
 
@@ -202,6 +204,38 @@ pub const METRICS: &[(&str, &str)] = &[
         "bitrate_switches",
         "DASH: representation changes between consecutive segments",
     ),
+    ("rpc_fct_mean_ms", "rpc workload: mean per-call completion time, ms"),
+    ("rpc_fct_p50_ms", "rpc workload: median per-call completion time, ms"),
+    ("rpc_fct_p95_ms", "rpc workload: 95th percentile per-call completion time, ms"),
+    ("rpc_fct_p99_ms", "rpc workload: 99th percentile per-call completion time, ms"),
+    (
+        "paired_packets",
+        "art-fig23: packets lost in both the quic and the art run of a seed",
+    ),
+    ("dn_mean", "art-fig23: mean per-packet reduction of retransmission rounds (quic - art)"),
+    ("dn_p99", "art-fig23: 99th percentile reduction of rounds"),
+    ("dn_max", "art-fig23: largest reduction of rounds"),
+    ("share_dn_pos", "art-fig23: share of paired packets with fewer rounds under art"),
+    ("dtwait_p50_ms", "art-fig23: median per-packet reduction of t_wait (quic - art), ms"),
+    ("dtwait_p95_ms", "art-fig23: 95th percentile reduction of t_wait, ms"),
+    ("dtwait_p99_ms", "art-fig23: 99th percentile reduction of t_wait, ms"),
+];
+
+/// Metrics that only some workloads or experiments produce: a run row
+/// carries them only when they mean something (blank CSV cells otherwise).
+const OPTIONAL_METRICS: &[&str] = &[
+    "rpc_fct_mean_ms",
+    "rpc_fct_p50_ms",
+    "rpc_fct_p95_ms",
+    "rpc_fct_p99_ms",
+    "paired_packets",
+    "dn_mean",
+    "dn_p99",
+    "dn_max",
+    "share_dn_pos",
+    "dtwait_p50_ms",
+    "dtwait_p95_ms",
+    "dtwait_p99_ms",
 ];
 
 /// One run: a case with one seed, and its metrics (or why it failed).
@@ -255,11 +289,22 @@ impl RunRow {
             m.rebuffer_ms.map(|v| v / 1e3),
             m.bitrate_switches.map(|n| n as f64),
         ];
-        let metrics = METRICS
+        let mut metrics: BTreeMap<String, f64> = METRICS
             .iter()
+            .filter(|(name, _)| !OPTIONAL_METRICS.contains(name))
             .zip(values)
             .filter_map(|((name, _), v)| Some((name.to_string(), round6(v?))))
             .collect();
+        if let Some(rpc) = &m.rpc_fct_ms {
+            for (name, v) in [
+                ("rpc_fct_mean_ms", rpc.mean),
+                ("rpc_fct_p50_ms", rpc.p50),
+                ("rpc_fct_p95_ms", rpc.p95),
+                ("rpc_fct_p99_ms", rpc.p99),
+            ] {
+                metrics.insert(name.to_string(), round6(v));
+            }
+        }
         RunRow {
             group: case.group.clone(),
             scheme: case.scheme.clone(),
@@ -410,7 +455,7 @@ pub fn run_experiment(exp: &Experiment, jobs: usize, on_done: &mut OnDone<'_>) -
                     break;
                 };
                 let started = std::time::Instant::now();
-                let row = run_case(case, seed);
+                let row = run_case_of(exp.name, case, seed);
                 let wall = started.elapsed();
                 let mut guard = slots
                     .lock()
@@ -433,6 +478,38 @@ pub fn run_experiment(exp: &Experiment, jobs: usize, on_done: &mut OnDone<'_>) -
         .into_inner()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     rows.into_iter().flatten().collect()
+}
+
+/// A run that is not one simulation (art-fig23 runs quic and art on the
+/// same seed and pairs their packets): the metrics of a case and seed.
+pub type CaseRunner = fn(&Case, u64) -> Result<BTreeMap<String, f64>, String>;
+
+/// The experiments whose cases are not single simulations, and how they
+/// run: the one place that says so.
+fn case_runner(experiment: &str) -> Option<CaseRunner> {
+    match experiment {
+        "art-fig23" => Some(design::fig23_run),
+        _ => None,
+    }
+}
+
+/// Runs one case of `experiment` with one seed; a failed run becomes a
+/// row with `error`.
+pub fn run_case_of(experiment: &str, case: &Case, seed: u64) -> RunRow {
+    let Some(runner) = case_runner(experiment) else {
+        return run_case(case, seed);
+    };
+    let (error, metrics) = match runner(case, seed) {
+        Ok(m) => (None, m.into_iter().map(|(k, v)| (k, round6(v))).collect()),
+        Err(e) => (Some(e), BTreeMap::new()),
+    };
+    RunRow {
+        group: case.group.clone(),
+        scheme: case.scheme.clone(),
+        seed,
+        error,
+        metrics,
+    }
 }
 
 /// Runs one case with one seed; a failed run becomes a row with `error`.

@@ -116,7 +116,9 @@ pub fn report_md(scale: Scale, experiments: &[Experiment], results: &[Experiment
         "Scale: **{}**. Every number below comes from the simulated runs of this \
          invocation (mean over seeds, [min-max] in brackets); the paper's numbers and \
          claims are transcribed with the section and figure they come from. Redundancy \
-         cost = replicas (every retransmitted packet) + FEC repair packets.\n",
+         cost = replicas (every retransmitted packet) + FEC repair packets. Where our \
+         numbers differ from the paper's beyond the spread over seeds, docs/reproduce.md \
+         gives the reason the runs measured (one section per figure).\n",
         scale.name()
     );
     let _ = writeln!(out, "## Verdicts\n");

@@ -319,6 +319,10 @@ pub struct RunMetrics {
     /// DASH: changes of representation between consecutive segments.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bitrate_switches: Option<u64>,
+    /// rpc workload only: the distribution of per-call completion times
+    /// (from when a call was due to its last response byte), ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rpc_fct_ms: Option<Summary>,
 }
 
 /// The inputs of [`RunMetrics::compute`] that are not counters.
@@ -342,6 +346,9 @@ pub struct RunFacts {
     pub per_file: Vec<Duration>,
     /// Sender CPU time, when measured.
     pub cpu: Option<std::time::Duration>,
+    /// The items are calls of the rpc workload: `per_file` is reported as
+    /// `rpc_fct_ms` instead of `fct_ms_per_file`.
+    pub rpc: bool,
 }
 
 impl RunMetrics {
@@ -356,10 +363,11 @@ impl RunMetrics {
             0.0
         };
         let mut per_file = facts.per_file;
-        let fct_ms_per_file = if facts.files > 1 {
-            Summary::of(&mut per_file)
-        } else {
-            None
+        let per_item = Summary::of(&mut per_file);
+        let (fct_ms_per_file, rpc_fct_ms) = match (facts.rpc, facts.files > 1) {
+            (true, _) => (None, per_item),
+            (false, true) => (per_item, None),
+            (false, false) => (None, None),
         };
         let mut t_wait: Vec<Duration> = items.iter().filter_map(|i| i.t_wait).collect();
         let mut latency: Vec<Duration> = items.iter().filter_map(|i| i.recovery_latency).collect();
@@ -395,6 +403,7 @@ impl RunMetrics {
             rebuffer_count: None,
             rebuffer_ms: None,
             bitrate_switches: None,
+            rpc_fct_ms,
         }
     }
 
@@ -548,6 +557,7 @@ mod tests {
             finished: Instant::from_millis(800),
             per_file: vec![d(300), d(500)],
             cpu: None,
+            rpc: false,
         };
         let m = RunMetrics::compute(facts, &stats, &items);
         assert_eq!(m.fct_ms, 800.0);
