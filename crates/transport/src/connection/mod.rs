@@ -19,24 +19,33 @@
 //! - `recv`: datagram and frame processing;
 //! - `key_phase`: 1-RTT keys across key updates (RFC 9001 §6);
 //! - `send`: packet assembly, coalescing, padding, protection;
-//! - `recovery`: ACK processing, RFC 9002 loss detection and PTO, and the
-//!   retransmission rounds driven by the [`RecoveryPolicy`](crate::policy::RecoveryPolicy);
+//! - `ack`: ACK frames, RTT samples, what an acknowledged packet releases;
+//! - `loss`: RFC 9002 loss detection, PTO and persistent congestion as pure
+//!   functions over sent-packet records;
+//! - `recovery`: applying those rules to the connection (declaring packets
+//!   lost, the loss-detection timer, PTO probes) and the retransmission
+//!   rounds driven by the [`RecoveryPolicy`](crate::policy::RecoveryPolicy);
+//! - `spurious`: lost packets acknowledged after all (RFC 9002 §6.1);
 //! - `handshake`: TLS output and keys, peer transport parameters, handshake
 //!   completion and confirmation, discarding the Initial/Handshake spaces;
 //! - `cids`: connection IDs issued and received, and the authentication
 //!   of the handshake's connection IDs (RFC 9000 §7.3);
 //! - `validation`: address validation as the client sees it (following a
-//!   Retry) and as the server offers it (NEW_TOKEN), RFC 9000 §8.1;
+//!   Retry) and as the server offers it (NEW_TOKEN), RFC 9000 §8.1, and
+//!   the server's anti-amplification budget until then;
 //! - `timer`: the timer table.
 
+mod ack;
 mod cids;
 mod fec;
 mod handshake;
 mod key_phase;
+mod loss;
 mod recovery;
 mod recv;
 mod send;
 pub(crate) mod spaces;
+mod spurious;
 mod timer;
 mod validation;
 
@@ -197,6 +206,9 @@ pub struct Connection {
     idle_timeout: Option<Duration>,
     max_datagram_size: u16,
     rtt: RttEstimator,
+    /// When the first RTT sample was taken: persistent congestion only
+    /// counts packets sent after it (RFC 9002 §7.6.2).
+    first_rtt_sample: Option<Instant>,
     cc: Box<dyn Controller>,
     pacer: Pacer,
     rate: DeliveryRateEstimator,
@@ -206,6 +218,8 @@ pub struct Connection {
     /// ([`MAX_EARLY_CRYPTO_RESENDS`]).
     early_crypto_resends: u8,
     recovery: RecoveryState,
+    /// 1-RTT packets declared lost, kept a while to spot spurious losses.
+    lost_history: spurious::LostHistory,
     policy: Box<dyn RecoveryPolicy>,
     streams: Streams,
     datagrams_out: VecDeque<Vec<u8>>,
@@ -335,6 +349,7 @@ impl Connection {
             idle_timeout: nonzero(config.max_idle_timeout),
             max_datagram_size: config.max_datagram_size.max(1200),
             rtt: RttEstimator::new(config.initial_rtt),
+            first_rtt_sample: None,
             cc: config.congestion.build_seeded(now, mds, cc_seed),
             pacer: Pacer::new(now, mds),
             rate: DeliveryRateEstimator::default(),
@@ -342,6 +357,7 @@ impl Connection {
             pto_count: 0,
             early_crypto_resends: 0,
             recovery: RecoveryState::default(),
+            lost_history: spurious::LostHistory::default(),
             policy: config.policy.build(),
             streams: Streams::new(side, config.streams.clone()),
             datagrams_out: VecDeque::new(),

@@ -11,28 +11,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use wire::frame::AckFrame;
-use wire::time::{Duration, Instant};
+use wire::time::Instant;
 
 use super::spaces::{Retransmit, SentPacket};
-use super::{Connection, SpaceId, Timer};
-use crate::error::TransportError;
+use super::spurious::LostEntry;
+use super::{loss, Connection, SpaceId, Timer};
 use crate::events::RecoveryRecord;
-use crate::policy::{
-    DataKind, Decision, ItemId, LostData, PacketFate, PathView, ReplicaRef, MAX_REPLICAS,
-};
+use crate::policy::{DataKind, Decision, ItemId, LostData, PathView, ReplicaRef, MAX_REPLICAS};
 use crate::streams::StreamChunk;
-
-/// RFC 9002 §6.1.1 packet threshold.
-const PACKET_THRESHOLD: u64 = 3;
-/// RFC 9002 §7.6 persistent congestion threshold.
-const PERSISTENT_CONGESTION_THRESHOLD: u32 = 3;
-/// How long a lost 1-RTT packet is remembered, in PTOs after its loss: a
-/// packet still unacknowledged by then was lost for real (its
-/// acknowledgement would come about one RTT after a spurious loss; four
-/// PTOs leave room for ACK delay, reordering and PTO backoff). This bounds
-/// the history by the packets lost within that window.
-pub(crate) const SPURIOUS_LOSS_WINDOW_PTOS: u32 = 4;
 
 /// Lost stream data being recovered.
 #[derive(Debug)]
@@ -71,31 +57,6 @@ pub(crate) struct RecoveryState {
     pub queue: BTreeSet<QueuedReplica>,
     next_item: u64,
     next_seq: u64,
-    /// 1-RTT packets declared lost, kept a while to spot spurious losses.
-    pub lost_history: BTreeMap<u64, LostEntry>,
-}
-
-/// A 1-RTT packet declared lost, remembered for spurious-loss detection
-/// (RFC 9002 §6.1 lets a sender keep lost packets a while for this): if it
-/// is acknowledged after all, its data counts as delivered and the policy
-/// hears of the acknowledgement with the same fate it heard of the loss.
-/// Kept for [`SPURIOUS_LOSS_WINDOW_PTOS`] PTOs after the loss.
-#[derive(Clone, Debug)]
-pub(crate) struct LostEntry {
-    /// The item whose data it carried, if any.
-    pub item: Option<ItemId>,
-    /// Its round (0 = an original transmission).
-    pub round: u32,
-    /// What [`RecoveryPolicy::on_packet_lost`](crate::policy::RecoveryPolicy::on_packet_lost)
-    /// was told: given again to `on_packet_acked` on a late acknowledgement.
-    pub fate: PacketFate,
-    pub lost_at: Instant,
-    /// The stream data it carried: acknowledged in the stream layer if the
-    /// packet turns out to have arrived (its item may be gone by then, with
-    /// its replicas cancelled, so nothing else would acknowledge it).
-    pub chunks: Vec<StreamChunk>,
-    /// The DATAGRAM payloads it carried.
-    pub datagrams: Vec<u64>,
 }
 
 impl RecoveryState {
@@ -183,138 +144,8 @@ impl Connection {
         })
     }
 
-    /// RFC 9002 §A.7: process an ACK frame.
-    pub(super) fn on_ack_received(
-        &mut self,
-        now: Instant,
-        space: SpaceId,
-        ack: &AckFrame,
-    ) -> Result<(), TransportError> {
-        let s = self.space_mut(space);
-        if ack.largest >= s.next_pn {
-            return Err(
-                TransportError::protocol_violation("ACK for a packet never sent").with_frame(0x02),
-            );
-        }
-        s.largest_acked = Some(s.largest_acked.map_or(ack.largest, |l| l.max(ack.largest)));
-        let mut newly: Vec<(u64, SentPacket)> = Vec::new();
-        for r in &ack.ranges {
-            let pns: Vec<u64> = s.sent.range(r.clone()).map(|(pn, _)| *pn).collect();
-            for pn in pns {
-                if let Some(p) = s.sent.remove(&pn) {
-                    newly.push((pn, p));
-                }
-            }
-        }
-        if space == SpaceId::Data {
-            self.detect_spurious(now, ack);
-        }
-        if newly.is_empty() {
-            return Ok(());
-        }
-        // RFC 9002 §5.1: an RTT sample when the largest acknowledged is newly
-        // acked and at least one newly acked packet was ack-eliciting.
-        if let Some((_, largest)) = newly.iter().find(|(pn, _)| *pn == ack.largest) {
-            if newly.iter().any(|(_, p)| p.ack_eliciting) {
-                let sample = now.saturating_duration_since(largest.time_sent);
-                let ack_delay = if space == SpaceId::Data {
-                    let micros = ack
-                        .delay
-                        .checked_shl(u32::from(self.peer_ack_delay_exponent))
-                        .unwrap_or(u64::MAX);
-                    Duration::from_micros(micros.min(1 << 40))
-                } else {
-                    Duration::ZERO
-                };
-                self.rtt.update(
-                    ack_delay,
-                    sample,
-                    self.peer_max_ack_delay,
-                    self.handshake_confirmed,
-                );
-            }
-        }
-        let app_limited = !self.has_data_to_send();
-        for (pn, p) in newly {
-            self.on_packet_acked(now, space, pn, p, app_limited);
-        }
-        self.detect_and_handle_lost(now, space);
-        let sample = self.rate.take_sample(now, self.rtt.min());
-        self.cc.on_end_acks(
-            now,
-            self.bytes_in_flight,
-            app_limited,
-            sample.as_ref(),
-            &self.rtt,
-        );
-        // RFC 9002 §A.7: reset the PTO backoff, except for a client that is
-        // not yet sure the server validated its address.
-        if self.side.is_server() || self.handshake_confirmed || space != SpaceId::Initial {
-            self.pto_count = 0;
-        }
-        self.set_loss_detection_timer(now);
-        if !self.subscribers.is_empty() {
-            let v = self.path_view();
-            for s in &mut self.subscribers {
-                s.metrics_updated(now, &v);
-            }
-        }
-        Ok(())
-    }
-
-    fn on_packet_acked(
-        &mut self,
-        now: Instant,
-        space: SpaceId,
-        pn: u64,
-        p: SentPacket,
-        app_limited: bool,
-    ) {
-        if p.in_flight {
-            self.bytes_in_flight = self.bytes_in_flight.saturating_sub(u64::from(p.size));
-            self.cc
-                .on_ack(now, p.time_sent, u64::from(p.size), app_limited, &self.rtt);
-            self.rate
-                .on_packet_acked(now, &p.rate, p.time_sent, u64::from(p.size));
-        }
-        if p.ack_eliciting {
-            let s = self.space_mut(space);
-            s.ack_eliciting_in_flight = s.ack_eliciting_in_flight.saturating_sub(1);
-        }
-        if let Some(largest) = p.largest_acked {
-            // RFC 9000 §13.2.4: the peer has our ACK up to `largest`; stop
-            // reporting older ranges.
-            self.space_mut(space).forget_received_up_to(largest);
-        }
-        for r in &p.retransmits {
-            match r {
-                Retransmit::Crypto(range) => {
-                    self.space_mut(space).crypto_send.on_acked(range.clone())
-                }
-                Retransmit::Control(c) => self.streams.on_control_acked(*c),
-                Retransmit::NewToken => self.on_new_token_acked(),
-                _ => {}
-            }
-        }
-        for c in &p.stream_chunks {
-            self.streams.on_chunk_acked(c);
-        }
-        for id in &p.datagrams {
-            self.datagram_store.remove(id);
-        }
-        if space != SpaceId::Data {
-            return;
-        }
-        let fate = fate_of(pn, &p);
-        let path = self.path_view();
-        self.policy.on_packet_acked(now, &fate, &path);
-        if let Some(r) = p.replica {
-            self.deliver_item(now, r.item, r.round, p.time_sent);
-        }
-    }
-
     /// Count a recovered item and tell the subscribers.
-    fn record_recovery(
+    pub(super) fn record_recovery(
         &mut self,
         now: Instant,
         item: ItemId,
@@ -342,7 +173,13 @@ impl Connection {
     }
 
     /// A replica of `item` was acknowledged.
-    fn deliver_item(&mut self, now: Instant, item: ItemId, round: u32, recovery_sent: Instant) {
+    pub(super) fn deliver_item(
+        &mut self,
+        now: Instant,
+        item: ItemId,
+        round: u32,
+        recovery_sent: Instant,
+    ) {
         let Some(it) = self.recovery.items.get(&item) else {
             return;
         };
@@ -361,53 +198,8 @@ impl Connection {
         }
     }
 
-    /// Acknowledged packets that we had declared lost: spurious losses.
-    fn detect_spurious(&mut self, now: Instant, ack: &AckFrame) {
-        if self.recovery.lost_history.is_empty() {
-            return;
-        }
-        for r in &ack.ranges {
-            let found: Vec<u64> = self
-                .recovery
-                .lost_history
-                .range(r.clone())
-                .map(|(pn, _)| *pn)
-                .collect();
-            for pn in found {
-                if let Some(e) = self.recovery.lost_history.remove(&pn) {
-                    self.stats.spurious_retransmissions += 1;
-                    // Lost, then acknowledged: the policy gets both
-                    // callbacks (the seam's promise), so that it can
-                    // correct the fate it recorded.
-                    let path = self.path_view();
-                    self.policy.on_packet_acked(now, &e.fate, &path);
-                    for c in &e.chunks {
-                        self.streams.on_chunk_acked(c);
-                    }
-                    for d in &e.datagrams {
-                        self.datagram_store.remove(d);
-                    }
-                    if let Some(item) = e.item {
-                        // The packet got through after all: the round it was
-                        // sent in delivered the data (0 for the original).
-                        if let Some(it) = self.recovery.items.remove(&item) {
-                            self.record_recovery(now, item, it, e.round, e.fate.time_sent);
-                        }
-                    }
-                }
-            }
-        }
-        // Forget losses older than the window.
-        let horizon = now - self.pto_duration(SpaceId::Data) * SPURIOUS_LOSS_WINDOW_PTOS;
-        while let Some((&pn, e)) = self.recovery.lost_history.iter().next() {
-            if e.lost_at >= horizon {
-                break;
-            }
-            self.recovery.lost_history.remove(&pn);
-        }
-    }
-
-    /// RFC 9002 §6.1: packet and time thresholds.
+    /// RFC 9002 §6.1: declare the packets of `space` lost that the packet
+    /// or time threshold says are, and arm `loss_time` for the rest.
     pub(super) fn detect_and_handle_lost(&mut self, now: Instant, space: SpaceId) {
         let loss_delay = self.rtt.loss_delay();
         let s = self.space_mut(space);
@@ -415,22 +207,18 @@ impl Connection {
         let Some(largest_acked) = s.largest_acked else {
             return;
         };
-        let lost_send_time = now - loss_delay;
-        let mut lost = Vec::new();
-        let mut loss_time: Option<Instant> = None;
-        for (&pn, p) in s.sent.range(..largest_acked) {
-            if p.time_sent <= lost_send_time || largest_acked >= pn + PACKET_THRESHOLD {
-                lost.push(pn);
-            } else {
-                let t = p.time_sent + loss_delay;
-                loss_time = Some(loss_time.map_or(t, |l| l.min(t)));
-            }
-        }
-        s.loss_time = loss_time;
-        if lost.is_empty() {
+        let d = loss::detect_lost(
+            s.sent.iter().map(|(&pn, p)| (pn, p.time_sent)),
+            largest_acked,
+            now,
+            loss_delay,
+        );
+        s.loss_time = d.loss_time;
+        if d.lost.is_empty() {
             return;
         }
-        let packets: Vec<(u64, SentPacket)> = lost
+        let packets: Vec<(u64, SentPacket)> = d
+            .lost
             .into_iter()
             .filter_map(|pn| s.sent.remove(&pn).map(|p| (pn, p)))
             .collect();
@@ -439,15 +227,22 @@ impl Connection {
 
     fn on_packets_lost(&mut self, now: Instant, space: SpaceId, packets: Vec<(u64, SentPacket)>) {
         let mut congestion: Option<(Instant, u64)> = None; // (newest lost send time, bytes)
-        let mut earliest_eliciting: Option<Instant> = None;
-        let mut latest_eliciting: Option<Instant> = None;
+                                                           // For persistent congestion (RFC 9002 §7.6.2), in packet-number order.
+        let summary: Vec<loss::LostPacket> = packets
+            .iter()
+            .map(|(pn, p)| loss::LostPacket {
+                pn: *pn,
+                time_sent: p.time_sent,
+                ack_eliciting: p.ack_eliciting,
+            })
+            .collect();
         if space == SpaceId::Data {
             // The policy hears about every loss of this detection pass before
             // any round starts, so a burst is known whole when the first of
             // its items is scheduled (ART's B_max, journal §6.2).
             let path = self.path_view();
             for (pn, p) in &packets {
-                self.policy.on_packet_lost(now, &fate_of(*pn, p), &path);
+                self.policy.on_packet_lost(now, &p.fate(*pn), &path);
             }
         }
         for (pn, p) in packets {
@@ -461,10 +256,6 @@ impl Connection {
             if p.ack_eliciting {
                 let s = self.space_mut(space);
                 s.ack_eliciting_in_flight = s.ack_eliciting_in_flight.saturating_sub(1);
-                earliest_eliciting =
-                    Some(earliest_eliciting.map_or(p.time_sent, |t| t.min(p.time_sent)));
-                latest_eliciting =
-                    Some(latest_eliciting.map_or(p.time_sent, |t| t.max(p.time_sent)));
             }
             for r in &p.retransmits {
                 match r {
@@ -489,19 +280,14 @@ impl Connection {
             }
         }
         if let Some((sent_time, bytes)) = congestion {
-            // RFC 9002 §7.6 (simplified): the lost ack-eliciting packets span
-            // more than the persistent congestion duration.
-            let persistent = self.rtt.has_sample()
-                && match (earliest_eliciting, latest_eliciting) {
-                    (Some(a), Some(b)) => {
-                        let duration = (self.rtt.smoothed()
-                            + (self.rtt.rttvar() * 4).max(Duration::from_millis(1))
-                            + self.peer_max_ack_delay)
-                            * PERSISTENT_CONGESTION_THRESHOLD;
-                        b.saturating_duration_since(a) > duration
-                    }
-                    _ => false,
-                };
+            let duration =
+                loss::persistent_congestion_duration(self.rtt.pto_base(), self.peer_max_ack_delay);
+            let persistent = loss::in_persistent_congestion(
+                &summary,
+                &self.space(space).acked,
+                self.first_rtt_sample,
+                duration,
+            );
             self.stats.congestion_events += 1;
             self.cc
                 .on_congestion_event(now, sent_time, bytes, persistent, &self.rtt);
@@ -515,12 +301,12 @@ impl Connection {
             let e = LostEntry {
                 item: Some(r.item),
                 round: r.round,
-                fate: fate_of(pn, p),
+                fate: p.fate(pn),
                 lost_at: now,
                 chunks: p.stream_chunks.clone(),
                 datagrams: p.datagrams.clone(),
             };
-            self.recovery.lost_history.insert(pn, e);
+            self.lost_history.remember(pn, e);
             let Some(item) = self.recovery.items.get_mut(&r.item) else {
                 return false;
             };
@@ -546,24 +332,24 @@ impl Connection {
             let e = LostEntry {
                 item: None,
                 round: 0,
-                fate: fate_of(pn, p),
+                fate: p.fate(pn),
                 lost_at: now,
                 chunks: Vec::new(),
                 datagrams: Vec::new(),
             };
-            self.recovery.lost_history.insert(pn, e);
+            self.lost_history.remember(pn, e);
             return p.ack_eliciting;
         }
         let id = self.recovery.new_item();
         let e = LostEntry {
             item: Some(id),
             round: 0,
-            fate: fate_of(pn, p),
+            fate: p.fate(pn),
             lost_at: now,
             chunks: p.stream_chunks.clone(),
             datagrams: p.datagrams.clone(),
         };
-        self.recovery.lost_history.insert(pn, e);
+        self.lost_history.remember(pn, e);
         self.recovery.items.insert(
             id,
             Item {
@@ -701,44 +487,29 @@ impl Connection {
     }
 
     fn pto_time_and_space(&self, now: Instant) -> Option<(Instant, SpaceId)> {
-        let backoff = 1u32 << self.pto_count.min(16);
-        let no_eliciting = SpaceId::ALL
-            .iter()
-            .all(|&id| !self.space(id).has_ack_eliciting_in_flight());
-        if no_eliciting {
-            // Anti-deadlock: a client without handshake keys confirmed keeps probing.
-            if self.side.is_client() && !self.handshake_confirmed {
-                let space = if self.handshake_keys.is_some() {
-                    SpaceId::Handshake
-                } else {
-                    SpaceId::Initial
-                };
-                if !self.has_keys(space) {
-                    return None;
-                }
-                let base = self.space(space).time_of_last_ack_eliciting.unwrap_or(now);
-                return Some((base + self.pto_duration(space) * backoff, space));
-            }
-            return None;
-        }
-        let mut best: Option<(Instant, SpaceId)> = None;
-        for &id in &SpaceId::ALL {
+        let spaces = SpaceId::ALL.map(|id| {
             let s = self.space(id);
-            if !s.has_ack_eliciting_in_flight() || !self.has_keys(id) {
-                continue;
+            loss::PtoSpace {
+                id,
+                armed: self.has_keys(id) && (id != SpaceId::Data || self.handshake_complete),
+                eliciting_in_flight: s.has_ack_eliciting_in_flight(),
+                time_of_last_ack_eliciting: s.time_of_last_ack_eliciting,
+                pto: self.pto_duration(id),
             }
-            if id == SpaceId::Data && !self.handshake_complete {
-                continue;
-            }
-            let Some(t) = s.time_of_last_ack_eliciting else {
-                continue;
+        });
+        // Anti-deadlock: a client without handshake keys confirmed keeps probing.
+        let anti_deadlock = (self.side.is_client() && !self.handshake_confirmed).then(|| {
+            let space = if self.handshake_keys.is_some() {
+                SpaceId::Handshake
+            } else {
+                SpaceId::Initial
             };
-            let at = t + self.pto_duration(id) * backoff;
-            if best.is_none_or(|(b, _)| at < b) {
-                best = Some((at, id));
+            loss::AntiDeadlock {
+                space,
+                has_keys: self.has_keys(space),
             }
-        }
-        best
+        });
+        loss::pto_time_and_space(&spaces, self.pto_count, anti_deadlock, now)
     }
 
     pub(super) fn set_loss_detection_timer(&mut self, now: Instant) {
@@ -797,26 +568,5 @@ impl Connection {
             }
         }
         self.set_loss_detection_timer(now);
-    }
-
-    /// Server before address validation: bytes it may still send.
-    pub(super) fn amplification_budget(&self) -> u64 {
-        if self.address_validated {
-            return u64::MAX;
-        }
-        self.anti_amp_received
-            .saturating_mul(3)
-            .saturating_sub(self.anti_amp_sent)
-    }
-}
-
-fn fate_of(pn: u64, p: &SentPacket) -> PacketFate {
-    PacketFate {
-        pn,
-        time_sent: p.time_sent,
-        size: p.size,
-        tag: p.tag,
-        replica: p.replica,
-        carries_new_data: p.new_data,
     }
 }
