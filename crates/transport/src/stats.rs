@@ -4,6 +4,8 @@
 use serde::Serialize;
 use wire::time::Duration;
 
+use crate::events::RecoveryRecord;
+
 /// Counters and gauges of one connection. Sender-side loss recovery figures
 /// follow DESIGN.md's metric names.
 #[derive(Clone, Debug, Default, Serialize)]
@@ -37,6 +39,9 @@ pub struct ConnectionStats {
     pub extra_replicas: u64,
     /// Lost-data items whose data eventually got through.
     pub recovered_items: u64,
+    /// Lost-data items that left recovery undelivered (stream reset, data
+    /// dropped by the policy, connection closed).
+    pub abandoned_items: u64,
     /// DATAGRAM payloads given up by the policy after a loss.
     pub datagrams_dropped: u64,
     /// FEC repair packets sent (sender, `fec:K`).
@@ -69,7 +74,13 @@ pub struct ConnectionStats {
 }
 
 impl ConnectionStats {
-    pub(crate) fn record_delivery(&mut self, round: u32, retransmissions: u32) {
+    /// Count an item that left recovery.
+    pub(crate) fn record_recovery(&mut self, record: &RecoveryRecord) {
+        let Some(round) = record.delivered_round() else {
+            self.abandoned_items += 1;
+            return;
+        };
+        let retransmissions = record.retransmissions;
         let idx = round as usize;
         if self.n_hist.len() <= idx {
             self.n_hist.resize(idx + 1, 0);

@@ -87,6 +87,7 @@ impl Connection {
         if self.side.is_server() || self.handshake_confirmed || space != SpaceId::Initial {
             self.pto_count = 0;
         }
+        self.publish_recovery_records(now);
         self.set_loss_detection_timer(now);
         if !self.subscribers.is_empty() {
             let v = self.path_view();
@@ -144,7 +145,7 @@ impl Connection {
         let path = self.path_view();
         self.policy.on_packet_acked(now, &fate, &path);
         if let Some(r) = p.replica {
-            self.deliver_item(now, r.item, r.round, p.time_sent);
+            self.on_replica_acked(now, &r, p.time_sent);
         }
     }
 }

@@ -25,6 +25,8 @@
 //! - `recovery`: applying those rules to the connection (declaring packets
 //!   lost, the loss-detection timer, PTO probes) and the retransmission
 //!   rounds driven by the [`RecoveryPolicy`](crate::policy::RecoveryPolicy);
+//! - `engine`: lost data as items, their rounds and replicas; one record
+//!   per item when it leaves;
 //! - `spurious`: lost packets acknowledged after all (RFC 9002 §6.1);
 //! - `handshake`: TLS output and keys, peer transport parameters, handshake
 //!   completion and confirmation, discarding the Initial/Handshake spaces;
@@ -37,6 +39,7 @@
 
 mod ack;
 mod cids;
+mod engine;
 mod fec;
 mod handshake;
 mod key_phase;
@@ -72,10 +75,10 @@ use crate::stats::ConnectionStats;
 use crate::streams::{StreamEvent, Streams};
 
 use self::cids::CidState;
+use self::engine::Engine;
 use self::handshake::local_params;
 pub use self::key_phase::KeyUpdateError;
 use self::key_phase::OneRttKeys;
-use self::recovery::RecoveryState;
 use self::spaces::PacketSpace;
 pub use self::spaces::SpaceId;
 use self::timer::{Timer, TimerTable};
@@ -217,7 +220,8 @@ pub struct Connection {
     /// Early resends of the server's Initial CRYPTO data so far
     /// ([`MAX_EARLY_CRYPTO_RESENDS`]).
     early_crypto_resends: u8,
-    recovery: RecoveryState,
+    /// Lost data being recovered: items, rounds, replicas.
+    engine: Engine,
     /// 1-RTT packets declared lost, kept a while to spot spurious losses.
     lost_history: spurious::LostHistory,
     policy: Box<dyn RecoveryPolicy>,
@@ -356,7 +360,7 @@ impl Connection {
             bytes_in_flight: 0,
             pto_count: 0,
             early_crypto_resends: 0,
-            recovery: RecoveryState::default(),
+            engine: Engine::default(),
             lost_history: spurious::LostHistory::default(),
             policy: config.policy.build(),
             streams: Streams::new(side, config.streams.clone()),
@@ -716,6 +720,7 @@ impl Connection {
         self.close = Some(frame);
         self.close_resend = true;
         self.state = State::Closing;
+        self.abandon_recovery(now);
         self.error = Some(reason.clone());
         self.events.push_back(Event::ConnectionLost(reason));
         self.timers.stop_all();
@@ -732,9 +737,17 @@ impl Connection {
             self.events.push_back(Event::ConnectionLost(reason));
         }
         self.state = State::Draining;
+        self.abandon_recovery(now);
         self.timers.stop_all();
         self.timers
             .set(Timer::Close, now + self.pto_duration(SpaceId::Data) * 3);
+    }
+
+    /// The connection is closing: lost data still being recovered never
+    /// will be, and its items say so.
+    fn abandon_recovery(&mut self, now: Instant) {
+        self.engine.abandon_all(now);
+        self.publish_recovery_records(now);
     }
 
     fn set_drained(&mut self) {

@@ -1,127 +1,21 @@
-//! Loss recovery: ACK processing, RFC 9002 loss detection and PTO, and the
-//! retransmission rounds of lost stream data driven by the recovery policy.
+//! Loss recovery in the connection: applying RFC 9002's rules (`loss`) to
+//! the packet number spaces (declaring packets lost, what each lost packet
+//! releases, congestion events, the loss-detection timer and PTO probes),
+//! and connecting the retransmission engine (`engine`) to the streams, the
+//! recovery policy and the subscribers.
 //!
-//! Lost 1-RTT stream data becomes an *item*. The policy decides how many
-//! replicas of an item to send in each round and when; the queue below holds
-//! them until due. A round ends when every replica sent in it is declared
-//! lost; the item then enters the next round and the policy is asked again.
-//! When any packet carrying the item's data is acknowledged, the item is
-//! delivered: its round is recorded (`n`) with the number of replicas sent
-//! (`k`), and queued replicas are cancelled.
-
-use std::collections::{BTreeMap, BTreeSet};
+//! A lost 1-RTT packet carrying stream data or DATAGRAM payloads becomes
+//! an engine item; a lost replica is reported to the engine, which says
+//! whether its round is over; the next round asks the policy. The records
+//! of items that left the engine are published here, once each.
 
 use wire::time::Instant;
 
+use super::engine::{Remaining, ReplicaAck, ReplicaLoss, RoundStart};
 use super::spaces::{Retransmit, SentPacket};
 use super::spurious::LostEntry;
 use super::{loss, Connection, SpaceId, Timer};
-use crate::events::RecoveryRecord;
-use crate::policy::{DataKind, Decision, ItemId, LostData, PathView, ReplicaRef, MAX_REPLICAS};
-use crate::streams::StreamChunk;
-
-/// Lost stream data being recovered.
-#[derive(Debug)]
-pub(crate) struct Item {
-    pub chunks: Vec<StreamChunk>,
-    /// DATAGRAM payloads carried (ids into the datagram store).
-    pub datagrams: Vec<u64>,
-    pub first_sent: Instant,
-    pub first_lost: Instant,
-    /// Current round (1 = first retransmission round).
-    pub round: u32,
-    /// Replicas sent so far, all rounds (`k`).
-    pub sent: u32,
-    /// Replicas of the current round sent and not yet declared lost.
-    pub outstanding: u32,
-    /// Replicas of the current round still queued.
-    pub queued: u32,
-    pub opportunistic: bool,
-}
-
-/// A replica waiting for its send time.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) struct QueuedReplica {
-    pub send_at: Instant,
-    pub seq: u64,
-    pub item: ItemId,
-    pub round: u32,
-    pub index: u16,
-}
-
-/// The items and the replica queue.
-#[derive(Debug, Default)]
-pub(crate) struct RecoveryState {
-    pub items: BTreeMap<ItemId, Item>,
-    /// Ordered by send time (then insertion), so due replicas are a prefix.
-    pub queue: BTreeSet<QueuedReplica>,
-    next_item: u64,
-    next_seq: u64,
-}
-
-impl RecoveryState {
-    /// The earliest queued replica's send time.
-    pub fn next_send_at(&self) -> Option<Instant> {
-        self.queue.first().map(|q| q.send_at)
-    }
-
-    /// Pop the next due replica of a live item.
-    pub fn pop_due(
-        &mut self,
-        now: Instant,
-        allow_non_opportunistic: bool,
-    ) -> Option<QueuedReplica> {
-        // Drop stale entries at the front (their item is delivered or moved
-        // to a later round), then take the first due one that may go.
-        while let Some(q) = self.queue.first().copied() {
-            if q.send_at > now || self.is_live(&q) {
-                break;
-            }
-            self.queue.pop_first();
-        }
-        let q = *self
-            .queue
-            .iter()
-            .take_while(|q| q.send_at <= now)
-            .find(|q| self.is_live(q) && (allow_non_opportunistic || self.is_opportunistic(q)))?;
-        self.queue.remove(&q);
-        Some(q)
-    }
-
-    /// Whether a due replica can go now.
-    pub fn has_due(&self, now: Instant, allow_non_opportunistic: bool) -> bool {
-        self.queue
-            .iter()
-            .take_while(|q| q.send_at <= now)
-            .any(|q| self.is_live(q) && (allow_non_opportunistic || self.is_opportunistic(q)))
-    }
-
-    fn is_live(&self, q: &QueuedReplica) -> bool {
-        self.items.get(&q.item).is_some_and(|i| i.round == q.round)
-    }
-
-    fn is_opportunistic(&self, q: &QueuedReplica) -> bool {
-        self.items.get(&q.item).is_some_and(|i| i.opportunistic)
-    }
-
-    fn new_item(&mut self) -> ItemId {
-        let id = ItemId(self.next_item);
-        self.next_item += 1;
-        id
-    }
-
-    fn enqueue(&mut self, send_at: Instant, item: ItemId, round: u32, index: u16) {
-        let seq = self.next_seq;
-        self.next_seq += 1;
-        self.queue.insert(QueuedReplica {
-            send_at,
-            seq,
-            item,
-            round,
-            index,
-        });
-    }
-}
+use crate::policy::{ItemId, PathView, ReplicaRef};
 
 impl Connection {
     pub(super) fn path_view(&self) -> PathView {
@@ -142,60 +36,6 @@ impl Connection {
         self.cc.pacing_rate().unwrap_or_else(|| {
             crate::pacing::default_pacing_rate(self.cc.window(), self.rtt.smoothed())
         })
-    }
-
-    /// Count a recovered item and tell the subscribers.
-    pub(super) fn record_recovery(
-        &mut self,
-        now: Instant,
-        item: ItemId,
-        it: Item,
-        round: u32,
-        recovery_sent: Instant,
-    ) {
-        self.stats.record_delivery(round, it.sent);
-        if self.subscribers.is_empty() {
-            return;
-        }
-        let record = RecoveryRecord {
-            item,
-            chunks: it.chunks,
-            first_sent: it.first_sent,
-            first_lost: it.first_lost,
-            round,
-            retransmissions: it.sent,
-            recovery_sent,
-            acked_at: now,
-        };
-        for s in &mut self.subscribers {
-            s.data_recovered(now, &record);
-        }
-    }
-
-    /// A replica of `item` was acknowledged.
-    pub(super) fn deliver_item(
-        &mut self,
-        now: Instant,
-        item: ItemId,
-        round: u32,
-        recovery_sent: Instant,
-    ) {
-        let Some(it) = self.recovery.items.get(&item) else {
-            return;
-        };
-        // A replica that could not carry every unacknowledged part (rare: the
-        // data was split by other acknowledgements) does not finish the item:
-        // start another round for what is left.
-        let (stream_bytes, datagram_bytes) = self.unacked_bytes(it);
-        if stream_bytes + datagram_bytes > 0 {
-            if it.queued == 0 && it.outstanding <= 1 {
-                self.start_round(now, item);
-            }
-            return;
-        }
-        if let Some(it) = self.recovery.items.remove(&item) {
-            self.record_recovery(now, item, it, round, recovery_sent);
-        }
     }
 
     /// RFC 9002 §6.1: declare the packets of `space` lost that the packet
@@ -292,35 +132,34 @@ impl Connection {
             self.cc
                 .on_congestion_event(now, sent_time, bytes, persistent, &self.rtt);
         }
+        self.publish_recovery_records(now);
     }
 
     /// A 1-RTT packet was declared lost: policy bookkeeping and rounds.
     /// Returns whether this loss should reach congestion control.
     fn on_data_packet_lost(&mut self, now: Instant, pn: u64, p: &SentPacket) -> bool {
+        let fate = p.fate(pn);
+        let mut entry = LostEntry {
+            item: None,
+            round: 0,
+            fate,
+            lost_at: now,
+            chunks: p.stream_chunks.clone(),
+            datagrams: p.datagrams.clone(),
+        };
         if let Some(r) = p.replica {
-            let e = LostEntry {
-                item: Some(r.item),
-                round: r.round,
-                fate: p.fate(pn),
-                lost_at: now,
-                chunks: p.stream_chunks.clone(),
-                datagrams: p.datagrams.clone(),
+            entry.item = Some(r.item);
+            entry.round = r.round;
+            self.lost_history.remember(pn, entry);
+            return match self.engine.on_replica_lost(&r) {
+                ReplicaLoss::Stale | ReplicaLoss::RoundGoesOn => false,
+                // Every replica of the round is lost: next round (and, per
+                // ART journal §6.4, only now a congestion signal).
+                ReplicaLoss::RoundOver => {
+                    self.start_round(now, r.item);
+                    true
+                }
             };
-            self.lost_history.remember(pn, e);
-            let Some(item) = self.recovery.items.get_mut(&r.item) else {
-                return false;
-            };
-            if item.round != r.round {
-                return false; // an older round's straggler
-            }
-            item.outstanding = item.outstanding.saturating_sub(1);
-            if item.outstanding > 0 || item.queued > 0 {
-                return false;
-            }
-            // Every replica of the round is lost: next round (and, per ART
-            // journal §6.4, only now a congestion signal).
-            self.start_round(now, r.item);
-            return true;
         }
         let datagrams: Vec<u64> = p
             .datagrams
@@ -329,152 +168,100 @@ impl Connection {
             .filter(|id| self.datagram_store.contains_key(id))
             .collect();
         if p.stream_chunks.is_empty() && datagrams.is_empty() {
-            let e = LostEntry {
-                item: None,
-                round: 0,
-                fate: p.fate(pn),
-                lost_at: now,
-                chunks: Vec::new(),
-                datagrams: Vec::new(),
-            };
-            self.lost_history.remember(pn, e);
+            entry.chunks.clear();
+            entry.datagrams.clear();
+            self.lost_history.remember(pn, entry);
             return p.ack_eliciting;
         }
-        let id = self.recovery.new_item();
-        let e = LostEntry {
-            item: Some(id),
-            round: 0,
-            fate: p.fate(pn),
-            lost_at: now,
-            chunks: p.stream_chunks.clone(),
-            datagrams: p.datagrams.clone(),
-        };
-        self.lost_history.remember(pn, e);
-        self.recovery.items.insert(
-            id,
-            Item {
-                chunks: p.stream_chunks.clone(),
-                datagrams,
-                first_sent: p.time_sent,
-                first_lost: now,
-                round: 0,
-                sent: 0,
-                outstanding: 0,
-                queued: 0,
-                opportunistic: false,
-            },
-        );
+        let id = self
+            .engine
+            .create(p.time_sent, now, p.stream_chunks.clone(), datagrams);
+        entry.item = Some(id);
+        self.lost_history.remember(pn, entry);
         self.start_round(now, id);
         true
     }
 
-    /// What of an item is still unacknowledged: (stream bytes, a bare FIN
-    /// counting as one; DATAGRAM payload bytes still held).
-    fn unacked_bytes(&self, item: &Item) -> (u64, u64) {
+    /// What of an item is still unacknowledged.
+    pub(super) fn remaining(&self, id: ItemId) -> Remaining {
+        let Some(data) = self.engine.data(id) else {
+            return Remaining::default();
+        };
         let mut parts = Vec::new();
         let mut stream = 0u64;
-        for c in &item.chunks {
+        for c in data.chunks {
             self.streams.unacked_parts(c, &mut parts);
             stream += parts
                 .iter()
                 .map(|p| u64::from(p.len).max(u64::from(p.fin)))
                 .sum::<u64>();
         }
-        let datagrams = item
+        let datagram = data
             .datagrams
             .iter()
             .filter_map(|d| self.datagram_store.get(d))
             .map(|d| d.len() as u64)
             .sum();
-        (stream, datagrams)
+        Remaining { stream, datagram }
     }
 
-    /// Begin the next round of `id`: ask the policy for replicas.
-    fn start_round(&mut self, now: Instant, id: ItemId) {
-        let (bytes, datagram_bytes) = self
-            .recovery
-            .items
-            .get(&id)
-            .map_or((0, 0), |item| self.unacked_bytes(item));
-        if bytes == 0 && datagram_bytes == 0 {
-            // Everything already acknowledged (or the stream was reset).
-            self.recovery.items.remove(&id);
-            return;
-        }
-        let kind = if bytes > 0 {
-            DataKind::Stream
-        } else {
-            DataKind::Datagram
-        };
+    /// Begin the next round of `id`: the engine asks the policy.
+    pub(super) fn start_round(&mut self, now: Instant, id: ItemId) {
+        let remaining = self.remaining(id);
         let path = self.path_view();
-        let Some(item) = self.recovery.items.get_mut(&id) else {
-            return;
-        };
-        item.round += 1;
-        let lost = LostData {
-            item: id,
-            first_sent: item.first_sent,
-            first_lost: item.first_lost,
-            round: item.round,
-            retransmissions: item.sent,
-            bytes: bytes + datagram_bytes,
-            kind,
-        };
-        let decision = self.policy.on_data_lost(now, &lost, &path, &mut self.rng);
-        let (mut times, opportunistic) = match decision {
-            Decision::Retransmit {
-                send_at,
-                opportunistic,
-            } => (send_at, opportunistic),
-            Decision::Drop if kind == DataKind::Datagram => {
-                // Give the datagrams up (RFC 9221 leaves them unreliable).
-                if let Some(item) = self.recovery.items.remove(&id) {
-                    for d in &item.datagrams {
-                        if self.datagram_store.remove(d).is_some() {
-                            self.stats.datagrams_dropped += 1;
-                        }
+        let policy = &mut self.policy;
+        let rng = &mut self.rng;
+        let start = self.engine.start_round(now, id, remaining, |lost| {
+            policy.on_data_lost(now, lost, &path, rng)
+        });
+        match start {
+            RoundStart::Scheduled { round, replicas } => {
+                for s in &mut self.subscribers {
+                    for &(index, send_at) in &replicas {
+                        s.replica_scheduled(now, id, round, index, send_at);
                     }
                 }
-                return;
             }
-            // Stream data is reliable: refuse to drop it.
-            Decision::Drop => (vec![now], false),
-        };
-        if times.is_empty() {
-            times.push(now);
+            RoundStart::Ended { dropped_datagrams } => {
+                for d in &dropped_datagrams {
+                    if self.datagram_store.remove(d).is_some() {
+                        self.stats.datagrams_dropped += 1;
+                    }
+                }
+            }
+            RoundStart::Unknown => {}
         }
-        times.truncate(MAX_REPLICAS);
-        let Some(item) = self.recovery.items.get_mut(&id) else {
-            return;
-        };
-        item.queued = times.len() as u32;
-        item.outstanding = 0;
-        item.opportunistic = opportunistic;
-        let round = item.round;
-        for (i, t) in times.into_iter().enumerate() {
-            self.recovery.enqueue(t.max(now), id, round, i as u16);
-            for s in &mut self.subscribers {
-                s.replica_scheduled(now, id, round, i as u16, t.max(now));
-            }
+    }
+
+    /// A replica of an item was acknowledged (`sent_at`: when it left).
+    pub(super) fn on_replica_acked(&mut self, now: Instant, r: &ReplicaRef, sent_at: Instant) {
+        let remaining = self.remaining(r.item);
+        if self.engine.on_replica_acked(now, r, sent_at, remaining) == ReplicaAck::NeedsRound {
+            self.start_round(now, r.item);
         }
     }
 
     /// Called by the send path when a replica leaves.
     pub(super) fn on_replica_sent(&mut self, r: &ReplicaRef) {
-        if let Some(item) = self.recovery.items.get_mut(&r.item) {
-            item.queued = item.queued.saturating_sub(1);
-            item.outstanding += 1;
-            item.sent += 1;
-        }
+        self.engine.on_replica_sent(r);
         self.stats.replicas += 1;
         if r.index > 0 {
             self.stats.extra_replicas += 1;
         }
     }
 
-    /// A queued replica found nothing left to carry.
-    pub(super) fn on_replica_empty(&mut self, r: &ReplicaRef) {
-        self.recovery.items.remove(&r.item);
+    /// Hand the records of items that left the engine to the statistics
+    /// and the subscribers, once each.
+    pub(super) fn publish_recovery_records(&mut self, now: Instant) {
+        if !self.engine.has_records() {
+            return;
+        }
+        for record in self.engine.take_records() {
+            self.stats.record_recovery(&record);
+            for s in &mut self.subscribers {
+                s.recovery_ended(now, &record);
+            }
+        }
     }
 
     // ---- timers (RFC 9002 §6.2, Appendix A.8) ----

@@ -86,9 +86,8 @@ impl Connection {
                     if let Some(item) = e.item {
                         // The packet got through after all: the round it was
                         // sent in delivered the data (0 for the original).
-                        if let Some(it) = self.recovery.items.remove(&item) {
-                            self.record_recovery(now, item, it, e.round, e.fate.time_sent);
-                        }
+                        self.engine
+                            .on_late_ack(now, item, e.round, e.fate.time_sent);
                     }
                 }
             }
