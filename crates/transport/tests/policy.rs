@@ -120,7 +120,7 @@ fn replicas_are_scheduled_sent_and_reported() {
         "{reported} fates for {} replicas",
         stats.replicas
     );
-    assert!(stats.n_max >= 1);
+    assert!(stats.recovery.n_max >= 1);
 }
 
 #[test]

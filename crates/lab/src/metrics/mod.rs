@@ -3,9 +3,12 @@
 //!
 //! - At the **sender** (the server, which sends the file data): the
 //!   connection's counters ([`ConnectionStats`]: `data_packets`,
-//!   `lost_packets`, `replicas`, `n`/`k` histograms) and one
-//!   [`RecoveryRecord`] per lost item that got through (`n`, `k`, first send,
-//!   first loss detection, send time of the delivering copy).
+//!   `lost_packets`, `replicas`, and the `n`/`k` figures its
+//!   [`RecoveryTally`](transport::RecoveryTally) computed over the
+//!   retransmission engine's records, the same numbers `artq serve`
+//!   reports), and the same [`RecoveryRecord`]s, one per lost item, of
+//!   which the delivered ones become [`ItemRecord`]s (first send, first
+//!   loss detection, send time of the delivering copy).
 //! - At the **receiver** (the client): the first arrival time of every
 //!   stream byte ([`ArrivalMap`]), which ends `t_wait`, and the completion
 //!   time of every file (`fct_ms`).
@@ -348,8 +351,7 @@ impl RunMetrics {
         };
         let mut t_wait: Vec<Duration> = items.iter().filter_map(|i| i.t_wait).collect();
         let mut latency: Vec<Duration> = items.iter().filter_map(|i| i.recovery_latency).collect();
-        let recovered: u64 = stats.n_hist.iter().sum();
-        let deteriorated: u64 = stats.n_hist.iter().skip(2).sum();
+        let tally = &stats.recovery;
         RunMetrics {
             scheme: facts.scheme,
             seed: facts.seed,
@@ -363,13 +365,13 @@ impl RunMetrics {
             lost_packets: stats.lost_packets,
             replicas: stats.replicas,
             extra_replicas: stats.extra_replicas,
-            n_max: stats.n_max,
+            n_max: tally.n_max,
             n_max_file_mean: (facts.files > 1).then(|| n_max_file_mean(items, facts.files)),
-            k_max: stats.k_max,
-            n_hist: stats.n_hist.clone(),
+            k_max: tally.k_max,
+            n_hist: tally.n_hist.clone(),
             t_wait_ms: Summary::of(&mut t_wait),
             recovery_latency_ms: Summary::of(&mut latency),
-            recovery_deterioration_rate: ratio(deteriorated, recovered),
+            recovery_deterioration_rate: tally.deterioration_rate(),
             retransmission_ratio: ratio(stats.replicas, stats.data_packets),
             spurious_retransmissions: stats.spurious_retransmissions,
             cpu_ms: facts.cpu.map(|d| d.as_secs_f64() * 1e3),
@@ -503,9 +505,10 @@ mod tests {
         stats.data_packets = 200;
         stats.lost_packets = 6;
         stats.replicas = 5;
-        stats.n_hist = vec![1, 3, 1];
-        stats.n_max = 2;
-        stats.k_max = 2;
+        stats.recovery.n_hist = vec![1, 3, 1];
+        stats.recovery.recovered_items = 5;
+        stats.recovery.n_max = 2;
+        stats.recovery.k_max = 2;
         let items =
             vec![
                 ItemRecord::from_record(&record(1, vec![chunk(0, 10)]), &ArrivalMap::new())

@@ -257,7 +257,7 @@ impl Connection {
             return;
         }
         for record in self.engine.take_records() {
-            self.stats.record_recovery(&record);
+            self.stats.recovery.observe(&record);
             for s in &mut self.subscribers {
                 s.recovery_ended(now, &record);
             }
