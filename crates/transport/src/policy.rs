@@ -218,11 +218,30 @@ pub trait RecoveryPolicy: Send + fmt::Debug {
 }
 
 /// Builds a policy per connection (set in the transport config).
+///
+/// Every policy that is `Clone` is its own factory (the blanket impl
+/// below): each connection gets a clone of the configured value, so a
+/// scheme writes no factory of its own. A hand-written factory is for
+/// policies built some other way (a wrapper around another factory's
+/// policies, say).
 pub trait PolicyFactory: Send + Sync + fmt::Debug {
     /// A fresh policy for a new connection.
     fn build(&self) -> Box<dyn RecoveryPolicy>;
     /// The scheme's name, as [`RecoveryPolicy::name`].
     fn name(&self) -> String;
+}
+
+impl<P> PolicyFactory for P
+where
+    P: RecoveryPolicy + Clone + Sync + 'static,
+{
+    fn build(&self) -> Box<dyn RecoveryPolicy> {
+        Box::new(self.clone())
+    }
+
+    fn name(&self) -> String {
+        RecoveryPolicy::name(self)
+    }
 }
 
 /// Plain QUIC (RFC 9002 / RFC 9221): one retransmission per lost stream
@@ -247,16 +266,6 @@ impl RecoveryPolicy for QuicPolicy {
             DataKind::Stream => Decision::single(now),
             DataKind::Datagram => Decision::Drop,
         }
-    }
-}
-
-impl PolicyFactory for QuicPolicy {
-    fn build(&self) -> Box<dyn RecoveryPolicy> {
-        Box::new(QuicPolicy)
-    }
-
-    fn name(&self) -> String {
-        "quic".into()
     }
 }
 

@@ -75,15 +75,6 @@ impl RecoveryPolicy for Spread {
     }
 }
 
-impl PolicyFactory for Spread {
-    fn build(&self) -> Box<dyn RecoveryPolicy> {
-        Box::new(self.clone())
-    }
-    fn name(&self) -> String {
-        format!("spread:{}", self.r)
-    }
-}
-
 #[test]
 fn replicas_are_scheduled_sent_and_reported() {
     let log = Arc::new(Mutex::new(Log::default()));
@@ -168,15 +159,6 @@ impl RecoveryPolicy for DatagramRetry {
     }
 }
 
-impl PolicyFactory for DatagramRetry {
-    fn build(&self) -> Box<dyn RecoveryPolicy> {
-        Box::new(self.clone())
-    }
-    fn name(&self) -> String {
-        "datagram-retry".into()
-    }
-}
-
 /// Server sends `n` datagrams through 20 % loss (server to client only);
 /// returns (received distinct payloads, server stats).
 fn send_datagrams(policy: Arc<dyn PolicyFactory>, n: u32) -> (usize, transport::ConnectionStats) {
@@ -240,15 +222,6 @@ impl RecoveryPolicy for Fec {
     }
     fn fec_block_size(&self) -> Option<u16> {
         Some(self.0)
-    }
-}
-
-impl PolicyFactory for Fec {
-    fn build(&self) -> Box<dyn RecoveryPolicy> {
-        Box::new(self.clone())
-    }
-    fn name(&self) -> String {
-        format!("fec:{}", self.0)
     }
 }
 
@@ -342,15 +315,6 @@ impl RecoveryPolicy for Recorder {
     }
     fn on_packet_lost(&mut self, _now: Instant, fate: &PacketFate, _path: &PathView) {
         self.0.lock().unwrap().calls.push((fate.pn, false, *fate));
-    }
-}
-
-impl PolicyFactory for Recorder {
-    fn build(&self) -> Box<dyn RecoveryPolicy> {
-        Box::new(self.clone())
-    }
-    fn name(&self) -> String {
-        "recorder".into()
     }
 }
 

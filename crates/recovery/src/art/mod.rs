@@ -383,16 +383,22 @@ impl RecoveryPolicy for ArtPolicy {
 }
 
 /// Builds an [`ArtPolicy`] per connection from a validated [`ArtConfig`].
-#[derive(Clone, Copy, Debug, PartialEq)]
+///
+/// The policy is built (and its configuration checked) once, in
+/// [`ArtFactory::new`]; every connection gets a clone of it, so a bad
+/// configuration is an error when parsed and can never be replaced by
+/// another scheme later.
+#[derive(Clone, Debug)]
 pub struct ArtFactory {
     config: ArtConfig,
+    prototype: ArtPolicy,
 }
 
 impl ArtFactory {
     /// A factory for `config`, rejected with the reason if unusable.
     pub fn new(config: ArtConfig) -> Result<Self, SchemeError> {
-        config.validate()?;
-        Ok(ArtFactory { config })
+        let prototype = ArtPolicy::new(config)?;
+        Ok(ArtFactory { config, prototype })
     }
 
     /// The configuration every policy gets.
@@ -403,12 +409,7 @@ impl ArtFactory {
 
 impl PolicyFactory for ArtFactory {
     fn build(&self) -> Box<dyn RecoveryPolicy> {
-        match ArtPolicy::new(self.config) {
-            Ok(p) => Box::new(p),
-            // Unreachable: the config was validated by `ArtFactory::new` and
-            // is immutable; fall back to plain QUIC rather than panic.
-            Err(_) => Box::new(transport::policy::QuicPolicy),
-        }
+        Box::new(self.prototype.clone())
     }
 
     fn name(&self) -> String {

@@ -87,7 +87,7 @@ fn art_starts_with_one_opportunistic_replica() {
             opportunistic: true
         }
     );
-    assert_eq!(p.name(), "art");
+    assert_eq!(RecoveryPolicy::name(&p), "art");
 }
 
 #[test]
@@ -155,7 +155,7 @@ fn norand_variants_send_everything_now() {
             opportunistic: true
         }
     );
-    assert_eq!(p.name(), "art-norand:5");
+    assert_eq!(RecoveryPolicy::name(&p), "art-norand:5");
 
     let mut p = ArtPolicy::new(ArtConfig::norand()).unwrap();
     burst(&mut p, now, 1, 30);
@@ -170,7 +170,7 @@ fn norand_variants_send_everything_now() {
             opportunistic: true
         }
     );
-    assert_eq!(p.name(), "art-norand");
+    assert_eq!(RecoveryPolicy::name(&p), "art-norand");
 }
 
 #[test]
@@ -194,7 +194,7 @@ fn level_never_exceeds_r_max() {
         .collect();
     assert_eq!(counts, [2, 3, 3, 3, 3, 3]);
     assert_eq!(
-        p.name(),
+        RecoveryPolicy::name(&p),
         "art[l_queue=10,alpha=1,burst_window_rtts=8,r_max=3]"
     );
 }
@@ -202,7 +202,7 @@ fn level_never_exceeds_r_max() {
 #[test]
 fn bandit_variants_learn_from_rounds() {
     let mut p = ArtPolicy::new(ArtConfig::bandit(BanditConfig::ucb())).unwrap();
-    assert_eq!(p.name(), "art-mab-ucb");
+    assert_eq!(RecoveryPolicy::name(&p), "art-mab-ucb");
     let mut rng = ChaCha8Rng::seed_from_u64(6);
     let now = Instant::from_millis(1);
     // UCB tries each of the 8 arms once first.
@@ -224,9 +224,9 @@ fn bandit_variants_learn_from_rounds() {
     assert_eq!(arm.rewards, 1);
     assert!((arm.mean + 1.01 / 2.0).abs() < 1e-12);
     assert_eq!(
-        ArtPolicy::new(ArtConfig::bandit(BanditConfig::epsilon_greedy()))
-            .unwrap()
-            .name(),
+        RecoveryPolicy::name(
+            &ArtPolicy::new(ArtConfig::bandit(BanditConfig::epsilon_greedy())).unwrap()
+        ),
         "art-mab-eg"
     );
 }
@@ -329,7 +329,7 @@ fn opportunism_can_be_switched_off_for_experiments() {
     };
     let mut p = ArtPolicy::new(cfg).unwrap();
     assert_eq!(
-        p.name(),
+        RecoveryPolicy::name(&p),
         "art[l_queue=10,alpha=1,burst_window_rtts=8,r_max=8,opportunistic=false]"
     );
     let mut rng = ChaCha8Rng::seed_from_u64(9);
