@@ -16,7 +16,7 @@ use wire::time::Instant;
 use wire::StreamId;
 
 use crate::connection::SpaceId;
-use crate::policy::{ItemId, PathView};
+use crate::policy::{ItemId, PathView, PolicyState};
 use crate::streams::StreamChunk;
 
 /// How one lost item left recovery: one record per item, written by the
@@ -126,6 +126,9 @@ pub trait Subscriber: Send {
     /// A lost item left recovery, delivered or abandoned (sender side): one
     /// call per item.
     fn recovery_ended(&mut self, _now: Instant, _record: &RecoveryRecord) {}
+    /// The recovery policy's reported state changed (sender side, artq
+    /// extension event; see [`RecoveryPolicy::report_state`](crate::policy::RecoveryPolicy::report_state)).
+    fn policy_state(&mut self, _now: Instant, _state: &PolicyState) {}
     /// STREAM payload arrived (receiver side; duplicates included, before
     /// reassembly).
     fn stream_data_received(&mut self, _now: Instant, _id: StreamId, _offset: u64, _len: u64) {}
@@ -288,6 +291,15 @@ impl<W: Write + Send> Subscriber for QlogWriter<W> {
                 }),
             ),
         }
+    }
+
+    fn policy_state(&mut self, now: Instant, state: &PolicyState) {
+        let fields: serde_json::Map<String, serde_json::Value> = state
+            .fields()
+            .iter()
+            .map(|&(k, v)| (k.to_string(), json!(v)))
+            .collect();
+        self.event(now, "artq:policy_state", serde_json::Value::Object(fields));
     }
 
     fn connection_id_issued(

@@ -208,12 +208,48 @@ pub trait RecoveryPolicy: Send + fmt::Debug {
     /// A packet was declared lost.
     fn on_packet_lost(&mut self, _now: Instant, _fate: &PacketFate, _path: &PathView) {}
 
+    /// Write what the policy wants traced about its own state (ART's
+    /// redundancy levels, say) into `out`, as named numbers. The connection
+    /// asks after each ACK frame and loss-detection pass, only when a
+    /// subscriber listens, and publishes the state to subscribers (qlog
+    /// event `artq:policy_state`) when it changed. The default reports
+    /// nothing.
+    fn report_state(&self, _out: &mut PolicyState) {}
+
     /// Block FEC (the `fec:K` baseline): send one repair packet after every
     /// `K` packets of new stream data. Honoured only when the peer
     /// advertised the `artq_fec` transport parameter (artq's receiver); the
     /// default, `None`, sends no repair packets.
     fn fec_block_size(&self) -> Option<u16> {
         None
+    }
+}
+
+/// A policy's state as named numbers, for traces
+/// ([`RecoveryPolicy::report_state`]).
+///
+/// Exists so that a scheme's internal variables (ART's R_n and replica-loss
+/// share) can be watched over time in qvis without the transport knowing
+/// what they mean.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PolicyState {
+    fields: Vec<(&'static str, f64)>,
+}
+
+impl PolicyState {
+    /// Add one named value.
+    pub fn set(&mut self, name: &'static str, value: f64) {
+        self.fields.push((name, value));
+    }
+
+    /// The values, in the order they were set.
+    pub fn fields(&self) -> &[(&'static str, f64)] {
+        &self.fields
+    }
+
+    /// Whether nothing was reported.
+    pub fn is_empty(&self) -> bool {
+        self.fields.is_empty()
     }
 }
 

@@ -29,8 +29,8 @@ pub mod scheduler;
 
 use rand::RngCore;
 use transport::policy::{
-    DataKind, Decision, LostData, PacketFate, PathView, PolicyFactory, RecoveryPolicy, SentView,
-    MAX_REPLICAS,
+    DataKind, Decision, LostData, PacketFate, PathView, PolicyFactory, PolicyState, RecoveryPolicy,
+    SentView, MAX_REPLICAS,
 };
 use wire::time::Instant;
 
@@ -355,6 +355,23 @@ impl RecoveryPolicy for ArtPolicy {
         Decision::Retransmit {
             send_at,
             opportunistic: self.config.opportunistic,
+        }
+    }
+
+    /// For qlog (`artq:policy_state`): the Redundancy Adapter's levels R_1..R_3
+    /// and the replica-loss share p_r of its window (journal §6.1), or the
+    /// fixed level.
+    fn report_state(&self, out: &mut PolicyState) {
+        match &self.level {
+            Level::Adaptive(a) => {
+                out.set("r_1", f64::from(a.level(1)));
+                out.set("r_2", f64::from(a.level(2)));
+                out.set("r_3", f64::from(a.level(3)));
+                out.set("replica_loss_share", a.window().loss_rate());
+                out.set("window_len", a.window().len() as f64);
+            }
+            Level::Fixed(r) => out.set("r_1", f64::from(*r)),
+            Level::Bandit(_) => {}
         }
     }
 

@@ -88,6 +88,9 @@ impl Connection {
             self.pto_count = 0;
         }
         self.publish_recovery_records(now);
+        if space == SpaceId::Data {
+            self.publish_policy_state(now);
+        }
         self.set_loss_detection_timer(now);
         if !self.subscribers.is_empty() {
             let v = self.path_view();

@@ -225,6 +225,8 @@ pub struct Connection {
     /// 1-RTT packets declared lost, kept a while to spot spurious losses.
     lost_history: spurious::LostHistory,
     policy: Box<dyn RecoveryPolicy>,
+    /// What the policy last reported of its state to the subscribers.
+    last_policy_state: Option<crate::policy::PolicyState>,
     streams: Streams,
     datagrams_out: VecDeque<Vec<u8>>,
     /// Payloads of DATAGRAM frames sent and neither acknowledged nor given
@@ -363,6 +365,7 @@ impl Connection {
             engine: Engine::default(),
             lost_history: spurious::LostHistory::default(),
             policy: config.policy.build(),
+            last_policy_state: None,
             streams: Streams::new(side, config.streams.clone()),
             datagrams_out: VecDeque::new(),
             datagram_store: std::collections::BTreeMap::new(),

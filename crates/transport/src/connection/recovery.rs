@@ -15,7 +15,7 @@ use super::engine::{Remaining, ReplicaAck, ReplicaLoss, RoundStart};
 use super::spaces::{Retransmit, SentPacket};
 use super::spurious::LostEntry;
 use super::{loss, Connection, SpaceId, Timer};
-use crate::policy::{ItemId, PathView, ReplicaRef};
+use crate::policy::{ItemId, PathView, PolicyState, ReplicaRef};
 
 impl Connection {
     pub(super) fn path_view(&self) -> PathView {
@@ -133,6 +133,9 @@ impl Connection {
                 .on_congestion_event(now, sent_time, bytes, persistent, &self.rtt);
         }
         self.publish_recovery_records(now);
+        if space == SpaceId::Data {
+            self.publish_policy_state(now);
+        }
     }
 
     /// A 1-RTT packet was declared lost: policy bookkeeping and rounds.
@@ -248,6 +251,23 @@ impl Connection {
         if r.index > 0 {
             self.stats.extra_replicas += 1;
         }
+    }
+
+    /// Tell the subscribers the policy's state if it changed since the last
+    /// report (nothing to do, and nothing asked, without subscribers).
+    pub(super) fn publish_policy_state(&mut self, now: Instant) {
+        if self.subscribers.is_empty() {
+            return;
+        }
+        let mut state = PolicyState::default();
+        self.policy.report_state(&mut state);
+        if state.is_empty() || self.last_policy_state.as_ref() == Some(&state) {
+            return;
+        }
+        for s in &mut self.subscribers {
+            s.policy_state(now, &state);
+        }
+        self.last_policy_state = Some(state);
     }
 
     /// Hand the records of items that left the engine to the statistics
