@@ -117,13 +117,22 @@ pub struct PacketFate {
     pub time_sent: Instant,
     /// Size on the wire, bytes.
     pub size: u16,
-    /// The tag the policy returned from [`RecoveryPolicy::on_packet_sent`].
-    pub tag: u64,
+    /// The tag the policy returned from [`RecoveryPolicy::on_packet_sent`],
+    /// if it gave one.
+    pub tag: Option<PacketTag>,
     /// Set when the packet was a replica of lost data.
     pub replica: Option<ReplicaRef>,
     /// True when the packet carried first transmissions of stream data.
     pub carries_new_data: bool,
 }
+
+/// A policy's own label for a packet, handed back with the packet's fate
+/// (ART numbers packets in send order with it).
+///
+/// A type rather than a bare `u64` with 0 meaning "none": "no tag" is
+/// `None`, and every `u64`, 0 included, is a tag.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PacketTag(pub u64);
 
 /// Identifies a replica: which item, which round, which copy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -197,9 +206,10 @@ pub trait RecoveryPolicy: Send + fmt::Debug {
         rng: &mut dyn RngCore,
     ) -> Decision;
 
-    /// A packet was sent; the returned tag comes back in its [`PacketFate`].
-    fn on_packet_sent(&mut self, _now: Instant, _sent: &SentView) -> u64 {
-        0
+    /// A packet was sent; the returned tag, if any, comes back in its
+    /// [`PacketFate`].
+    fn on_packet_sent(&mut self, _now: Instant, _sent: &SentView) -> Option<PacketTag> {
+        None
     }
 
     /// A packet was acknowledged.

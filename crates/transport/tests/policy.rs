@@ -6,7 +6,8 @@ use std::sync::{Arc, Mutex};
 
 use rand::RngCore;
 use transport::policy::{
-    DataKind, Decision, LostData, PacketFate, PathView, PolicyFactory, RecoveryPolicy, SentView,
+    DataKind, Decision, LostData, PacketFate, PacketTag, PathView, PolicyFactory, RecoveryPolicy,
+    SentView,
 };
 use transport::test_pair::{content, transport_with, Pair};
 use transport::TransportConfig;
@@ -50,7 +51,7 @@ impl RecoveryPolicy for Spread {
         }
     }
 
-    fn on_packet_sent(&mut self, now: Instant, sent: &SentView) -> u64 {
+    fn on_packet_sent(&mut self, now: Instant, sent: &SentView) -> Option<PacketTag> {
         if let Some(r) = sent.replica {
             self.log
                 .lock()
@@ -58,11 +59,15 @@ impl RecoveryPolicy for Spread {
                 .replicas_sent
                 .push((r.item.0, r.round, r.index, now));
         }
-        sent.pn
+        Some(PacketTag(sent.pn))
     }
 
     fn on_packet_acked(&mut self, _now: Instant, fate: &PacketFate, _path: &PathView) {
-        assert_eq!(fate.tag, fate.pn, "tag must come back unchanged");
+        assert_eq!(
+            fate.tag,
+            Some(PacketTag(fate.pn)),
+            "tag must come back unchanged"
+        );
         if fate.replica.is_some() {
             self.log.lock().unwrap().replicas_acked += 1;
         }
@@ -306,9 +311,9 @@ impl RecoveryPolicy for Recorder {
             opportunistic: lost.round % 2 == 0,
         }
     }
-    fn on_packet_sent(&mut self, _now: Instant, sent: &SentView) -> u64 {
+    fn on_packet_sent(&mut self, _now: Instant, sent: &SentView) -> Option<PacketTag> {
         // A tag the transport cannot guess: it must hand back what it got.
-        sent.pn.wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        Some(PacketTag(sent.pn.wrapping_mul(0x9e37_79b9_7f4a_7c15)))
     }
     fn on_packet_acked(&mut self, _now: Instant, fate: &PacketFate, _path: &PathView) {
         self.0.lock().unwrap().calls.push((fate.pn, true, *fate));
@@ -360,7 +365,7 @@ fn late_acknowledgements_reach_the_policy() {
     for (pn, was_acked, fate) in &fates.calls {
         assert_eq!(
             fate.tag,
-            pn.wrapping_mul(0x9e37_79b9_7f4a_7c15),
+            Some(PacketTag(pn.wrapping_mul(0x9e37_79b9_7f4a_7c15))),
             "packet {pn}: the tag must come back unchanged"
         );
         if !was_acked {

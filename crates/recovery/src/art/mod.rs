@@ -29,8 +29,8 @@ pub mod scheduler;
 
 use rand::RngCore;
 use transport::policy::{
-    DataKind, Decision, LostData, PacketFate, PathView, PolicyFactory, PolicyState, RecoveryPolicy,
-    SentView, MAX_REPLICAS,
+    DataKind, Decision, LostData, PacketFate, PacketTag, PathView, PolicyFactory, PolicyState,
+    RecoveryPolicy, SentView, MAX_REPLICAS,
 };
 use wire::time::Instant;
 
@@ -315,13 +315,9 @@ impl ArtPolicy {
     }
 
     /// Send index of a packet: its tag, or its packet number when the
-    /// transport never told us about the packet (tag 0).
+    /// transport never told us about the packet (no tag).
     fn index(fate: &PacketFate) -> u64 {
-        if fate.tag == 0 {
-            fate.pn
-        } else {
-            fate.tag
-        }
+        fate.tag.map_or(fate.pn, |t| t.0)
     }
 }
 
@@ -375,9 +371,9 @@ impl RecoveryPolicy for ArtPolicy {
         }
     }
 
-    fn on_packet_sent(&mut self, _now: Instant, _sent: &SentView) -> u64 {
+    fn on_packet_sent(&mut self, _now: Instant, _sent: &SentView) -> Option<PacketTag> {
         self.sent = self.sent.saturating_add(1);
-        self.sent
+        Some(PacketTag(self.sent))
     }
 
     fn on_packet_acked(&mut self, _now: Instant, fate: &PacketFate, _path: &PathView) {

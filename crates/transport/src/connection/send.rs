@@ -191,7 +191,7 @@ impl Connection {
             rate: self.rate.on_packet_sent(now, self.bytes_in_flight),
             replica: None,
             new_data: false,
-            tag: 0,
+            tag: None,
         };
 
         // A replica packet carries its data first so it always fits; other

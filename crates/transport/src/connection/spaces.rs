@@ -74,8 +74,8 @@ pub(crate) struct SentPacket {
     pub replica: Option<ReplicaRef>,
     /// The packet carries first transmissions of stream data.
     pub new_data: bool,
-    /// Opaque value from the recovery policy.
-    pub tag: u64,
+    /// The recovery policy's label for it.
+    pub tag: Option<crate::policy::PacketTag>,
 }
 
 impl SentPacket {
