@@ -117,6 +117,10 @@ impl QuicNode {
     }
 
     /// Runs `f`, adding its wall time to the CPU account when measuring.
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "`cpu_ms` is a report of the sender's cost, never an input to the run"
+    )]
     fn timed<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> T {
         if self.cpu.is_none() {
             return f(self);

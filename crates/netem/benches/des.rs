@@ -3,6 +3,10 @@
 //! `cargo bench -p artq-netem --bench des`. Not a criterion bench (no extra
 //! dependency): one timed run per configuration, printed. The target is above
 //! one million datagrams per second for the DES with a trace link.
+#![allow(
+    clippy::disallowed_methods,
+    reason = "a benchmark measures wall time; the simulation itself reads no clock"
+)]
 
 use std::hint::black_box;
 use std::net::{Ipv4Addr, SocketAddr};

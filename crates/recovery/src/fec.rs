@@ -12,7 +12,7 @@
 //! argument for sender-only ARQ.
 
 use rand::RngCore;
-use transport::policy::{DataKind, Decision, LostData, PathView, PolicyFactory, RecoveryPolicy};
+use transport::policy::{DataKind, Decision, LostData, PathView, RecoveryPolicy};
 use wire::frame::MAX_FEC_BLOCK;
 use wire::time::Instant;
 
@@ -65,19 +65,10 @@ impl RecoveryPolicy for FecPolicy {
     }
 }
 
-impl PolicyFactory for FecPolicy {
-    fn build(&self) -> Box<dyn RecoveryPolicy> {
-        Box::new(*self)
-    }
-
-    fn name(&self) -> String {
-        RecoveryPolicy::name(self)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use transport::policy::PolicyFactory;
 
     #[test]
     fn block_sizes_are_validated() {

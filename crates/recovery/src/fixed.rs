@@ -9,9 +9,7 @@
 //! given up, as plain QUIC does (RFC 9221: unreliable by nature).
 
 use rand::RngCore;
-use transport::policy::{
-    DataKind, Decision, LostData, PathView, PolicyFactory, RecoveryPolicy, MAX_REPLICAS,
-};
+use transport::policy::{DataKind, Decision, LostData, PathView, RecoveryPolicy, MAX_REPLICAS};
 use wire::time::Instant;
 
 use crate::registry::SchemeError;
@@ -65,22 +63,13 @@ impl RecoveryPolicy for FixedPolicy {
     }
 }
 
-impl PolicyFactory for FixedPolicy {
-    fn build(&self) -> Box<dyn RecoveryPolicy> {
-        Box::new(*self)
-    }
-
-    fn name(&self) -> String {
-        RecoveryPolicy::name(self)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
     use transport::policy::ItemId;
+    use transport::policy::PolicyFactory;
 
     fn lost(round: u32) -> LostData {
         LostData {

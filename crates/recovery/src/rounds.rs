@@ -11,9 +11,7 @@
 //! plain QUIC does (RFC 9221).
 
 use rand::RngCore;
-use transport::policy::{
-    DataKind, Decision, LostData, PathView, PolicyFactory, RecoveryPolicy, MAX_REPLICAS,
-};
+use transport::policy::{DataKind, Decision, LostData, PathView, RecoveryPolicy, MAX_REPLICAS};
 use wire::time::Instant;
 
 /// Which function of the round n gives R_n.
@@ -85,16 +83,6 @@ impl RecoveryPolicy for RoundsPolicy {
     }
 }
 
-impl PolicyFactory for RoundsPolicy {
-    fn build(&self) -> Box<dyn RecoveryPolicy> {
-        Box::new(*self)
-    }
-
-    fn name(&self) -> String {
-        self.rule.name().into()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -102,6 +90,7 @@ mod tests {
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
     use transport::policy::ItemId;
+    use transport::policy::PolicyFactory;
 
     fn lost(round: u32) -> LostData {
         LostData {

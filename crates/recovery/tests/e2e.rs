@@ -85,7 +85,7 @@ fn run_with(scheme: &str, seed: u64, loss: f64, outages: Option<Outages>) -> Out
 
 /// Items that needed two rounds or more (DESIGN.md's recovery deterioration).
 fn deteriorated(o: &Outcome) -> u64 {
-    o.stats.n_hist.iter().skip(2).sum()
+    o.stats.recovery.n_hist.iter().skip(2).sum()
 }
 
 /// Run `scheme` on `seeds` and print one line per run and the means.
@@ -94,7 +94,7 @@ fn sweep(scheme: &str, seeds: &[u64]) -> Vec<Outcome> {
     for (seed, o) in seeds.iter().zip(&out) {
         eprintln!(
             "{scheme:<12} seed {seed}: rounds {:>3} replicas {:>4} (asked {:>4}) extra {:>4} lost {:>4} n_max {} k_max {:>2} fct {} ms",
-            o.rounds, o.stats.replicas, o.replicas_asked, o.stats.extra_replicas, o.stats.lost_packets, o.stats.n_max, o.stats.k_max, o.fct_ms
+            o.rounds, o.stats.replicas, o.replicas_asked, o.stats.extra_replicas, o.stats.lost_packets, o.stats.recovery.n_max, o.stats.recovery.k_max, o.fct_ms
         );
     }
     eprintln!(
@@ -102,7 +102,7 @@ fn sweep(scheme: &str, seeds: &[u64]) -> Vec<Outcome> {
         seeds.len(),
         mean(&out, |o| o.stats.replicas as f64),
         mean(&out, |o| o.stats.extra_replicas as f64),
-        mean(&out, |o| f64::from(o.stats.n_max)),
+        mean(&out, |o| f64::from(o.stats.recovery.n_max)),
         mean(&out, |o| deteriorated(o) as f64),
         mean(&out, |o| o.fct_ms as f64),
     );
@@ -153,7 +153,7 @@ fn growing_rules_and_art_variants_deliver() {
         "art-mab-ucb",
     ] {
         for o in sweep(scheme, SEEDS) {
-            assert!(o.stats.n_max >= 1);
+            assert!(o.stats.recovery.n_max >= 1);
         }
     }
 }
@@ -163,8 +163,8 @@ fn art_recovers_in_no_more_rounds_than_quic() {
     let seeds: Vec<u64> = COMPARE_SEEDS.collect();
     let quic = sweep("quic", &seeds);
     let art = sweep("art", &seeds);
-    let q = mean(&quic, |o| f64::from(o.stats.n_max));
-    let a = mean(&art, |o| f64::from(o.stats.n_max));
+    let q = mean(&quic, |o| f64::from(o.stats.recovery.n_max));
+    let a = mean(&art, |o| f64::from(o.stats.recovery.n_max));
     eprintln!("mean n_max: quic {q:.2}, art {a:.2}");
     assert!(a <= q, "art's mean n_max {a} above quic's {q}");
     // Fewer lost items need a second round.
@@ -190,7 +190,7 @@ fn runs_are_repeatable() {
                 a.stats.replicas,
                 a.stats.extra_replicas,
                 a.stats.lost_packets,
-                &a.stats.n_hist,
+                &a.stats.recovery.n_hist,
                 a.rounds,
                 a.fct_ms
             ),
@@ -198,7 +198,7 @@ fn runs_are_repeatable() {
                 b.stats.replicas,
                 b.stats.extra_replicas,
                 b.stats.lost_packets,
-                &b.stats.n_hist,
+                &b.stats.recovery.n_hist,
                 b.rounds,
                 b.fct_ms
             ),
@@ -227,7 +227,7 @@ fn replica_scheduler_beats_back_to_back_under_outages() {
             "{scheme:<12} outages, mean of {} seeds: replicas {:.1} n_max {:.2} n>=2 items {:.2} fct {:.0} ms",
             out.len(),
             mean(&out, |o| o.stats.replicas as f64),
-            mean(&out, |o| f64::from(o.stats.n_max)),
+            mean(&out, |o| f64::from(o.stats.recovery.n_max)),
             mean(&out, |o| deteriorated(o) as f64),
             mean(&out, |o| o.fct_ms as f64),
         );
@@ -250,8 +250,8 @@ fn replica_scheduler_beats_back_to_back_under_outages() {
         );
         assert!(rs < rt, "{spread}: {rs} replicas, {together}: {rt}");
         let (ns, nt) = (
-            mean(&s, |o| f64::from(o.stats.n_max)),
-            mean(&t, |o| f64::from(o.stats.n_max)),
+            mean(&s, |o| f64::from(o.stats.recovery.n_max)),
+            mean(&t, |o| f64::from(o.stats.recovery.n_max)),
         );
         assert!(ns <= nt, "{spread}: n_max {ns}, {together}: {nt}");
     }

@@ -16,12 +16,12 @@ use wire::time::Instant;
 use wire::StreamId;
 
 use crate::connection::SpaceId;
-use crate::policy::{ItemId, PathView};
+use crate::policy::{ItemId, PathView, PolicyState};
 use crate::streams::StreamChunk;
 
-/// Lost stream data that got through: one record per item (DESIGN.md
-/// metrics `n`, `k`, and the sender's side of `t_wait` and
-/// `recovery_latency`).
+/// How one lost item left recovery: one record per item, written by the
+/// retransmission engine at the item's one exit (DESIGN.md metrics `n`,
+/// `k`, and the sender's side of `t_wait` and `recovery_latency`).
 #[derive(Clone, Debug)]
 pub struct RecoveryRecord {
     /// The item.
@@ -32,14 +32,66 @@ pub struct RecoveryRecord {
     pub first_sent: Instant,
     /// First loss detection.
     pub first_lost: Instant,
-    /// Round that delivered it (`n`; 0 = the original arrived after all).
-    pub round: u32,
-    /// Retransmissions sent for it (`k`).
+    /// Retransmissions (replicas) sent for it (`k`).
     pub retransmissions: u32,
-    /// Send time of the packet whose acknowledgement delivered it.
-    pub recovery_sent: Instant,
-    /// When that acknowledgement arrived.
-    pub acked_at: Instant,
+    /// Delivered or abandoned.
+    pub outcome: RecoveryOutcome,
+}
+
+impl RecoveryRecord {
+    /// The round that delivered the data (`n`), if it was delivered.
+    pub fn delivered_round(&self) -> Option<u32> {
+        match self.outcome {
+            RecoveryOutcome::Delivered { round, .. } => Some(round),
+            RecoveryOutcome::Abandoned { .. } => None,
+        }
+    }
+}
+
+/// The end of an item's recovery.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecoveryOutcome {
+    /// A packet carrying its data was acknowledged.
+    Delivered {
+        /// The round of that packet (`n`; 0 = the original arrived after
+        /// all, a spurious loss).
+        round: u32,
+        /// When that packet was sent.
+        recovery_sent: Instant,
+        /// When its acknowledgement arrived.
+        acked_at: Instant,
+    },
+    /// Recovery stopped without an acknowledgement of the item's packets.
+    Abandoned {
+        /// Why.
+        reason: AbandonReason,
+        /// When.
+        at: Instant,
+    },
+}
+
+/// Why an item left recovery without being delivered by its own packets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AbandonReason {
+    /// Nothing of its data was left unacknowledged when a round was due to
+    /// start or a replica to leave: acknowledged through another packet,
+    /// or its stream was reset.
+    NothingLeft,
+    /// The policy gave up DATAGRAM payloads (`Decision::Drop`).
+    Dropped,
+    /// The connection closed while it was being recovered.
+    ConnectionClosed,
+}
+
+impl AbandonReason {
+    /// The reason's name in traces and JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            AbandonReason::NothingLeft => "nothing_left",
+            AbandonReason::Dropped => "dropped",
+            AbandonReason::ConnectionClosed => "connection_closed",
+        }
+    }
 }
 
 /// Receives connection events as they happen. Every method has an empty
@@ -71,8 +123,12 @@ pub trait Subscriber: Send {
         _send_at: Instant,
     ) {
     }
-    /// Lost data was recovered (sender side).
-    fn data_recovered(&mut self, _now: Instant, _record: &RecoveryRecord) {}
+    /// A lost item left recovery, delivered or abandoned (sender side): one
+    /// call per item.
+    fn recovery_ended(&mut self, _now: Instant, _record: &RecoveryRecord) {}
+    /// The recovery policy's reported state changed (sender side, artq
+    /// extension event; see [`RecoveryPolicy::report_state`](crate::policy::RecoveryPolicy::report_state)).
+    fn policy_state(&mut self, _now: Instant, _state: &PolicyState) {}
     /// STREAM payload arrived (receiver side; duplicates included, before
     /// reassembly).
     fn stream_data_received(&mut self, _now: Instant, _id: StreamId, _offset: u64, _len: u64) {}
@@ -204,19 +260,46 @@ impl<W: Write + Send> Subscriber for QlogWriter<W> {
         );
     }
 
-    fn data_recovered(&mut self, now: Instant, r: &RecoveryRecord) {
-        self.event(
-            now,
-            "artq:data_recovered",
-            json!({
-                "item": r.item.0,
-                "n": r.round,
-                "k": r.retransmissions,
-                "first_sent_ms": r.first_sent.as_nanos() as f64 / 1e6,
-                "first_lost_ms": r.first_lost.as_nanos() as f64 / 1e6,
-                "recovery_sent_ms": r.recovery_sent.as_nanos() as f64 / 1e6,
-            }),
-        );
+    fn recovery_ended(&mut self, now: Instant, r: &RecoveryRecord) {
+        let ms = |t: Instant| t.as_nanos() as f64 / 1e6;
+        match r.outcome {
+            RecoveryOutcome::Delivered {
+                round,
+                recovery_sent,
+                ..
+            } => self.event(
+                now,
+                "artq:data_recovered",
+                json!({
+                    "item": r.item.0,
+                    "n": round,
+                    "k": r.retransmissions,
+                    "first_sent_ms": ms(r.first_sent),
+                    "first_lost_ms": ms(r.first_lost),
+                    "recovery_sent_ms": ms(recovery_sent),
+                }),
+            ),
+            RecoveryOutcome::Abandoned { reason, .. } => self.event(
+                now,
+                "artq:data_abandoned",
+                json!({
+                    "item": r.item.0,
+                    "k": r.retransmissions,
+                    "reason": reason.name(),
+                    "first_sent_ms": ms(r.first_sent),
+                    "first_lost_ms": ms(r.first_lost),
+                }),
+            ),
+        }
+    }
+
+    fn policy_state(&mut self, now: Instant, state: &PolicyState) {
+        let fields: serde_json::Map<String, serde_json::Value> = state
+            .fields()
+            .iter()
+            .map(|&(k, v)| (k.to_string(), json!(v)))
+            .collect();
+        self.event(now, "artq:policy_state", serde_json::Value::Object(fields));
     }
 
     fn connection_id_issued(

@@ -12,6 +12,10 @@
 //!   controllers (NewReno, Cubic, BBRv1);
 //! - [`range_set`], [`streams`]: stream state, reassembly, flow control;
 //! - [`policy`]: the loss-recovery policy seam the papers' schemes plug into;
+//!   the path of a lost packet through the connection (detection, policy
+//!   decision, replica sent, fate reported, metric recorded; one file per
+//!   stage) is written down in `docs/recovery.md`, "The lost-packet path in
+//!   the transport";
 //! - [`connection`]: the connection state machine; [`endpoint`]: routing,
 //!   admission of new clients (Retry, address-validation tokens, bounds on
 //!   unvalidated state);
@@ -45,4 +49,4 @@ pub use connection::{Connection, ConnectionError, Event, Transmit};
 pub use endpoint::{ConnectionHandle, Endpoint, EndpointStats};
 pub use error::TransportError;
 pub use rng::RngSeed;
-pub use stats::ConnectionStats;
+pub use stats::{ConnectionStats, RecoveryTally};

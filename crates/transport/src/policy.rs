@@ -117,13 +117,22 @@ pub struct PacketFate {
     pub time_sent: Instant,
     /// Size on the wire, bytes.
     pub size: u16,
-    /// The tag the policy returned from [`RecoveryPolicy::on_packet_sent`].
-    pub tag: u64,
+    /// The tag the policy returned from [`RecoveryPolicy::on_packet_sent`],
+    /// if it gave one.
+    pub tag: Option<PacketTag>,
     /// Set when the packet was a replica of lost data.
     pub replica: Option<ReplicaRef>,
     /// True when the packet carried first transmissions of stream data.
     pub carries_new_data: bool,
 }
+
+/// A policy's own label for a packet, handed back with the packet's fate
+/// (ART numbers packets in send order with it).
+///
+/// A type rather than a bare `u64` with 0 meaning "none": "no tag" is
+/// `None`, and every `u64`, 0 included, is a tag.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PacketTag(pub u64);
 
 /// Identifies a replica: which item, which round, which copy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -197,9 +206,10 @@ pub trait RecoveryPolicy: Send + fmt::Debug {
         rng: &mut dyn RngCore,
     ) -> Decision;
 
-    /// A packet was sent; the returned tag comes back in its [`PacketFate`].
-    fn on_packet_sent(&mut self, _now: Instant, _sent: &SentView) -> u64 {
-        0
+    /// A packet was sent; the returned tag, if any, comes back in its
+    /// [`PacketFate`].
+    fn on_packet_sent(&mut self, _now: Instant, _sent: &SentView) -> Option<PacketTag> {
+        None
     }
 
     /// A packet was acknowledged.
@@ -207,6 +217,14 @@ pub trait RecoveryPolicy: Send + fmt::Debug {
 
     /// A packet was declared lost.
     fn on_packet_lost(&mut self, _now: Instant, _fate: &PacketFate, _path: &PathView) {}
+
+    /// Write what the policy wants traced about its own state (ART's
+    /// redundancy levels, say) into `out`, as named numbers. The connection
+    /// asks after each ACK frame and loss-detection pass, only when a
+    /// subscriber listens, and publishes the state to subscribers (qlog
+    /// event `artq:policy_state`) when it changed. The default reports
+    /// nothing.
+    fn report_state(&self, _out: &mut PolicyState) {}
 
     /// Block FEC (the `fec:K` baseline): send one repair packet after every
     /// `K` packets of new stream data. Honoured only when the peer
@@ -217,12 +235,59 @@ pub trait RecoveryPolicy: Send + fmt::Debug {
     }
 }
 
+/// A policy's state as named numbers, for traces
+/// ([`RecoveryPolicy::report_state`]).
+///
+/// Exists so that a scheme's internal variables (ART's R_n and replica-loss
+/// share) can be watched over time in qvis without the transport knowing
+/// what they mean.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PolicyState {
+    fields: Vec<(&'static str, f64)>,
+}
+
+impl PolicyState {
+    /// Add one named value.
+    pub fn set(&mut self, name: &'static str, value: f64) {
+        self.fields.push((name, value));
+    }
+
+    /// The values, in the order they were set.
+    pub fn fields(&self) -> &[(&'static str, f64)] {
+        &self.fields
+    }
+
+    /// Whether nothing was reported.
+    pub fn is_empty(&self) -> bool {
+        self.fields.is_empty()
+    }
+}
+
 /// Builds a policy per connection (set in the transport config).
+///
+/// Every policy that is `Clone` is its own factory (the blanket impl
+/// below): each connection gets a clone of the configured value, so a
+/// scheme writes no factory of its own. A hand-written factory is for
+/// policies built some other way (a wrapper around another factory's
+/// policies, say).
 pub trait PolicyFactory: Send + Sync + fmt::Debug {
     /// A fresh policy for a new connection.
     fn build(&self) -> Box<dyn RecoveryPolicy>;
     /// The scheme's name, as [`RecoveryPolicy::name`].
     fn name(&self) -> String;
+}
+
+impl<P> PolicyFactory for P
+where
+    P: RecoveryPolicy + Clone + Sync + 'static,
+{
+    fn build(&self) -> Box<dyn RecoveryPolicy> {
+        Box::new(self.clone())
+    }
+
+    fn name(&self) -> String {
+        RecoveryPolicy::name(self)
+    }
 }
 
 /// Plain QUIC (RFC 9002 / RFC 9221): one retransmission per lost stream
@@ -247,16 +312,6 @@ impl RecoveryPolicy for QuicPolicy {
             DataKind::Stream => Decision::single(now),
             DataKind::Datagram => Decision::Drop,
         }
-    }
-}
-
-impl PolicyFactory for QuicPolicy {
-    fn build(&self) -> Box<dyn RecoveryPolicy> {
-        Box::new(QuicPolicy)
-    }
-
-    fn name(&self) -> String {
-        "quic".into()
     }
 }
 

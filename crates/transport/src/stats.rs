@@ -4,6 +4,8 @@
 use serde::Serialize;
 use wire::time::Duration;
 
+use crate::events::RecoveryRecord;
+
 /// Counters and gauges of one connection. Sender-side loss recovery figures
 /// follow DESIGN.md's metric names.
 #[derive(Clone, Debug, Default, Serialize)]
@@ -35,8 +37,6 @@ pub struct ConnectionStats {
     pub replicas: u64,
     /// Replicas beyond one per round (`extra_replicas`).
     pub extra_replicas: u64,
-    /// Lost-data items whose data eventually got through.
-    pub recovered_items: u64,
     /// DATAGRAM payloads given up by the policy after a loss.
     pub datagrams_dropped: u64,
     /// FEC repair packets sent (sender, `fec:K`).
@@ -45,13 +45,10 @@ pub struct ConnectionStats {
     pub fec_recovered: u64,
     /// Packets declared lost that were acknowledged later.
     pub spurious_retransmissions: u64,
-    /// Largest retransmission round that delivered data (`n_max`).
-    pub n_max: u32,
-    /// Largest number of retransmissions of one item (`k_max`).
-    pub k_max: u32,
-    /// `n_hist[n]`: items delivered in round n (0 = the original got through
-    /// after all, i.e. a spurious loss).
-    pub n_hist: Vec<u64>,
+    /// The per-item recovery figures (`n_hist`, `n_max`, `k_max`, ...),
+    /// flattened into this struct's JSON.
+    #[serde(flatten)]
+    pub recovery: RecoveryTally,
     /// Congestion events (window reductions).
     pub congestion_events: u64,
     /// PTO expirations.
@@ -68,15 +65,109 @@ pub struct ConnectionStats {
     pub bytes_in_flight: u64,
 }
 
-impl ConnectionStats {
-    pub(crate) fn record_delivery(&mut self, round: u32, retransmissions: u32) {
+/// The papers' per-item loss-recovery figures (DESIGN.md `n`, `k`), computed
+/// in one place over the retransmission engine's records.
+///
+/// Exists so that every reader (the connection's [`ConnectionStats`], hence
+/// `artq serve`'s connection summary, and the lab's `artq sim` metrics)
+/// shows numbers computed by the same code from the same records.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct RecoveryTally {
+    /// Lost-data items whose data eventually got through.
+    pub recovered_items: u64,
+    /// Lost-data items that left recovery undelivered (stream reset, data
+    /// dropped by the policy, connection closed).
+    pub abandoned_items: u64,
+    /// Largest retransmission round that delivered data (`n_max`).
+    pub n_max: u32,
+    /// Largest number of retransmissions of one delivered item (`k_max`).
+    pub k_max: u32,
+    /// `n_hist[n]`: items delivered in round n (0 = the original got through
+    /// after all, i.e. a spurious loss).
+    pub n_hist: Vec<u64>,
+}
+
+impl RecoveryTally {
+    /// Count one item that left recovery.
+    pub fn observe(&mut self, record: &RecoveryRecord) {
+        let Some(round) = record.delivered_round() else {
+            self.abandoned_items += 1;
+            return;
+        };
         let idx = round as usize;
         if self.n_hist.len() <= idx {
             self.n_hist.resize(idx + 1, 0);
         }
         self.n_hist[idx] += 1;
         self.n_max = self.n_max.max(round);
-        self.k_max = self.k_max.max(retransmissions);
+        self.k_max = self.k_max.max(record.retransmissions);
         self.recovered_items += 1;
+    }
+
+    /// Share of delivered items that needed two rounds or more (AutoRec's
+    /// recovery deterioration rate); 0 when nothing was delivered.
+    pub fn deterioration_rate(&self) -> f64 {
+        let deteriorated: u64 = self.n_hist.iter().skip(2).sum();
+        if self.recovered_items == 0 {
+            0.0
+        } else {
+            deteriorated as f64 / self.recovered_items as f64
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::{AbandonReason, RecoveryOutcome};
+    use crate::policy::ItemId;
+    use wire::time::Instant;
+
+    fn rec(outcome: RecoveryOutcome, k: u32) -> RecoveryRecord {
+        RecoveryRecord {
+            item: ItemId(0),
+            chunks: Vec::new(),
+            first_sent: Instant::ZERO,
+            first_lost: Instant::ZERO,
+            retransmissions: k,
+            outcome,
+        }
+    }
+
+    fn delivered(round: u32, k: u32) -> RecoveryRecord {
+        let t = Instant::ZERO;
+        rec(
+            RecoveryOutcome::Delivered {
+                round,
+                recovery_sent: t,
+                acked_at: t,
+            },
+            k,
+        )
+    }
+
+    #[test]
+    fn tally_counts_rounds_and_abandons() {
+        let mut t = RecoveryTally::default();
+        for r in [
+            delivered(1, 1),
+            delivered(1, 2),
+            delivered(3, 3),
+            delivered(0, 0),
+        ] {
+            t.observe(&r);
+        }
+        t.observe(&rec(
+            RecoveryOutcome::Abandoned {
+                reason: AbandonReason::NothingLeft,
+                at: Instant::ZERO,
+            },
+            7,
+        ));
+        assert_eq!(t.n_hist, vec![1, 2, 0, 1]);
+        assert_eq!((t.n_max, t.k_max), (3, 3), "abandoned k is not k_max");
+        assert_eq!((t.recovered_items, t.abandoned_items), (4, 1));
+        assert!((t.deterioration_rate() - 0.25).abs() < 1e-12);
+        assert_eq!(RecoveryTally::default().deterioration_rate(), 0.0);
     }
 }

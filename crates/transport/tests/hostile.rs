@@ -6,7 +6,7 @@ use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use transport::test_pair::Pair;
-use transport::{ConnectionError, Event};
+use transport::{ConnectionError, Event, TransportConfig};
 use wire::coding::BufMutExt;
 use wire::time::Duration;
 use wire::{Dir, TransportErrorCode};
@@ -14,7 +14,11 @@ use wire::{Dir, TransportErrorCode};
 /// Inject raw frame bytes from the client and return the error the server
 /// closed with, as seen by the client (CONNECTION_CLOSE from the server).
 fn server_close_code(frames: Vec<u8>) -> Option<u64> {
-    let mut pair = Pair::default_pair();
+    close_code_of(Pair::default_pair(), frames)
+}
+
+/// As [`server_close_code`], with the pair given.
+fn close_code_of(mut pair: Pair, frames: Vec<u8>) -> Option<u64> {
     pair.connect();
     pair.client().inject_raw_frames(frames);
     let mut code = None;
@@ -38,6 +42,36 @@ fn frame(build: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
     let mut v = Vec::new();
     build(&mut v);
     v
+}
+
+/// An artq FEC repair frame over a two-packet block.
+fn fec_repair_frame() -> Vec<u8> {
+    frame(|b| {
+        wire::frame::Frame::ArtqFec(wire::frame::FecRepair {
+            first_pn: 0,
+            count: 2,
+            deltas: &[1],
+            repair: &[0, 1, 7],
+        })
+        .encode(b)
+    })
+}
+
+#[test]
+fn fec_repair_frames_need_the_transport_parameter() {
+    // The server never advertised `artq_fec`: a repair frame is a protocol
+    // violation, as an unnegotiated DATAGRAM frame is (RFC 9221 §3).
+    let refusing = TransportConfig {
+        accept_fec: false,
+        ..TransportConfig::default()
+    };
+    let pair = Pair::new(refusing, TransportConfig::default());
+    assert_eq!(
+        close_code_of(pair, fec_repair_frame()),
+        Some(TransportErrorCode::PROTOCOL_VIOLATION.0)
+    );
+    // A server that advertised it processes the frame and stays open.
+    assert_eq!(server_close_code(fec_repair_frame()), None);
 }
 
 #[test]

@@ -6,7 +6,8 @@ use std::sync::{Arc, Mutex};
 
 use rand::RngCore;
 use transport::policy::{
-    DataKind, Decision, LostData, PacketFate, PathView, PolicyFactory, RecoveryPolicy, SentView,
+    DataKind, Decision, LostData, PacketFate, PacketTag, PathView, PolicyFactory, RecoveryPolicy,
+    SentView,
 };
 use transport::test_pair::{content, transport_with, Pair};
 use transport::TransportConfig;
@@ -50,7 +51,7 @@ impl RecoveryPolicy for Spread {
         }
     }
 
-    fn on_packet_sent(&mut self, now: Instant, sent: &SentView) -> u64 {
+    fn on_packet_sent(&mut self, now: Instant, sent: &SentView) -> Option<PacketTag> {
         if let Some(r) = sent.replica {
             self.log
                 .lock()
@@ -58,11 +59,15 @@ impl RecoveryPolicy for Spread {
                 .replicas_sent
                 .push((r.item.0, r.round, r.index, now));
         }
-        sent.pn
+        Some(PacketTag(sent.pn))
     }
 
     fn on_packet_acked(&mut self, _now: Instant, fate: &PacketFate, _path: &PathView) {
-        assert_eq!(fate.tag, fate.pn, "tag must come back unchanged");
+        assert_eq!(
+            fate.tag,
+            Some(PacketTag(fate.pn)),
+            "tag must come back unchanged"
+        );
         if fate.replica.is_some() {
             self.log.lock().unwrap().replicas_acked += 1;
         }
@@ -72,15 +77,6 @@ impl RecoveryPolicy for Spread {
         if fate.replica.is_some() {
             self.log.lock().unwrap().replicas_lost += 1;
         }
-    }
-}
-
-impl PolicyFactory for Spread {
-    fn build(&self) -> Box<dyn RecoveryPolicy> {
-        Box::new(self.clone())
-    }
-    fn name(&self) -> String {
-        format!("spread:{}", self.r)
     }
 }
 
@@ -120,7 +116,7 @@ fn replicas_are_scheduled_sent_and_reported() {
         "{reported} fates for {} replicas",
         stats.replicas
     );
-    assert!(stats.n_max >= 1);
+    assert!(stats.recovery.n_max >= 1);
 }
 
 #[test]
@@ -165,15 +161,6 @@ impl RecoveryPolicy for DatagramRetry {
         } else {
             Decision::single(now)
         }
-    }
-}
-
-impl PolicyFactory for DatagramRetry {
-    fn build(&self) -> Box<dyn RecoveryPolicy> {
-        Box::new(self.clone())
-    }
-    fn name(&self) -> String {
-        "datagram-retry".into()
     }
 }
 
@@ -240,15 +227,6 @@ impl RecoveryPolicy for Fec {
     }
     fn fec_block_size(&self) -> Option<u16> {
         Some(self.0)
-    }
-}
-
-impl PolicyFactory for Fec {
-    fn build(&self) -> Box<dyn RecoveryPolicy> {
-        Box::new(self.clone())
-    }
-    fn name(&self) -> String {
-        format!("fec:{}", self.0)
     }
 }
 
@@ -333,24 +311,15 @@ impl RecoveryPolicy for Recorder {
             opportunistic: lost.round % 2 == 0,
         }
     }
-    fn on_packet_sent(&mut self, _now: Instant, sent: &SentView) -> u64 {
+    fn on_packet_sent(&mut self, _now: Instant, sent: &SentView) -> Option<PacketTag> {
         // A tag the transport cannot guess: it must hand back what it got.
-        sent.pn.wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        Some(PacketTag(sent.pn.wrapping_mul(0x9e37_79b9_7f4a_7c15)))
     }
     fn on_packet_acked(&mut self, _now: Instant, fate: &PacketFate, _path: &PathView) {
         self.0.lock().unwrap().calls.push((fate.pn, true, *fate));
     }
     fn on_packet_lost(&mut self, _now: Instant, fate: &PacketFate, _path: &PathView) {
         self.0.lock().unwrap().calls.push((fate.pn, false, *fate));
-    }
-}
-
-impl PolicyFactory for Recorder {
-    fn build(&self) -> Box<dyn RecoveryPolicy> {
-        Box::new(self.clone())
-    }
-    fn name(&self) -> String {
-        "recorder".into()
     }
 }
 
@@ -396,7 +365,7 @@ fn late_acknowledgements_reach_the_policy() {
     for (pn, was_acked, fate) in &fates.calls {
         assert_eq!(
             fate.tag,
-            pn.wrapping_mul(0x9e37_79b9_7f4a_7c15),
+            Some(PacketTag(pn.wrapping_mul(0x9e37_79b9_7f4a_7c15))),
             "packet {pn}: the tag must come back unchanged"
         );
         if !was_acked {

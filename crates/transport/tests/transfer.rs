@@ -43,7 +43,7 @@ fn lossy_download_is_byte_exact_and_counts_recovery() {
         // Plain QUIC: one replica per round, never extra ones.
         assert!(s.replicas > 0);
         assert_eq!(s.extra_replicas, 0);
-        assert!(s.n_max >= 1);
+        assert!(s.recovery.n_max >= 1);
     }
 }
 

@@ -454,6 +454,10 @@ pub fn run_experiment(exp: &Experiment, jobs: usize, on_done: &mut OnDone<'_>) -
                 let Some(case) = exp.cases.get(case_idx) else {
                     break;
                 };
+                #[allow(
+                    clippy::disallowed_methods,
+                    reason = "wall time of a run, for the progress report only"
+                )]
                 let started = std::time::Instant::now();
                 let row = run_case_of(exp.name, case, seed);
                 let wall = started.elapsed();

@@ -3,9 +3,12 @@
 //!
 //! - At the **sender** (the server, which sends the file data): the
 //!   connection's counters ([`ConnectionStats`]: `data_packets`,
-//!   `lost_packets`, `replicas`, `n`/`k` histograms) and one
-//!   [`RecoveryRecord`] per lost item that got through (`n`, `k`, first send,
-//!   first loss detection, send time of the delivering copy).
+//!   `lost_packets`, `replicas`, and the `n`/`k` figures its
+//!   [`RecoveryTally`](transport::RecoveryTally) computed over the
+//!   retransmission engine's records, the same numbers `artq serve`
+//!   reports), and the same [`RecoveryRecord`]s, one per lost item, of
+//!   which the delivered ones become [`ItemRecord`]s (first send, first
+//!   loss detection, send time of the delivering copy).
 //! - At the **receiver** (the client): the first arrival time of every
 //!   stream byte ([`ArrivalMap`]), which ends `t_wait`, and the completion
 //!   time of every file (`fct_ms`).
@@ -26,7 +29,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use apps::workload::Playback;
 use serde::{Deserialize, Serialize};
-use transport::events::{RecoveryRecord, Subscriber};
+use transport::events::{RecoveryOutcome, RecoveryRecord, Subscriber};
 use transport::ConnectionStats;
 use wire::time::{Duration, Instant};
 use wire::StreamId;
@@ -68,8 +71,17 @@ pub struct ItemRecord {
 }
 
 impl ItemRecord {
-    /// Builds the record for `r`, reading first arrivals from `arrivals`.
-    pub fn from_record(r: &RecoveryRecord, arrivals: &ArrivalMap) -> ItemRecord {
+    /// Builds the record for `r`, reading first arrivals from `arrivals`;
+    /// `None` for an item that was abandoned (no `n`, no `t_wait`).
+    pub fn from_record(r: &RecoveryRecord, arrivals: &ArrivalMap) -> Option<ItemRecord> {
+        let RecoveryOutcome::Delivered {
+            round,
+            recovery_sent,
+            ..
+        } = r.outcome
+        else {
+            return None;
+        };
         let first = r
             .chunks
             .iter()
@@ -88,19 +100,19 @@ impl ItemRecord {
             .filter(|_| complete)
             .map(|at| at.saturating_duration_since(r.first_sent));
         let recovery_latency =
-            (r.round > 0).then(|| r.recovery_sent.saturating_duration_since(r.first_lost));
-        ItemRecord {
+            (round > 0).then(|| recovery_sent.saturating_duration_since(r.first_lost));
+        Some(ItemRecord {
             item: r.item.0,
             stream: first.map_or(0, |c| c.id.0),
             offset: first.map_or(0, |c| c.offset),
             len,
-            n: r.round,
+            n: round,
             k: r.retransmissions,
             first_sent: r.first_sent,
             first_lost: r.first_lost,
             t_wait,
             recovery_latency,
-        }
+        })
     }
 }
 
@@ -172,10 +184,11 @@ struct SenderSubscriber {
 }
 
 impl Subscriber for SenderSubscriber {
-    fn data_recovered(&mut self, _now: Instant, record: &RecoveryRecord) {
+    fn recovery_ended(&mut self, _now: Instant, record: &RecoveryRecord) {
         let mut shared = self.recorder.lock();
-        let item = ItemRecord::from_record(record, &shared.arrivals);
-        shared.items.push(item);
+        if let Some(item) = ItemRecord::from_record(record, &shared.arrivals) {
+            shared.items.push(item);
+        }
     }
 }
 
@@ -371,8 +384,7 @@ impl RunMetrics {
         };
         let mut t_wait: Vec<Duration> = items.iter().filter_map(|i| i.t_wait).collect();
         let mut latency: Vec<Duration> = items.iter().filter_map(|i| i.recovery_latency).collect();
-        let recovered: u64 = stats.n_hist.iter().sum();
-        let deteriorated: u64 = stats.n_hist.iter().skip(2).sum();
+        let tally = &stats.recovery;
         RunMetrics {
             scheme: facts.scheme,
             seed: facts.seed,
@@ -386,13 +398,13 @@ impl RunMetrics {
             lost_packets: stats.lost_packets,
             replicas: stats.replicas,
             extra_replicas: stats.extra_replicas,
-            n_max: stats.n_max,
+            n_max: tally.n_max,
             n_max_file_mean: (facts.files > 1).then(|| n_max_file_mean(items, facts.files)),
-            k_max: stats.k_max,
-            n_hist: stats.n_hist.clone(),
+            k_max: tally.k_max,
+            n_hist: tally.n_hist.clone(),
             t_wait_ms: Summary::of(&mut t_wait),
             recovery_latency_ms: Summary::of(&mut latency),
-            recovery_deterioration_rate: ratio(deteriorated, recovered),
+            recovery_deterioration_rate: tally.deterioration_rate(),
             retransmission_ratio: ratio(stats.replicas, stats.data_packets),
             spurious_retransmissions: stats.spurious_retransmissions,
             cpu_ms: facts.cpu.map(|d| d.as_secs_f64() * 1e3),
@@ -480,10 +492,12 @@ mod tests {
             chunks,
             first_sent: Instant::from_millis(100),
             first_lost: Instant::from_millis(150),
-            round,
             retransmissions: round,
-            recovery_sent: Instant::from_millis(170),
-            acked_at: Instant::from_millis(220),
+            outcome: RecoveryOutcome::Delivered {
+                round,
+                recovery_sent: Instant::from_millis(170),
+                acked_at: Instant::from_millis(220),
+            },
         }
     }
 
@@ -502,7 +516,7 @@ mod tests {
         arrivals.record(0, 0, 1000, Instant::from_millis(115));
         arrivals.record(0, 1000, 1000, Instant::from_millis(185));
         let r = record(1, vec![chunk(500, 1000)]);
-        let item = ItemRecord::from_record(&r, &arrivals);
+        let item = ItemRecord::from_record(&r, &arrivals).expect("delivered");
         assert_eq!(item.t_wait, Some(d(85)), "last byte first arrived at 185");
         assert_eq!(item.recovery_latency, Some(d(20)));
         assert_eq!(
@@ -510,20 +524,34 @@ mod tests {
             (0, 500, 1000, 1, 1)
         );
         // n = 0: the original got through, no recovery packet.
-        let item = ItemRecord::from_record(&record(0, vec![chunk(0, 10)]), &arrivals);
+        let item =
+            ItemRecord::from_record(&record(0, vec![chunk(0, 10)]), &arrivals).expect("delivered");
         assert_eq!(item.recovery_latency, None);
         assert_eq!(item.t_wait, Some(d(15)));
         // Bytes the receiver never saw, or a bare FIN: no t_wait.
-        let item = ItemRecord::from_record(&record(1, vec![chunk(1500, 1000)]), &arrivals);
+        let item = ItemRecord::from_record(&record(1, vec![chunk(1500, 1000)]), &arrivals)
+            .expect("delivered");
         assert_eq!(item.t_wait, None);
-        let item = ItemRecord::from_record(&record(1, vec![chunk(2000, 0)]), &arrivals);
+        let item = ItemRecord::from_record(&record(1, vec![chunk(2000, 0)]), &arrivals)
+            .expect("delivered");
         assert_eq!((item.t_wait, item.len), (None, 0));
+    }
+
+    #[test]
+    fn abandoned_items_have_no_item_record() {
+        let mut r = record(1, vec![chunk(0, 10)]);
+        r.outcome = RecoveryOutcome::Abandoned {
+            reason: transport::events::AbandonReason::NothingLeft,
+            at: Instant::from_millis(300),
+        };
+        assert_eq!(ItemRecord::from_record(&r, &ArrivalMap::new()), None);
     }
 
     #[test]
     fn per_file_n_max_takes_each_streams_worst_item() {
         let item = |stream: u64, n: u32| {
-            let mut i = ItemRecord::from_record(&record(n, vec![chunk(0, 10)]), &ArrivalMap::new());
+            let mut i = ItemRecord::from_record(&record(n, vec![chunk(0, 10)]), &ArrivalMap::new())
+                .expect("delivered");
             i.stream = stream;
             i
         };
@@ -540,13 +568,15 @@ mod tests {
         stats.data_packets = 200;
         stats.lost_packets = 6;
         stats.replicas = 5;
-        stats.n_hist = vec![1, 3, 1];
-        stats.n_max = 2;
-        stats.k_max = 2;
-        let items = vec![ItemRecord::from_record(
-            &record(1, vec![chunk(0, 10)]),
-            &ArrivalMap::new(),
-        )];
+        stats.recovery.n_hist = vec![1, 3, 1];
+        stats.recovery.recovered_items = 5;
+        stats.recovery.n_max = 2;
+        stats.recovery.k_max = 2;
+        let items =
+            vec![
+                ItemRecord::from_record(&record(1, vec![chunk(0, 10)]), &ArrivalMap::new())
+                    .expect("delivered"),
+            ];
         let facts = RunFacts {
             scheme: "quic".into(),
             seed: 1,

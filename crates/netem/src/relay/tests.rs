@@ -1,3 +1,7 @@
+#![allow(
+    clippy::disallowed_methods,
+    reason = "these tests drive the real-time relay over real sockets, against the wall clock"
+)]
 //! Relay tests on 127.0.0.1 only, each bounded to a few seconds.
 
 use std::net::{SocketAddr, UdpSocket};

@@ -30,8 +30,8 @@ pub mod scheduler;
 
 use rand::RngCore;
 use transport::policy::{
-    DataKind, Decision, LostData, PacketFate, PathView, PolicyFactory, RecoveryPolicy, SentView,
-    MAX_REPLICAS,
+    DataKind, Decision, LostData, PacketFate, PacketTag, PathView, PolicyFactory, PolicyState,
+    RecoveryPolicy, SentView, MAX_REPLICAS,
 };
 use wire::time::Instant;
 
@@ -316,13 +316,9 @@ impl ArtPolicy {
     }
 
     /// Send index of a packet: its tag, or its packet number when the
-    /// transport never told us about the packet (tag 0).
+    /// transport never told us about the packet (no tag).
     fn index(fate: &PacketFate) -> u64 {
-        if fate.tag == 0 {
-            fate.pn
-        } else {
-            fate.tag
-        }
+        fate.tag.map_or(fate.pn, |t| t.0)
     }
 }
 
@@ -359,9 +355,26 @@ impl RecoveryPolicy for ArtPolicy {
         }
     }
 
-    fn on_packet_sent(&mut self, _now: Instant, _sent: &SentView) -> u64 {
+    /// For qlog (`artq:policy_state`): the Redundancy Adapter's levels R_1..R_3
+    /// and the replica-loss share p_r of its window (journal §6.1), or the
+    /// fixed level.
+    fn report_state(&self, out: &mut PolicyState) {
+        match &self.level {
+            Level::Adaptive(a) => {
+                out.set("r_1", f64::from(a.level(1)));
+                out.set("r_2", f64::from(a.level(2)));
+                out.set("r_3", f64::from(a.level(3)));
+                out.set("replica_loss_share", a.window().loss_rate());
+                out.set("window_len", a.window().len() as f64);
+            }
+            Level::Fixed(r) => out.set("r_1", f64::from(*r)),
+            Level::Bandit(_) => {}
+        }
+    }
+
+    fn on_packet_sent(&mut self, _now: Instant, _sent: &SentView) -> Option<PacketTag> {
         self.sent = self.sent.saturating_add(1);
-        self.sent
+        Some(PacketTag(self.sent))
     }
 
     fn on_packet_acked(&mut self, _now: Instant, fate: &PacketFate, _path: &PathView) {
@@ -384,16 +397,22 @@ impl RecoveryPolicy for ArtPolicy {
 }
 
 /// Builds an [`ArtPolicy`] per connection from a validated [`ArtConfig`].
-#[derive(Clone, Copy, Debug, PartialEq)]
+///
+/// The policy is built (and its configuration checked) once, in
+/// [`ArtFactory::new`]; every connection gets a clone of it, so a bad
+/// configuration is an error when parsed and can never be replaced by
+/// another scheme later.
+#[derive(Clone, Debug)]
 pub struct ArtFactory {
     config: ArtConfig,
+    prototype: ArtPolicy,
 }
 
 impl ArtFactory {
     /// A factory for `config`, rejected with the reason if unusable.
     pub fn new(config: ArtConfig) -> Result<Self, SchemeError> {
-        config.validate()?;
-        Ok(ArtFactory { config })
+        let prototype = ArtPolicy::new(config)?;
+        Ok(ArtFactory { config, prototype })
     }
 
     /// The configuration every policy gets.
@@ -404,12 +423,7 @@ impl ArtFactory {
 
 impl PolicyFactory for ArtFactory {
     fn build(&self) -> Box<dyn RecoveryPolicy> {
-        match ArtPolicy::new(self.config) {
-            Ok(p) => Box::new(p),
-            // Unreachable: the config was validated by `ArtFactory::new` and
-            // is immutable; fall back to plain QUIC rather than panic.
-            Err(_) => Box::new(transport::policy::QuicPolicy),
-        }
+        Box::new(self.prototype.clone())
     }
 
     fn name(&self) -> String {

@@ -4,7 +4,7 @@
 use super::*;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use transport::policy::{DataKind, ItemId, ReplicaRef};
+use transport::policy::{DataKind, ItemId, PacketTag, ReplicaRef};
 use wire::time::Duration;
 
 fn path() -> PathView {
@@ -35,7 +35,9 @@ fn fate(pn: u64, tag: u64, replica: Option<(u64, u32)>) -> PacketFate {
         pn,
         time_sent: Instant::ZERO,
         size: 1250,
-        tag,
+        // The helper's 0 stands for "no tag" (the transport never told the
+        // policy about the packet).
+        tag: (tag != 0).then_some(PacketTag(tag)),
         replica: replica.map(|(item, round)| ReplicaRef {
             item: ItemId(item),
             round,
@@ -67,7 +69,7 @@ fn times(d: &Decision) -> (&[Instant], bool) {
 /// Send `n` packets and lose them all: one burst of `n`.
 fn burst(p: &mut ArtPolicy, now: Instant, first_pn: u64, n: u64) {
     let tags: Vec<u64> = (first_pn..first_pn + n)
-        .map(|pn| p.on_packet_sent(now, &sent(pn)))
+        .map(|pn| p.on_packet_sent(now, &sent(pn)).map_or(0, |t| t.0))
         .collect();
     for (pn, tag) in (first_pn..).zip(tags) {
         p.on_packet_lost(now, &fate(pn, tag, None), &path());
@@ -87,7 +89,7 @@ fn art_starts_with_one_opportunistic_replica() {
             opportunistic: true
         }
     );
-    assert_eq!(p.name(), "art");
+    assert_eq!(RecoveryPolicy::name(&p), "art");
 }
 
 #[test]
@@ -155,7 +157,7 @@ fn norand_variants_send_everything_now() {
             opportunistic: true
         }
     );
-    assert_eq!(p.name(), "art-norand:5");
+    assert_eq!(RecoveryPolicy::name(&p), "art-norand:5");
 
     let mut p = ArtPolicy::new(ArtConfig::norand()).unwrap();
     burst(&mut p, now, 1, 30);
@@ -170,7 +172,7 @@ fn norand_variants_send_everything_now() {
             opportunistic: true
         }
     );
-    assert_eq!(p.name(), "art-norand");
+    assert_eq!(RecoveryPolicy::name(&p), "art-norand");
 }
 
 #[test]
@@ -194,7 +196,7 @@ fn level_never_exceeds_r_max() {
         .collect();
     assert_eq!(counts, [2, 3, 3, 3, 3, 3]);
     assert_eq!(
-        p.name(),
+        RecoveryPolicy::name(&p),
         "art[l_queue=10,alpha=1,burst_window_rtts=8,r_max=3]"
     );
 }
@@ -202,7 +204,7 @@ fn level_never_exceeds_r_max() {
 #[test]
 fn bandit_variants_learn_from_rounds() {
     let mut p = ArtPolicy::new(ArtConfig::bandit(BanditConfig::ucb())).unwrap();
-    assert_eq!(p.name(), "art-mab-ucb");
+    assert_eq!(RecoveryPolicy::name(&p), "art-mab-ucb");
     let mut rng = ChaCha8Rng::seed_from_u64(6);
     let now = Instant::from_millis(1);
     // UCB tries each of the 8 arms once first.
@@ -224,9 +226,9 @@ fn bandit_variants_learn_from_rounds() {
     assert_eq!(arm.rewards, 1);
     assert!((arm.mean + 1.01 / 2.0).abs() < 1e-12);
     assert_eq!(
-        ArtPolicy::new(ArtConfig::bandit(BanditConfig::epsilon_greedy()))
-            .unwrap()
-            .name(),
+        RecoveryPolicy::name(
+            &ArtPolicy::new(ArtConfig::bandit(BanditConfig::epsilon_greedy())).unwrap()
+        ),
         "art-mab-eg"
     );
 }
@@ -298,7 +300,7 @@ fn tags_are_send_indices_so_bursts_ignore_pn_gaps() {
     // policy) are consecutive sends: one burst of 3.
     let tags: Vec<u64> = [1, 3, 5]
         .iter()
-        .map(|pn| p.on_packet_sent(now, &sent(*pn)))
+        .map(|pn| p.on_packet_sent(now, &sent(*pn)).map_or(0, |t| t.0))
         .collect();
     assert_eq!(tags, [1, 2, 3]);
     for (pn, tag) in [1, 3, 5].into_iter().zip(tags) {
@@ -329,7 +331,7 @@ fn opportunism_can_be_switched_off_for_experiments() {
     };
     let mut p = ArtPolicy::new(cfg).unwrap();
     assert_eq!(
-        p.name(),
+        RecoveryPolicy::name(&p),
         "art[l_queue=10,alpha=1,burst_window_rtts=8,r_max=8,opportunistic=false]"
     );
     let mut rng = ChaCha8Rng::seed_from_u64(9);

@@ -6,7 +6,8 @@ use std::sync::{Arc, Mutex};
 
 use rand::RngCore;
 use transport::policy::{
-    DataKind, Decision, LostData, PacketFate, PathView, PolicyFactory, RecoveryPolicy, SentView,
+    DataKind, Decision, LostData, PacketFate, PacketTag, PathView, PolicyFactory, RecoveryPolicy,
+    SentView,
 };
 use wire::time::Instant;
 
@@ -82,7 +83,7 @@ impl RecoveryPolicy for RecordedPolicy {
         d
     }
 
-    fn on_packet_sent(&mut self, now: Instant, sent: &SentView) -> u64 {
+    fn on_packet_sent(&mut self, now: Instant, sent: &SentView) -> Option<PacketTag> {
         if sent.replica.is_some() {
             self.record.lock().expect("record lock").replicas_sent += 1;
         }

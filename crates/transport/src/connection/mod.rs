@@ -19,24 +19,36 @@
 //! - `recv`: datagram and frame processing;
 //! - `key_phase`: 1-RTT keys across key updates (RFC 9001 §6);
 //! - `send`: packet assembly, coalescing, padding, protection;
-//! - `recovery`: ACK processing, RFC 9002 loss detection and PTO, and the
-//!   retransmission rounds driven by the [`RecoveryPolicy`](crate::policy::RecoveryPolicy);
+//! - `ack`: ACK frames, RTT samples, what an acknowledged packet releases;
+//! - `loss`: RFC 9002 loss detection, PTO and persistent congestion as pure
+//!   functions over sent-packet records;
+//! - `recovery`: applying those rules to the connection (declaring packets
+//!   lost, the loss-detection timer, PTO probes) and the retransmission
+//!   rounds driven by the [`RecoveryPolicy`](crate::policy::RecoveryPolicy);
+//! - `engine`: lost data as items, their rounds and replicas; one record
+//!   per item when it leaves;
+//! - `spurious`: lost packets acknowledged after all (RFC 9002 §6.1);
 //! - `handshake`: TLS output and keys, peer transport parameters, handshake
 //!   completion and confirmation, discarding the Initial/Handshake spaces;
 //! - `cids`: connection IDs issued and received, and the authentication
 //!   of the handshake's connection IDs (RFC 9000 §7.3);
 //! - `validation`: address validation as the client sees it (following a
-//!   Retry) and as the server offers it (NEW_TOKEN), RFC 9000 §8.1;
+//!   Retry) and as the server offers it (NEW_TOKEN), RFC 9000 §8.1, and
+//!   the server's anti-amplification budget until then;
 //! - `timer`: the timer table.
 
+mod ack;
 mod cids;
+mod engine;
 mod fec;
 mod handshake;
 mod key_phase;
+mod loss;
 mod recovery;
 mod recv;
 mod send;
 pub(crate) mod spaces;
+mod spurious;
 mod timer;
 mod validation;
 
@@ -63,10 +75,10 @@ use crate::stats::ConnectionStats;
 use crate::streams::{StreamEvent, Streams};
 
 use self::cids::CidState;
+use self::engine::Engine;
 use self::handshake::local_params;
 pub use self::key_phase::KeyUpdateError;
 use self::key_phase::OneRttKeys;
-use self::recovery::RecoveryState;
 use self::spaces::PacketSpace;
 pub use self::spaces::SpaceId;
 use self::timer::{Timer, TimerTable};
@@ -197,6 +209,9 @@ pub struct Connection {
     idle_timeout: Option<Duration>,
     max_datagram_size: u16,
     rtt: RttEstimator,
+    /// When the first RTT sample was taken: persistent congestion only
+    /// counts packets sent after it (RFC 9002 §7.6.2).
+    first_rtt_sample: Option<Instant>,
     cc: Box<dyn Controller>,
     pacer: Pacer,
     rate: DeliveryRateEstimator,
@@ -205,8 +220,13 @@ pub struct Connection {
     /// Early resends of the server's Initial CRYPTO data so far
     /// ([`MAX_EARLY_CRYPTO_RESENDS`]).
     early_crypto_resends: u8,
-    recovery: RecoveryState,
+    /// Lost data being recovered: items, rounds, replicas.
+    engine: Engine,
+    /// 1-RTT packets declared lost, kept a while to spot spurious losses.
+    lost_history: spurious::LostHistory,
     policy: Box<dyn RecoveryPolicy>,
+    /// What the policy last reported of its state to the subscribers.
+    last_policy_state: Option<crate::policy::PolicyState>,
     streams: Streams,
     datagrams_out: VecDeque<Vec<u8>>,
     /// Payloads of DATAGRAM frames sent and neither acknowledged nor given
@@ -335,14 +355,17 @@ impl Connection {
             idle_timeout: nonzero(config.max_idle_timeout),
             max_datagram_size: config.max_datagram_size.max(1200),
             rtt: RttEstimator::new(config.initial_rtt),
+            first_rtt_sample: None,
             cc: config.congestion.build_seeded(now, mds, cc_seed),
             pacer: Pacer::new(now, mds),
             rate: DeliveryRateEstimator::default(),
             bytes_in_flight: 0,
             pto_count: 0,
             early_crypto_resends: 0,
-            recovery: RecoveryState::default(),
+            engine: Engine::default(),
+            lost_history: spurious::LostHistory::default(),
             policy: config.policy.build(),
+            last_policy_state: None,
             streams: Streams::new(side, config.streams.clone()),
             datagrams_out: VecDeque::new(),
             datagram_store: std::collections::BTreeMap::new(),
@@ -700,6 +723,7 @@ impl Connection {
         self.close = Some(frame);
         self.close_resend = true;
         self.state = State::Closing;
+        self.abandon_recovery(now);
         self.error = Some(reason.clone());
         self.events.push_back(Event::ConnectionLost(reason));
         self.timers.stop_all();
@@ -716,9 +740,17 @@ impl Connection {
             self.events.push_back(Event::ConnectionLost(reason));
         }
         self.state = State::Draining;
+        self.abandon_recovery(now);
         self.timers.stop_all();
         self.timers
             .set(Timer::Close, now + self.pto_duration(SpaceId::Data) * 3);
+    }
+
+    /// The connection is closing: lost data still being recovered never
+    /// will be, and its items say so.
+    fn abandon_recovery(&mut self, now: Instant) {
+        self.engine.abandon_all(now);
+        self.publish_recovery_records(now);
     }
 
     fn set_drained(&mut self) {

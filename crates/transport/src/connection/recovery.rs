@@ -1,166 +1,21 @@
-//! Loss recovery: ACK processing, RFC 9002 loss detection and PTO, and the
-//! retransmission rounds of lost stream data driven by the recovery policy.
+//! Loss recovery in the connection: applying RFC 9002's rules (`loss`) to
+//! the packet number spaces (declaring packets lost, what each lost packet
+//! releases, congestion events, the loss-detection timer and PTO probes),
+//! and connecting the retransmission engine (`engine`) to the streams, the
+//! recovery policy and the subscribers.
 //!
-//! Lost 1-RTT stream data becomes an *item*. The policy decides how many
-//! replicas of an item to send in each round and when; the queue below holds
-//! them until due. A round ends when every replica sent in it is declared
-//! lost; the item then enters the next round and the policy is asked again.
-//! When any packet carrying the item's data is acknowledged, the item is
-//! delivered: its round is recorded (`n`) with the number of replicas sent
-//! (`k`), and queued replicas are cancelled.
+//! A lost 1-RTT packet carrying stream data or DATAGRAM payloads becomes
+//! an engine item; a lost replica is reported to the engine, which says
+//! whether its round is over; the next round asks the policy. The records
+//! of items that left the engine are published here, once each.
 
-use std::collections::{BTreeMap, BTreeSet};
+use wire::time::Instant;
 
-use wire::frame::AckFrame;
-use wire::time::{Duration, Instant};
-
+use super::engine::{Remaining, ReplicaAck, ReplicaLoss, RoundStart};
 use super::spaces::{Retransmit, SentPacket};
-use super::{Connection, SpaceId, Timer};
-use crate::error::TransportError;
-use crate::events::RecoveryRecord;
-use crate::policy::{
-    DataKind, Decision, ItemId, LostData, PacketFate, PathView, ReplicaRef, MAX_REPLICAS,
-};
-use crate::streams::StreamChunk;
-
-/// RFC 9002 §6.1.1 packet threshold.
-const PACKET_THRESHOLD: u64 = 3;
-/// RFC 9002 §7.6 persistent congestion threshold.
-const PERSISTENT_CONGESTION_THRESHOLD: u32 = 3;
-/// How long a lost 1-RTT packet is remembered, in PTOs after its loss: a
-/// packet still unacknowledged by then was lost for real (its
-/// acknowledgement would come about one RTT after a spurious loss; four
-/// PTOs leave room for ACK delay, reordering and PTO backoff). This bounds
-/// the history by the packets lost within that window.
-pub(crate) const SPURIOUS_LOSS_WINDOW_PTOS: u32 = 4;
-
-/// Lost stream data being recovered.
-#[derive(Debug)]
-pub(crate) struct Item {
-    pub chunks: Vec<StreamChunk>,
-    /// DATAGRAM payloads carried (ids into the datagram store).
-    pub datagrams: Vec<u64>,
-    pub first_sent: Instant,
-    pub first_lost: Instant,
-    /// Current round (1 = first retransmission round).
-    pub round: u32,
-    /// Replicas sent so far, all rounds (`k`).
-    pub sent: u32,
-    /// Replicas of the current round sent and not yet declared lost.
-    pub outstanding: u32,
-    /// Replicas of the current round still queued.
-    pub queued: u32,
-    pub opportunistic: bool,
-}
-
-/// A replica waiting for its send time.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) struct QueuedReplica {
-    pub send_at: Instant,
-    pub seq: u64,
-    pub item: ItemId,
-    pub round: u32,
-    pub index: u16,
-}
-
-/// The items and the replica queue.
-#[derive(Debug, Default)]
-pub(crate) struct RecoveryState {
-    pub items: BTreeMap<ItemId, Item>,
-    /// Ordered by send time (then insertion), so due replicas are a prefix.
-    pub queue: BTreeSet<QueuedReplica>,
-    next_item: u64,
-    next_seq: u64,
-    /// 1-RTT packets declared lost, kept a while to spot spurious losses.
-    pub lost_history: BTreeMap<u64, LostEntry>,
-}
-
-/// A 1-RTT packet declared lost, remembered for spurious-loss detection
-/// (RFC 9002 §6.1 lets a sender keep lost packets a while for this): if it
-/// is acknowledged after all, its data counts as delivered and the policy
-/// hears of the acknowledgement with the same fate it heard of the loss.
-/// Kept for [`SPURIOUS_LOSS_WINDOW_PTOS`] PTOs after the loss.
-#[derive(Clone, Debug)]
-pub(crate) struct LostEntry {
-    /// The item whose data it carried, if any.
-    pub item: Option<ItemId>,
-    /// Its round (0 = an original transmission).
-    pub round: u32,
-    /// What [`RecoveryPolicy::on_packet_lost`](crate::policy::RecoveryPolicy::on_packet_lost)
-    /// was told: given again to `on_packet_acked` on a late acknowledgement.
-    pub fate: PacketFate,
-    pub lost_at: Instant,
-    /// The stream data it carried: acknowledged in the stream layer if the
-    /// packet turns out to have arrived (its item may be gone by then, with
-    /// its replicas cancelled, so nothing else would acknowledge it).
-    pub chunks: Vec<StreamChunk>,
-    /// The DATAGRAM payloads it carried.
-    pub datagrams: Vec<u64>,
-}
-
-impl RecoveryState {
-    /// The earliest queued replica's send time.
-    pub fn next_send_at(&self) -> Option<Instant> {
-        self.queue.first().map(|q| q.send_at)
-    }
-
-    /// Pop the next due replica of a live item.
-    pub fn pop_due(
-        &mut self,
-        now: Instant,
-        allow_non_opportunistic: bool,
-    ) -> Option<QueuedReplica> {
-        // Drop stale entries at the front (their item is delivered or moved
-        // to a later round), then take the first due one that may go.
-        while let Some(q) = self.queue.first().copied() {
-            if q.send_at > now || self.is_live(&q) {
-                break;
-            }
-            self.queue.pop_first();
-        }
-        let q = *self
-            .queue
-            .iter()
-            .take_while(|q| q.send_at <= now)
-            .find(|q| self.is_live(q) && (allow_non_opportunistic || self.is_opportunistic(q)))?;
-        self.queue.remove(&q);
-        Some(q)
-    }
-
-    /// Whether a due replica can go now.
-    pub fn has_due(&self, now: Instant, allow_non_opportunistic: bool) -> bool {
-        self.queue
-            .iter()
-            .take_while(|q| q.send_at <= now)
-            .any(|q| self.is_live(q) && (allow_non_opportunistic || self.is_opportunistic(q)))
-    }
-
-    fn is_live(&self, q: &QueuedReplica) -> bool {
-        self.items.get(&q.item).is_some_and(|i| i.round == q.round)
-    }
-
-    fn is_opportunistic(&self, q: &QueuedReplica) -> bool {
-        self.items.get(&q.item).is_some_and(|i| i.opportunistic)
-    }
-
-    fn new_item(&mut self) -> ItemId {
-        let id = ItemId(self.next_item);
-        self.next_item += 1;
-        id
-    }
-
-    fn enqueue(&mut self, send_at: Instant, item: ItemId, round: u32, index: u16) {
-        let seq = self.next_seq;
-        self.next_seq += 1;
-        self.queue.insert(QueuedReplica {
-            send_at,
-            seq,
-            item,
-            round,
-            index,
-        });
-    }
-}
+use super::spurious::LostEntry;
+use super::{loss, Connection, SpaceId, Timer};
+use crate::policy::{ItemId, PathView, PolicyState, ReplicaRef};
 
 impl Connection {
     pub(super) fn path_view(&self) -> PathView {
@@ -183,231 +38,8 @@ impl Connection {
         })
     }
 
-    /// RFC 9002 §A.7: process an ACK frame.
-    pub(super) fn on_ack_received(
-        &mut self,
-        now: Instant,
-        space: SpaceId,
-        ack: &AckFrame,
-    ) -> Result<(), TransportError> {
-        let s = self.space_mut(space);
-        if ack.largest >= s.next_pn {
-            return Err(
-                TransportError::protocol_violation("ACK for a packet never sent").with_frame(0x02),
-            );
-        }
-        s.largest_acked = Some(s.largest_acked.map_or(ack.largest, |l| l.max(ack.largest)));
-        let mut newly: Vec<(u64, SentPacket)> = Vec::new();
-        for r in &ack.ranges {
-            let pns: Vec<u64> = s.sent.range(r.clone()).map(|(pn, _)| *pn).collect();
-            for pn in pns {
-                if let Some(p) = s.sent.remove(&pn) {
-                    newly.push((pn, p));
-                }
-            }
-        }
-        if space == SpaceId::Data {
-            self.detect_spurious(now, ack);
-        }
-        if newly.is_empty() {
-            return Ok(());
-        }
-        // RFC 9002 §5.1: an RTT sample when the largest acknowledged is newly
-        // acked and at least one newly acked packet was ack-eliciting.
-        if let Some((_, largest)) = newly.iter().find(|(pn, _)| *pn == ack.largest) {
-            if newly.iter().any(|(_, p)| p.ack_eliciting) {
-                let sample = now.saturating_duration_since(largest.time_sent);
-                let ack_delay = if space == SpaceId::Data {
-                    let micros = ack
-                        .delay
-                        .checked_shl(u32::from(self.peer_ack_delay_exponent))
-                        .unwrap_or(u64::MAX);
-                    Duration::from_micros(micros.min(1 << 40))
-                } else {
-                    Duration::ZERO
-                };
-                self.rtt.update(
-                    ack_delay,
-                    sample,
-                    self.peer_max_ack_delay,
-                    self.handshake_confirmed,
-                );
-            }
-        }
-        let app_limited = !self.has_data_to_send();
-        for (pn, p) in newly {
-            self.on_packet_acked(now, space, pn, p, app_limited);
-        }
-        self.detect_and_handle_lost(now, space);
-        let sample = self.rate.take_sample(now, self.rtt.min());
-        self.cc.on_end_acks(
-            now,
-            self.bytes_in_flight,
-            app_limited,
-            sample.as_ref(),
-            &self.rtt,
-        );
-        // RFC 9002 §A.7: reset the PTO backoff, except for a client that is
-        // not yet sure the server validated its address.
-        if self.side.is_server() || self.handshake_confirmed || space != SpaceId::Initial {
-            self.pto_count = 0;
-        }
-        self.set_loss_detection_timer(now);
-        if !self.subscribers.is_empty() {
-            let v = self.path_view();
-            for s in &mut self.subscribers {
-                s.metrics_updated(now, &v);
-            }
-        }
-        Ok(())
-    }
-
-    fn on_packet_acked(
-        &mut self,
-        now: Instant,
-        space: SpaceId,
-        pn: u64,
-        p: SentPacket,
-        app_limited: bool,
-    ) {
-        if p.in_flight {
-            self.bytes_in_flight = self.bytes_in_flight.saturating_sub(u64::from(p.size));
-            self.cc
-                .on_ack(now, p.time_sent, u64::from(p.size), app_limited, &self.rtt);
-            self.rate
-                .on_packet_acked(now, &p.rate, p.time_sent, u64::from(p.size));
-        }
-        if p.ack_eliciting {
-            let s = self.space_mut(space);
-            s.ack_eliciting_in_flight = s.ack_eliciting_in_flight.saturating_sub(1);
-        }
-        if let Some(largest) = p.largest_acked {
-            // RFC 9000 §13.2.4: the peer has our ACK up to `largest`; stop
-            // reporting older ranges.
-            self.space_mut(space).forget_received_up_to(largest);
-        }
-        for r in &p.retransmits {
-            match r {
-                Retransmit::Crypto(range) => {
-                    self.space_mut(space).crypto_send.on_acked(range.clone())
-                }
-                Retransmit::Control(c) => self.streams.on_control_acked(*c),
-                Retransmit::NewToken => self.on_new_token_acked(),
-                _ => {}
-            }
-        }
-        for c in &p.stream_chunks {
-            self.streams.on_chunk_acked(c);
-        }
-        for id in &p.datagrams {
-            self.datagram_store.remove(id);
-        }
-        if space != SpaceId::Data {
-            return;
-        }
-        let fate = fate_of(pn, &p);
-        let path = self.path_view();
-        self.policy.on_packet_acked(now, &fate, &path);
-        if let Some(r) = p.replica {
-            self.deliver_item(now, r.item, r.round, p.time_sent);
-        }
-    }
-
-    /// Count a recovered item and tell the subscribers.
-    fn record_recovery(
-        &mut self,
-        now: Instant,
-        item: ItemId,
-        it: Item,
-        round: u32,
-        recovery_sent: Instant,
-    ) {
-        self.stats.record_delivery(round, it.sent);
-        if self.subscribers.is_empty() {
-            return;
-        }
-        let record = RecoveryRecord {
-            item,
-            chunks: it.chunks,
-            first_sent: it.first_sent,
-            first_lost: it.first_lost,
-            round,
-            retransmissions: it.sent,
-            recovery_sent,
-            acked_at: now,
-        };
-        for s in &mut self.subscribers {
-            s.data_recovered(now, &record);
-        }
-    }
-
-    /// A replica of `item` was acknowledged.
-    fn deliver_item(&mut self, now: Instant, item: ItemId, round: u32, recovery_sent: Instant) {
-        let Some(it) = self.recovery.items.get(&item) else {
-            return;
-        };
-        // A replica that could not carry every unacknowledged part (rare: the
-        // data was split by other acknowledgements) does not finish the item:
-        // start another round for what is left.
-        let (stream_bytes, datagram_bytes) = self.unacked_bytes(it);
-        if stream_bytes + datagram_bytes > 0 {
-            if it.queued == 0 && it.outstanding <= 1 {
-                self.start_round(now, item);
-            }
-            return;
-        }
-        if let Some(it) = self.recovery.items.remove(&item) {
-            self.record_recovery(now, item, it, round, recovery_sent);
-        }
-    }
-
-    /// Acknowledged packets that we had declared lost: spurious losses.
-    fn detect_spurious(&mut self, now: Instant, ack: &AckFrame) {
-        if self.recovery.lost_history.is_empty() {
-            return;
-        }
-        for r in &ack.ranges {
-            let found: Vec<u64> = self
-                .recovery
-                .lost_history
-                .range(r.clone())
-                .map(|(pn, _)| *pn)
-                .collect();
-            for pn in found {
-                if let Some(e) = self.recovery.lost_history.remove(&pn) {
-                    self.stats.spurious_retransmissions += 1;
-                    // Lost, then acknowledged: the policy gets both
-                    // callbacks (the seam's promise), so that it can
-                    // correct the fate it recorded.
-                    let path = self.path_view();
-                    self.policy.on_packet_acked(now, &e.fate, &path);
-                    for c in &e.chunks {
-                        self.streams.on_chunk_acked(c);
-                    }
-                    for d in &e.datagrams {
-                        self.datagram_store.remove(d);
-                    }
-                    if let Some(item) = e.item {
-                        // The packet got through after all: the round it was
-                        // sent in delivered the data (0 for the original).
-                        if let Some(it) = self.recovery.items.remove(&item) {
-                            self.record_recovery(now, item, it, e.round, e.fate.time_sent);
-                        }
-                    }
-                }
-            }
-        }
-        // Forget losses older than the window.
-        let horizon = now - self.pto_duration(SpaceId::Data) * SPURIOUS_LOSS_WINDOW_PTOS;
-        while let Some((&pn, e)) = self.recovery.lost_history.iter().next() {
-            if e.lost_at >= horizon {
-                break;
-            }
-            self.recovery.lost_history.remove(&pn);
-        }
-    }
-
-    /// RFC 9002 §6.1: packet and time thresholds.
+    /// RFC 9002 §6.1: declare the packets of `space` lost that the packet
+    /// or time threshold says are, and arm `loss_time` for the rest.
     pub(super) fn detect_and_handle_lost(&mut self, now: Instant, space: SpaceId) {
         let loss_delay = self.rtt.loss_delay();
         let s = self.space_mut(space);
@@ -415,22 +47,18 @@ impl Connection {
         let Some(largest_acked) = s.largest_acked else {
             return;
         };
-        let lost_send_time = now - loss_delay;
-        let mut lost = Vec::new();
-        let mut loss_time: Option<Instant> = None;
-        for (&pn, p) in s.sent.range(..largest_acked) {
-            if p.time_sent <= lost_send_time || largest_acked >= pn + PACKET_THRESHOLD {
-                lost.push(pn);
-            } else {
-                let t = p.time_sent + loss_delay;
-                loss_time = Some(loss_time.map_or(t, |l| l.min(t)));
-            }
-        }
-        s.loss_time = loss_time;
-        if lost.is_empty() {
+        let d = loss::detect_lost(
+            s.sent.iter().map(|(&pn, p)| (pn, p.time_sent)),
+            largest_acked,
+            now,
+            loss_delay,
+        );
+        s.loss_time = d.loss_time;
+        if d.lost.is_empty() {
             return;
         }
-        let packets: Vec<(u64, SentPacket)> = lost
+        let packets: Vec<(u64, SentPacket)> = d
+            .lost
             .into_iter()
             .filter_map(|pn| s.sent.remove(&pn).map(|p| (pn, p)))
             .collect();
@@ -439,15 +67,22 @@ impl Connection {
 
     fn on_packets_lost(&mut self, now: Instant, space: SpaceId, packets: Vec<(u64, SentPacket)>) {
         let mut congestion: Option<(Instant, u64)> = None; // (newest lost send time, bytes)
-        let mut earliest_eliciting: Option<Instant> = None;
-        let mut latest_eliciting: Option<Instant> = None;
+                                                           // For persistent congestion (RFC 9002 §7.6.2), in packet-number order.
+        let summary: Vec<loss::LostPacket> = packets
+            .iter()
+            .map(|(pn, p)| loss::LostPacket {
+                pn: *pn,
+                time_sent: p.time_sent,
+                ack_eliciting: p.ack_eliciting,
+            })
+            .collect();
         if space == SpaceId::Data {
             // The policy hears about every loss of this detection pass before
             // any round starts, so a burst is known whole when the first of
             // its items is scheduled (ART's B_max, journal §6.2).
             let path = self.path_view();
             for (pn, p) in &packets {
-                self.policy.on_packet_lost(now, &fate_of(*pn, p), &path);
+                self.policy.on_packet_lost(now, &p.fate(*pn), &path);
             }
         }
         for (pn, p) in packets {
@@ -461,10 +96,6 @@ impl Connection {
             if p.ack_eliciting {
                 let s = self.space_mut(space);
                 s.ack_eliciting_in_flight = s.ack_eliciting_in_flight.saturating_sub(1);
-                earliest_eliciting =
-                    Some(earliest_eliciting.map_or(p.time_sent, |t| t.min(p.time_sent)));
-                latest_eliciting =
-                    Some(latest_eliciting.map_or(p.time_sent, |t| t.max(p.time_sent)));
             }
             for r in &p.retransmits {
                 match r {
@@ -489,52 +120,49 @@ impl Connection {
             }
         }
         if let Some((sent_time, bytes)) = congestion {
-            // RFC 9002 §7.6 (simplified): the lost ack-eliciting packets span
-            // more than the persistent congestion duration.
-            let persistent = self.rtt.has_sample()
-                && match (earliest_eliciting, latest_eliciting) {
-                    (Some(a), Some(b)) => {
-                        let duration = (self.rtt.smoothed()
-                            + (self.rtt.rttvar() * 4).max(Duration::from_millis(1))
-                            + self.peer_max_ack_delay)
-                            * PERSISTENT_CONGESTION_THRESHOLD;
-                        b.saturating_duration_since(a) > duration
-                    }
-                    _ => false,
-                };
+            let duration =
+                loss::persistent_congestion_duration(self.rtt.pto_base(), self.peer_max_ack_delay);
+            let persistent = loss::in_persistent_congestion(
+                &summary,
+                &self.space(space).acked,
+                self.first_rtt_sample,
+                duration,
+            );
             self.stats.congestion_events += 1;
             self.cc
                 .on_congestion_event(now, sent_time, bytes, persistent, &self.rtt);
+        }
+        self.publish_recovery_records(now);
+        if space == SpaceId::Data {
+            self.publish_policy_state(now);
         }
     }
 
     /// A 1-RTT packet was declared lost: policy bookkeeping and rounds.
     /// Returns whether this loss should reach congestion control.
     fn on_data_packet_lost(&mut self, now: Instant, pn: u64, p: &SentPacket) -> bool {
+        let fate = p.fate(pn);
+        let mut entry = LostEntry {
+            item: None,
+            round: 0,
+            fate,
+            lost_at: now,
+            chunks: p.stream_chunks.clone(),
+            datagrams: p.datagrams.clone(),
+        };
         if let Some(r) = p.replica {
-            let e = LostEntry {
-                item: Some(r.item),
-                round: r.round,
-                fate: fate_of(pn, p),
-                lost_at: now,
-                chunks: p.stream_chunks.clone(),
-                datagrams: p.datagrams.clone(),
+            entry.item = Some(r.item);
+            entry.round = r.round;
+            self.lost_history.remember(pn, entry);
+            return match self.engine.on_replica_lost(&r) {
+                ReplicaLoss::Stale | ReplicaLoss::RoundGoesOn => false,
+                // Every replica of the round is lost: next round (and, per
+                // ART journal §6.4, only now a congestion signal).
+                ReplicaLoss::RoundOver => {
+                    self.start_round(now, r.item);
+                    true
+                }
             };
-            self.recovery.lost_history.insert(pn, e);
-            let Some(item) = self.recovery.items.get_mut(&r.item) else {
-                return false;
-            };
-            if item.round != r.round {
-                return false; // an older round's straggler
-            }
-            item.outstanding = item.outstanding.saturating_sub(1);
-            if item.outstanding > 0 || item.queued > 0 {
-                return false;
-            }
-            // Every replica of the round is lost: next round (and, per ART
-            // journal §6.4, only now a congestion signal).
-            self.start_round(now, r.item);
-            return true;
         }
         let datagrams: Vec<u64> = p
             .datagrams
@@ -543,152 +171,117 @@ impl Connection {
             .filter(|id| self.datagram_store.contains_key(id))
             .collect();
         if p.stream_chunks.is_empty() && datagrams.is_empty() {
-            let e = LostEntry {
-                item: None,
-                round: 0,
-                fate: fate_of(pn, p),
-                lost_at: now,
-                chunks: Vec::new(),
-                datagrams: Vec::new(),
-            };
-            self.recovery.lost_history.insert(pn, e);
+            entry.chunks.clear();
+            entry.datagrams.clear();
+            self.lost_history.remember(pn, entry);
             return p.ack_eliciting;
         }
-        let id = self.recovery.new_item();
-        let e = LostEntry {
-            item: Some(id),
-            round: 0,
-            fate: fate_of(pn, p),
-            lost_at: now,
-            chunks: p.stream_chunks.clone(),
-            datagrams: p.datagrams.clone(),
-        };
-        self.recovery.lost_history.insert(pn, e);
-        self.recovery.items.insert(
-            id,
-            Item {
-                chunks: p.stream_chunks.clone(),
-                datagrams,
-                first_sent: p.time_sent,
-                first_lost: now,
-                round: 0,
-                sent: 0,
-                outstanding: 0,
-                queued: 0,
-                opportunistic: false,
-            },
-        );
+        let id = self
+            .engine
+            .create(p.time_sent, now, p.stream_chunks.clone(), datagrams);
+        entry.item = Some(id);
+        self.lost_history.remember(pn, entry);
         self.start_round(now, id);
         true
     }
 
-    /// What of an item is still unacknowledged: (stream bytes, a bare FIN
-    /// counting as one; DATAGRAM payload bytes still held).
-    fn unacked_bytes(&self, item: &Item) -> (u64, u64) {
+    /// What of an item is still unacknowledged.
+    pub(super) fn remaining(&self, id: ItemId) -> Remaining {
+        let Some(data) = self.engine.data(id) else {
+            return Remaining::default();
+        };
         let mut parts = Vec::new();
         let mut stream = 0u64;
-        for c in &item.chunks {
+        for c in data.chunks {
             self.streams.unacked_parts(c, &mut parts);
             stream += parts
                 .iter()
                 .map(|p| u64::from(p.len).max(u64::from(p.fin)))
                 .sum::<u64>();
         }
-        let datagrams = item
+        let datagram = data
             .datagrams
             .iter()
             .filter_map(|d| self.datagram_store.get(d))
             .map(|d| d.len() as u64)
             .sum();
-        (stream, datagrams)
+        Remaining { stream, datagram }
     }
 
-    /// Begin the next round of `id`: ask the policy for replicas.
-    fn start_round(&mut self, now: Instant, id: ItemId) {
-        let (bytes, datagram_bytes) = self
-            .recovery
-            .items
-            .get(&id)
-            .map_or((0, 0), |item| self.unacked_bytes(item));
-        if bytes == 0 && datagram_bytes == 0 {
-            // Everything already acknowledged (or the stream was reset).
-            self.recovery.items.remove(&id);
-            return;
-        }
-        let kind = if bytes > 0 {
-            DataKind::Stream
-        } else {
-            DataKind::Datagram
-        };
+    /// Begin the next round of `id`: the engine asks the policy.
+    pub(super) fn start_round(&mut self, now: Instant, id: ItemId) {
+        let remaining = self.remaining(id);
         let path = self.path_view();
-        let Some(item) = self.recovery.items.get_mut(&id) else {
-            return;
-        };
-        item.round += 1;
-        let lost = LostData {
-            item: id,
-            first_sent: item.first_sent,
-            first_lost: item.first_lost,
-            round: item.round,
-            retransmissions: item.sent,
-            bytes: bytes + datagram_bytes,
-            kind,
-        };
-        let decision = self.policy.on_data_lost(now, &lost, &path, &mut self.rng);
-        let (mut times, opportunistic) = match decision {
-            Decision::Retransmit {
-                send_at,
-                opportunistic,
-            } => (send_at, opportunistic),
-            Decision::Drop if kind == DataKind::Datagram => {
-                // Give the datagrams up (RFC 9221 leaves them unreliable).
-                if let Some(item) = self.recovery.items.remove(&id) {
-                    for d in &item.datagrams {
-                        if self.datagram_store.remove(d).is_some() {
-                            self.stats.datagrams_dropped += 1;
-                        }
+        let policy = &mut self.policy;
+        let rng = &mut self.rng;
+        let start = self.engine.start_round(now, id, remaining, |lost| {
+            policy.on_data_lost(now, lost, &path, rng)
+        });
+        match start {
+            RoundStart::Scheduled { round, replicas } => {
+                for s in &mut self.subscribers {
+                    for &(index, send_at) in &replicas {
+                        s.replica_scheduled(now, id, round, index, send_at);
                     }
                 }
-                return;
             }
-            // Stream data is reliable: refuse to drop it.
-            Decision::Drop => (vec![now], false),
-        };
-        if times.is_empty() {
-            times.push(now);
+            RoundStart::Ended { dropped_datagrams } => {
+                for d in &dropped_datagrams {
+                    if self.datagram_store.remove(d).is_some() {
+                        self.stats.datagrams_dropped += 1;
+                    }
+                }
+            }
+            RoundStart::Unknown => {}
         }
-        times.truncate(MAX_REPLICAS);
-        let Some(item) = self.recovery.items.get_mut(&id) else {
-            return;
-        };
-        item.queued = times.len() as u32;
-        item.outstanding = 0;
-        item.opportunistic = opportunistic;
-        let round = item.round;
-        for (i, t) in times.into_iter().enumerate() {
-            self.recovery.enqueue(t.max(now), id, round, i as u16);
-            for s in &mut self.subscribers {
-                s.replica_scheduled(now, id, round, i as u16, t.max(now));
-            }
+    }
+
+    /// A replica of an item was acknowledged (`sent_at`: when it left).
+    pub(super) fn on_replica_acked(&mut self, now: Instant, r: &ReplicaRef, sent_at: Instant) {
+        let remaining = self.remaining(r.item);
+        if self.engine.on_replica_acked(now, r, sent_at, remaining) == ReplicaAck::NeedsRound {
+            self.start_round(now, r.item);
         }
     }
 
     /// Called by the send path when a replica leaves.
     pub(super) fn on_replica_sent(&mut self, r: &ReplicaRef) {
-        if let Some(item) = self.recovery.items.get_mut(&r.item) {
-            item.queued = item.queued.saturating_sub(1);
-            item.outstanding += 1;
-            item.sent += 1;
-        }
+        self.engine.on_replica_sent(r);
         self.stats.replicas += 1;
         if r.index > 0 {
             self.stats.extra_replicas += 1;
         }
     }
 
-    /// A queued replica found nothing left to carry.
-    pub(super) fn on_replica_empty(&mut self, r: &ReplicaRef) {
-        self.recovery.items.remove(&r.item);
+    /// Tell the subscribers the policy's state if it changed since the last
+    /// report (nothing to do, and nothing asked, without subscribers).
+    pub(super) fn publish_policy_state(&mut self, now: Instant) {
+        if self.subscribers.is_empty() {
+            return;
+        }
+        let mut state = PolicyState::default();
+        self.policy.report_state(&mut state);
+        if state.is_empty() || self.last_policy_state.as_ref() == Some(&state) {
+            return;
+        }
+        for s in &mut self.subscribers {
+            s.policy_state(now, &state);
+        }
+        self.last_policy_state = Some(state);
+    }
+
+    /// Hand the records of items that left the engine to the statistics
+    /// and the subscribers, once each.
+    pub(super) fn publish_recovery_records(&mut self, now: Instant) {
+        if !self.engine.has_records() {
+            return;
+        }
+        for record in self.engine.take_records() {
+            self.stats.recovery.observe(&record);
+            for s in &mut self.subscribers {
+                s.recovery_ended(now, &record);
+            }
+        }
     }
 
     // ---- timers (RFC 9002 §6.2, Appendix A.8) ----
@@ -701,44 +294,29 @@ impl Connection {
     }
 
     fn pto_time_and_space(&self, now: Instant) -> Option<(Instant, SpaceId)> {
-        let backoff = 1u32 << self.pto_count.min(16);
-        let no_eliciting = SpaceId::ALL
-            .iter()
-            .all(|&id| !self.space(id).has_ack_eliciting_in_flight());
-        if no_eliciting {
-            // Anti-deadlock: a client without handshake keys confirmed keeps probing.
-            if self.side.is_client() && !self.handshake_confirmed {
-                let space = if self.handshake_keys.is_some() {
-                    SpaceId::Handshake
-                } else {
-                    SpaceId::Initial
-                };
-                if !self.has_keys(space) {
-                    return None;
-                }
-                let base = self.space(space).time_of_last_ack_eliciting.unwrap_or(now);
-                return Some((base + self.pto_duration(space) * backoff, space));
-            }
-            return None;
-        }
-        let mut best: Option<(Instant, SpaceId)> = None;
-        for &id in &SpaceId::ALL {
+        let spaces = SpaceId::ALL.map(|id| {
             let s = self.space(id);
-            if !s.has_ack_eliciting_in_flight() || !self.has_keys(id) {
-                continue;
+            loss::PtoSpace {
+                id,
+                armed: self.has_keys(id) && (id != SpaceId::Data || self.handshake_complete),
+                eliciting_in_flight: s.has_ack_eliciting_in_flight(),
+                time_of_last_ack_eliciting: s.time_of_last_ack_eliciting,
+                pto: self.pto_duration(id),
             }
-            if id == SpaceId::Data && !self.handshake_complete {
-                continue;
-            }
-            let Some(t) = s.time_of_last_ack_eliciting else {
-                continue;
+        });
+        // Anti-deadlock: a client without handshake keys confirmed keeps probing.
+        let anti_deadlock = (self.side.is_client() && !self.handshake_confirmed).then(|| {
+            let space = if self.handshake_keys.is_some() {
+                SpaceId::Handshake
+            } else {
+                SpaceId::Initial
             };
-            let at = t + self.pto_duration(id) * backoff;
-            if best.is_none_or(|(b, _)| at < b) {
-                best = Some((at, id));
+            loss::AntiDeadlock {
+                space,
+                has_keys: self.has_keys(space),
             }
-        }
-        best
+        });
+        loss::pto_time_and_space(&spaces, self.pto_count, anti_deadlock, now)
     }
 
     pub(super) fn set_loss_detection_timer(&mut self, now: Instant) {
@@ -797,26 +375,5 @@ impl Connection {
             }
         }
         self.set_loss_detection_timer(now);
-    }
-
-    /// Server before address validation: bytes it may still send.
-    pub(super) fn amplification_budget(&self) -> u64 {
-        if self.address_validated {
-            return u64::MAX;
-        }
-        self.anti_amp_received
-            .saturating_mul(3)
-            .saturating_sub(self.anti_amp_sent)
-    }
-}
-
-fn fate_of(pn: u64, p: &SentPacket) -> PacketFate {
-    PacketFate {
-        pn,
-        time_sent: p.time_sent,
-        size: p.size,
-        tag: p.tag,
-        replica: p.replica,
-        carries_new_data: p.new_data,
     }
 }

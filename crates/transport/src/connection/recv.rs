@@ -466,6 +466,14 @@ impl Connection {
                 self.confirm_handshake(now);
             }
             Frame::ArtqFec(f) => {
+                // Private to artq: only a peer that saw our `artq_fec`
+                // transport parameter may send it.
+                if !self.config.accept_fec {
+                    return Err(TransportError::protocol_violation(
+                        "FEC repair frame without the artq_fec transport parameter",
+                    )
+                    .with_frame(ty));
+                }
                 if space != SpaceId::Data {
                     return Err(
                         TransportError::protocol_violation("FEC frame outside 1-RTT")

@@ -105,7 +105,7 @@ impl Connection {
 
     /// Timers that depend on what is waiting to be sent.
     fn update_send_timers(&mut self, now: Instant) {
-        let replica = self.recovery.next_send_at().filter(|t| *t > now);
+        let replica = self.engine.next_send_at().filter(|t| *t > now);
         self.timers.set_opt(Timer::Replica, replica);
         let ack = self
             .space(SpaceId::Data)
@@ -116,7 +116,7 @@ impl Connection {
 
     /// Whether the application has stream data or replicas waiting.
     pub(super) fn has_data_to_send(&self) -> bool {
-        self.streams.has_pending() || !self.recovery.queue.is_empty()
+        self.streams.has_pending() || self.engine.has_queued()
     }
 
     fn congestion_allows(&self) -> bool {
@@ -139,7 +139,7 @@ impl Connection {
         let probing = SpaceId::ALL.iter().any(|&s| self.space(s).probes > 0);
         let cwnd_ok = self.congestion_allows() || probing;
         let mut pacing_ok = true;
-        let replica_waiting = space == SpaceId::Data && self.recovery.has_due(now, false);
+        let replica_waiting = space == SpaceId::Data && self.engine.has_due(now, false);
         if (cwnd_ok || replica_waiting) && !probing && space == SpaceId::Data {
             let rate = self.pacing_rate();
             if let Some(t) = self
@@ -157,7 +157,7 @@ impl Connection {
         // pacing is what keeps the first replicas of a burst of losses from
         // leaving together and dying in the next outage together.
         let replica = if space == SpaceId::Data && self.handshake_complete && pacing_ok {
-            self.recovery.pop_due(now, may_elicit)
+            self.engine.pop_due(now, may_elicit)
         } else {
             None
         };
@@ -191,22 +191,18 @@ impl Connection {
             rate: self.rate.on_packet_sent(now, self.bytes_in_flight),
             replica: None,
             new_data: false,
-            tag: 0,
+            tag: None,
         };
 
         // A replica packet carries its data first so it always fits; other
         // frames only fill what is left.
-        if let Some(q) = replica {
-            let r = ReplicaRef {
-                item: q.item,
-                round: q.round,
-                index: q.index,
-            };
+        if let Some(r) = replica {
             if self.write_replica(buf, max_end, &r, &mut record) {
                 record.replica = Some(r);
                 record.ack_eliciting = true;
             } else {
-                self.on_replica_empty(&r);
+                self.engine.on_replica_empty(now, &r);
+                self.publish_recovery_records(now);
             }
         }
 
@@ -326,7 +322,7 @@ impl Connection {
             || !self.cids.pending_retire.is_empty()
             || !self.datagrams_out.is_empty()
             || self.streams.has_pending()
-            || self.recovery.has_due(now, true)
+            || self.engine.has_due(now, true)
     }
 
     /// Everything but ACKs and replicas, in priority order.
@@ -473,11 +469,11 @@ impl Connection {
         r: &ReplicaRef,
         record: &mut SentPacket,
     ) -> bool {
-        let Some(item) = self.recovery.items.get(&r.item) else {
+        let Some(item) = self.engine.data(r.item) else {
             return false;
         };
-        let chunks: Vec<StreamChunk> = item.chunks.clone();
-        let datagrams = item.datagrams.clone();
+        let chunks: Vec<StreamChunk> = item.chunks.to_vec();
+        let datagrams = item.datagrams.to_vec();
         let mut parts = Vec::new();
         let mut wrote = false;
         for id in datagrams {

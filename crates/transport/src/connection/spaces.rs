@@ -8,7 +8,7 @@ use std::ops::Range;
 use wire::time::{Duration, Instant};
 
 use crate::congestion::PacketRateState;
-use crate::policy::ReplicaRef;
+use crate::policy::{PacketFate, ReplicaRef};
 use crate::range_set::RangeSet;
 use crate::streams::{ControlFrame, StreamChunk};
 
@@ -74,8 +74,22 @@ pub(crate) struct SentPacket {
     pub replica: Option<ReplicaRef>,
     /// The packet carries first transmissions of stream data.
     pub new_data: bool,
-    /// Opaque value from the recovery policy.
-    pub tag: u64,
+    /// The recovery policy's label for it.
+    pub tag: Option<crate::policy::PacketTag>,
+}
+
+impl SentPacket {
+    /// What the recovery policy is told about this packet, numbered `pn`.
+    pub fn fate(&self, pn: u64) -> PacketFate {
+        PacketFate {
+            pn,
+            time_sent: self.time_sent,
+            size: self.size,
+            tag: self.tag,
+            replica: self.replica,
+            carries_new_data: self.new_data,
+        }
+    }
 }
 
 /// Outgoing CRYPTO stream of one encryption level.
@@ -282,6 +296,10 @@ pub(crate) struct PacketSpace {
     /// Largest of our packet numbers the peer acknowledged.
     pub largest_acked: Option<u64>,
     pub sent: BTreeMap<u64, SentPacket>,
+    /// Tracked packet numbers the peer acknowledged, kept from the oldest
+    /// packet still in flight on: what persistent-congestion detection
+    /// needs to apply the contiguity rule (RFC 9002 §7.6.2).
+    pub acked: RangeSet,
     pub ack_eliciting_in_flight: u64,
     pub time_of_last_ack_eliciting: Option<Instant>,
     /// Earliest time a packet may be declared lost by the time threshold.

@@ -17,6 +17,18 @@ use super::{Connection, ConnectionError, EndpointEvent, Event, SpaceId, State};
 use crate::crypto;
 
 impl Connection {
+    /// Server before address validation: bytes it may still send (RFC 9000
+    /// §8.1, three times what it received). Not loss recovery: the send
+    /// path sizes datagrams by it, and a server at the limit arms no PTO.
+    pub(super) fn amplification_budget(&self) -> u64 {
+        if self.address_validated {
+            return u64::MAX;
+        }
+        self.anti_amp_received
+            .saturating_mul(3)
+            .saturating_sub(self.anti_amp_sent)
+    }
+
     /// Client: a Retry packet arrived (`packet` is all of it, tag included).
     /// Accepted at most once, only before anything from the server was
     /// processed, with a non-empty token, a new connection ID and a valid
