@@ -419,7 +419,10 @@ impl TryFrom<WorkloadOptions> for Workload {
         ];
         let file_keys = [("files", o.files.is_some()), ("size", o.size.is_some())];
         let dash_keys = [("video_duration", o.video_duration.is_some())];
-        let rpc_keys = [("rpcs", o.rpcs.is_some()), ("rpc_rate", o.rpc_rate.is_some())];
+        let rpc_keys = [
+            ("rpcs", o.rpcs.is_some()),
+            ("rpc_rate", o.rpc_rate.is_some()),
+        ];
         match kind {
             "files" => {
                 unused(&live_keys)?;

@@ -257,7 +257,11 @@ fn rpc_workload_reports_per_call_fct() {
         None,
         "the rpc workload has no key `size`",
     );
-    expect_error(&["--rpcs", "5"], None, "the files workload has no key `rpcs`");
+    expect_error(
+        &["--rpcs", "5"],
+        None,
+        "the files workload has no key `rpcs`",
+    );
     expect_error(
         &["--workload", "rpc", "--rpc-rate", "0"],
         None,

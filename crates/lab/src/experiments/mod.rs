@@ -18,9 +18,9 @@
 //! aggregation.
 
 pub mod defs;
-pub mod fig25;
 pub mod deploy;
 pub mod design;
+pub mod fig25;
 pub mod plot;
 pub mod report;
 
