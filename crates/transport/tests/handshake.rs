@@ -503,11 +503,20 @@ fn server_resends_its_initial_when_the_client_is_still_in_initial() {
     };
     let mut pair = Pair::new(server, TransportConfig::default());
     let mut server_datagrams = 0;
-    pair.drop = Some(Box::new(move |_, to_server, _, _| {
+    let resent = Rc::new(RefCell::new(Vec::new()));
+    let seen = resent.clone();
+    pair.drop = Some(Box::new(move |now, to_server, datagram, _| {
         if to_server {
             return false;
         }
         server_datagrams += 1;
+        if server_datagrams > 1
+            && packets_of(datagram)
+                .iter()
+                .any(|p| p.0 == Some(LongType::Initial))
+        {
+            seen.borrow_mut().push(now);
+        }
         server_datagrams == 1
     }));
     // The client's PTO is about 1 s (initial RTT 333 ms); its probe and the
@@ -517,6 +526,14 @@ fn server_resends_its_initial_when_the_client_is_still_in_initial() {
         "the handshake waited for the server's PTO (client handshaking: {:?}, server PTOs: {:?})",
         pair.client_opt().map(|c| c.is_handshaking()),
         pair.server_opt().map(|c| c.stats().pto_count),
+    );
+    // Like a PTO's probes, the resend is two datagrams: one lost copy then
+    // costs no further round.
+    let resent = resent.borrow();
+    let first = resent.first().copied();
+    assert!(
+        first.is_some() && resent.iter().filter(|&&t| Some(t) == first).count() >= 2,
+        "server datagrams with an Initial after the loss, at {resent:?}"
     );
 }
 

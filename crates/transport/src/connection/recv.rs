@@ -283,7 +283,8 @@ impl Connection {
     /// The client sent an ack-eliciting Initial packet that did not advance
     /// its handshake: without our ServerHello it has no Handshake keys, so
     /// it can only probe or repeat itself. Resend our unacknowledged Initial
-    /// CRYPTO data now rather than at our PTO ([`MAX_EARLY_CRYPTO_RESENDS`]).
+    /// CRYPTO data now, in two datagrams, rather than at our PTO
+    /// ([`MAX_EARLY_CRYPTO_RESENDS`]).
     fn resend_initial_crypto_early(&mut self) {
         if self.early_crypto_resends >= super::MAX_EARLY_CRYPTO_RESENDS {
             return;
@@ -293,6 +294,9 @@ impl Connection {
             return;
         }
         s.crypto_send.requeue_unacked();
+        // Two datagrams, each with the whole Initial flight, as a PTO sends
+        // (RFC 9002 §6.2.4): one lost copy then costs no further round.
+        s.probes = s.probes.max(2);
         self.early_crypto_resends += 1;
         tracing::debug!(
             resends = self.early_crypto_resends,
