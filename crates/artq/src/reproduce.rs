@@ -11,9 +11,9 @@
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::Args;
-use lab::experiments::{self, report, RunDone, Scale, EXPERIMENTS};
+use lab::experiments::{self, report, RunDone, Scale};
 
 /// Options of `artq reproduce`.
 #[derive(Args, Debug)]
@@ -49,28 +49,7 @@ pub fn run(a: ReproduceArgs) -> Result<()> {
     } else {
         Scale::Full
     };
-    let names: Vec<String> = if a.experiments.is_empty() {
-        EXPERIMENTS.iter().map(|s| s.to_string()).collect()
-    } else {
-        a.experiments.clone()
-    };
-    let mut chosen = Vec::new();
-    for name in &names {
-        match experiments::experiment(name, scale) {
-            Some(e)
-                if !chosen
-                    .iter()
-                    .any(|c: &experiments::Experiment| c.name == e.name) =>
-            {
-                chosen.push(e)
-            }
-            Some(_) => {}
-            None => bail!(
-                "unknown experiment '{name}'; valid experiments: {}",
-                EXPERIMENTS.join(", ")
-            ),
-        }
-    }
+    let chosen = experiments::select(&a.experiments, scale).map_err(anyhow::Error::msg)?;
     let jobs = a.jobs.map(usize::from).unwrap_or_else(|| {
         std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
     });

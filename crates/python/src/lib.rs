@@ -130,21 +130,12 @@ fn reproduce(
     progress: bool,
 ) -> PyResult<Py<PyAny>> {
     let scale = if quick { Scale::Quick } else { Scale::Full };
-    let names: Vec<String> =
-        names.unwrap_or_else(|| EXPERIMENTS.iter().map(|s| s.to_string()).collect());
-    let mut chosen: Vec<exps::Experiment> = Vec::new();
-    for name in &names {
-        match exps::experiment(name, scale) {
-            Some(e) if !chosen.iter().any(|c| c.name == e.name) => chosen.push(e),
-            Some(_) => {}
-            None => {
-                return Err(ArtqError::new_err(format!(
-                    "unknown experiment '{name}'; valid experiments: {}",
-                    EXPERIMENTS.join(", ")
-                )))
-            }
-        }
-    }
+    // None: every experiment; an empty list: none (`select` reads an empty
+    // list as "all", as the command line does).
+    let chosen = match names {
+        Some(names) if names.is_empty() => Vec::new(),
+        names => exps::select(&names.unwrap_or_default(), scale).map_err(ArtqError::new_err)?,
+    };
     let jobs = jobs.unwrap_or_else(|| {
         std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
     });

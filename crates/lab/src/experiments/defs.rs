@@ -53,6 +53,34 @@ pub fn experiment(name: &str, scale: Scale) -> Option<Experiment> {
     }
 }
 
+/// The experiments called `names` at `scale`, in order, each once (all of
+/// them when `names` is empty): what `artq reproduce` and the Python
+/// package's `reproduce` run. An unknown name is an error that lists the
+/// valid ones.
+pub fn select(names: &[String], scale: Scale) -> Result<Vec<Experiment>, String> {
+    let all: Vec<String>;
+    let names = if names.is_empty() {
+        all = EXPERIMENTS.iter().map(|s| s.to_string()).collect();
+        &all
+    } else {
+        names
+    };
+    let mut chosen: Vec<Experiment> = Vec::new();
+    for name in names {
+        match experiment(name, scale) {
+            Some(e) if !chosen.iter().any(|c| c.name == e.name) => chosen.push(e),
+            Some(_) => {}
+            None => {
+                return Err(format!(
+                    "unknown experiment '{name}'; valid experiments: {}",
+                    EXPERIMENTS.join(", ")
+                ))
+            }
+        }
+    }
+    Ok(chosen)
+}
+
 /// A size in the report's words (`100MB`, `200KB`), powers of 1000.
 pub fn size_label(bytes: u64) -> String {
     if bytes >= 1_000_000 && bytes % 1_000_000 == 0 {

@@ -33,7 +33,7 @@ use serde::Serialize;
 use crate::run::{run_with, RunOptions, RunResult};
 use crate::scenario::Scenario;
 
-pub use defs::{experiment, EXPERIMENTS};
+pub use defs::{experiment, select, EXPERIMENTS};
 
 /// How big the experiments are.
 ///
