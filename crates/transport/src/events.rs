@@ -58,6 +58,11 @@ pub enum RecoveryOutcome {
         round: u32,
         /// When that packet was sent.
         recovery_sent: Instant,
+        /// Retransmissions sent up to and including that packet, in the
+        /// order the rounds and their replicas went out (0 when the
+        /// original got through): AutoRec's "recovery requires two or more
+        /// retransmissions" is `needed >= 2`.
+        needed: u32,
         /// When its acknowledgement arrived.
         acked_at: Instant,
     },

@@ -21,10 +21,36 @@
 //! - `Drop` gives up DATAGRAM payloads (RFC 9221: unreliable by nature, so
 //!   RCP may abandon a late message); it is refused for reliable stream data,
 //!   which is then sent once, now.
+//!
+//! # Reinjection and off-mode
+//!
+//! Besides answering losses, a policy may *reinject*: ask for one more
+//! replica of an item that is still being recovered (its data retransmitted
+//! and not yet acknowledged), at a moment of its choosing. This is what
+//! AutoRec (autorec.md §4.2) builds on. The transport offers the chance at
+//! two moments, and only when congestion control and pacing would let a
+//! packet go (a reinjection is a regular, congestion-controlled packet):
+//! - [`RecoveryPolicy::on_app_limited`]: the sender is *application-limited*
+//!   (off-mode): no stream data, due replica or control frame waits, and
+//!   neither the window nor pacing holds anything back;
+//! - [`RecoveryPolicy::on_reinjection_timer`]: the time the policy gave in
+//!   [`RecoveryPolicy::next_reinjection`] has come (on-mode included).
+//!
+//! Either returns the [`ItemId`] to reinject, or `None`. The replica joins
+//! the item's current round (the round ends when it too is declared lost)
+//! and leaves before new data, through the same path as every replica
+//! ([`RecoveryPolicy::on_packet_sent`] reports it). The transport refuses
+//! silently an item that has left recovery or still has a replica queued;
+//! [`RecoveryPolicy::on_recovery_ended`] tells the policy when an item
+//! leaves, so it can forget it. A policy that implements none of these
+//! methods (every scheme but AutoRec) is asked nothing that changes what it
+//! sends.
 
 use core::fmt;
 
 use rand::RngCore;
+
+use crate::events::RecoveryRecord;
 use wire::time::{Duration, Instant};
 
 /// Upper bound on replicas per round, whatever a policy asks for.
@@ -217,6 +243,30 @@ pub trait RecoveryPolicy: Send + fmt::Debug {
 
     /// A packet was declared lost.
     fn on_packet_lost(&mut self, _now: Instant, _fate: &PacketFate, _path: &PathView) {}
+
+    /// The sender is application-limited (off-mode, see the module doc):
+    /// return an item to reinject now, or `None`. Asked again each time the
+    /// sender finds itself idle, so one item per call is enough.
+    fn on_app_limited(&mut self, _now: Instant, _path: &PathView) -> Option<ItemId> {
+        None
+    }
+
+    /// When the policy wants [`RecoveryPolicy::on_reinjection_timer`]
+    /// called, whatever the sender is doing; `None` (the default): never.
+    fn next_reinjection(&self) -> Option<Instant> {
+        None
+    }
+
+    /// The time of [`RecoveryPolicy::next_reinjection`] has come and a
+    /// packet may go: return an item to reinject now, or `None`.
+    fn on_reinjection_timer(&mut self, _now: Instant, _path: &PathView) -> Option<ItemId> {
+        None
+    }
+
+    /// An item left recovery (delivered or abandoned), with the record the
+    /// statistics get (the round that delivered it, when that packet was
+    /// sent): the transport refuses to reinject it from now on.
+    fn on_recovery_ended(&mut self, _now: Instant, _record: &RecoveryRecord) {}
 
     /// Write what the policy wants traced about its own state (ART's
     /// redundancy levels, say) into `out`, as named numbers. The connection

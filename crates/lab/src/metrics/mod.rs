@@ -496,6 +496,7 @@ mod tests {
             outcome: RecoveryOutcome::Delivered {
                 round,
                 recovery_sent: Instant::from_millis(170),
+                needed: 1,
                 acked_at: Instant::from_millis(220),
             },
         }

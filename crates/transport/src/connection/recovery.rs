@@ -277,6 +277,7 @@ impl Connection {
             return;
         }
         for record in self.engine.take_records() {
+            self.policy.on_recovery_ended(now, &record);
             self.stats.recovery.observe(&record);
             for s in &mut self.subscribers {
                 s.recovery_ended(now, &record);

@@ -105,13 +105,42 @@ impl Connection {
 
     /// Timers that depend on what is waiting to be sent.
     fn update_send_timers(&mut self, now: Instant) {
-        let replica = self.engine.next_send_at().filter(|t| *t > now);
+        let queued = self.engine.next_send_at().filter(|t| *t > now);
+        let reinjection = self.policy.next_reinjection().filter(|t| *t > now);
+        let replica = match (queued, reinjection) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         self.timers.set_opt(Timer::Replica, replica);
         let ack = self
             .space(SpaceId::Data)
             .ack_deadline
             .filter(|_| self.space(SpaceId::Data).ack_pending);
         self.timers.set_opt(Timer::Ack, ack);
+    }
+
+    /// A packet may go: let the policy reinject an item being recovered,
+    /// when the sender is application-limited (off-mode) or when the
+    /// policy's reinjection time has come (policy.rs, "Reinjection and
+    /// off-mode"). The engine queues the replica due now, so this very
+    /// packet carries it.
+    fn offer_reinjection(&mut self, now: Instant) {
+        let app_limited = !self.has_eliciting(SpaceId::Data, now);
+        let timer_due = || self.policy.next_reinjection().is_some_and(|t| t <= now);
+        let item = if app_limited {
+            let path = self.path_view();
+            self.policy.on_app_limited(now, &path)
+        } else if timer_due() {
+            let path = self.path_view();
+            self.policy.on_reinjection_timer(now, &path)
+        } else {
+            None
+        };
+        if let Some(id) = item {
+            if self.engine.reinject(now, id) {
+                self.stats.reinjections += 1;
+            }
+        }
     }
 
     /// Whether the application has stream data or replicas waiting.
@@ -151,6 +180,9 @@ impl Connection {
             }
         }
         let may_elicit = cwnd_ok && pacing_ok;
+        if space == SpaceId::Data && self.handshake_complete && may_elicit && !probing {
+            self.offer_reinjection(now);
+        }
         // Opportunistic replicas (ART journal §6.4) go even when the window
         // is full, but still at the pacing rate: "sent on time even when the
         // congestion window is insufficient" asks nothing of pacing, and
