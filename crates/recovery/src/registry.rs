@@ -10,6 +10,9 @@ use std::sync::Arc;
 use transport::policy::{PolicyFactory, QuicPolicy, MAX_REPLICAS};
 
 use crate::art::{ArtConfig, ArtFactory, BanditConfig, MAX_L_QUEUE};
+use crate::autorec::{
+    AutorecConfig, AutorecPolicy, Variant as AutorecVariant, A_MAX as AUTOREC_A_MAX,
+};
 use crate::fec::FecPolicy;
 use crate::fixed::FixedPolicy;
 use crate::rounds::{RoundRule, RoundsPolicy};
@@ -57,6 +60,22 @@ pub const SCHEMES: &[(&str, &str)] = &[
     (
         "art-mab-ucb",
         "ART with a UCB bandit adapter (ART journal Appendix A.1)",
+    ),
+    (
+        "autorec",
+        "AutoRec: ARQ + off-mode and opportunistic reinjection, A_thres adapted online (autorec.md §4); autorec:theta=MS,alpha=X sets Θ_thres (default 50 ms) and α (default 0.1)",
+    ),
+    (
+        "autorec-offmode",
+        "AutoRec with off-mode reinjection only (Fig. 12's AutoRec (1))",
+    ),
+    (
+        "autorec-fixed:R",
+        "AutoRec without the adapter: A_thres fixed at R in 0..=4 (Fig. 12's AutoRec (2): R = 2)",
+    ),
+    (
+        "autorec-nogate",
+        "AutoRec without the E_waiting gate (Fig. 12's AutoRec (3))",
     ),
     (
         "fec:K",
@@ -154,6 +173,41 @@ pub fn parse_scheme(name: &str) -> Result<Arc<dyn PolicyFactory>, SchemeError> {
         }
         "fixed" => Arc::new(FixedPolicy::new(level(name, param, "fixed")?)?),
         "fec" => Arc::new(FecPolicy::new(block(name, param)?)?),
+        "autorec" => Arc::new(AutorecPolicy::new(autorec_options(name, param)?)?),
+        "autorec-offmode" => {
+            no_param(name, param, "autorec-offmode")?;
+            Arc::new(AutorecPolicy::new(AutorecConfig {
+                variant: AutorecVariant::OffModeOnly,
+                ..AutorecConfig::default()
+            })?)
+        }
+        "autorec-nogate" => {
+            no_param(name, param, "autorec-nogate")?;
+            Arc::new(AutorecPolicy::new(AutorecConfig {
+                variant: AutorecVariant::NoGate,
+                ..AutorecConfig::default()
+            })?)
+        }
+        "autorec-fixed" => {
+            let form = format!("autorec-fixed:R with R an integer in 0..={AUTOREC_A_MAX}");
+            let bad = |reason: String| SchemeError::BadParameter {
+                name: name.into(),
+                reason,
+                form: form.clone(),
+            };
+            let p = param.ok_or_else(|| bad("the level R is missing".into()))?;
+            if p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(bad(format!("'{p}' is not a number")));
+            }
+            let a = match p.parse::<u32>() {
+                Ok(a) if a <= AUTOREC_A_MAX => a,
+                _ => return Err(bad(format!("R = {p} is out of range"))),
+            };
+            Arc::new(AutorecPolicy::new(AutorecConfig {
+                variant: AutorecVariant::Fixed(a),
+                ..AutorecConfig::default()
+            })?)
+        }
         "art-fix" => art(ArtConfig::fixed(level(name, param, "art-fix")?))?,
         "art-norand" => match param {
             None => art(ArtConfig::norand())?,
@@ -216,6 +270,45 @@ fn art_options(name: &str, param: Option<&str>) -> Result<usize, SchemeError> {
     }
 }
 
+/// The options of `autorec:KEY=VALUE,...`: `theta=MS` (Θ_thres in
+/// milliseconds, 0..=10000) and `alpha=X` (α, a positive number up to 100).
+fn autorec_options(name: &str, param: Option<&str>) -> Result<AutorecConfig, SchemeError> {
+    let mut config = AutorecConfig::default();
+    let form = "autorec or autorec:theta=MS,alpha=X (MS an integer in 0..=10000, X in (0, 100])";
+    let bad = |reason: String| SchemeError::BadParameter {
+        name: name.into(),
+        reason,
+        form: form.into(),
+    };
+    let Some(p) = param else {
+        return Ok(config);
+    };
+    for opt in p.split(',') {
+        let Some((key, v)) = opt.split_once('=') else {
+            return Err(bad(format!("'{opt}' is not KEY=VALUE")));
+        };
+        match key {
+            "theta" => {
+                if v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit()) {
+                    return Err(bad(format!("'{v}' is not a number of milliseconds")));
+                }
+                match v.parse::<u64>() {
+                    Ok(ms) if ms <= 10_000 => {
+                        config.adapter.theta = wire::time::Duration::from_millis(ms)
+                    }
+                    _ => return Err(bad(format!("theta = {v} is out of range"))),
+                }
+            }
+            "alpha" => match v.parse::<f64>() {
+                Ok(a) if a > 0.0 && a <= 100.0 => config.adapter.alpha = a,
+                _ => return Err(bad(format!("alpha = {v} is not in (0, 100]"))),
+            },
+            _ => return Err(bad(format!("unknown option '{key}'"))),
+        }
+    }
+    Ok(config)
+}
+
 /// The block size K of `fec:K`.
 fn block(name: &str, param: Option<&str>) -> Result<u32, SchemeError> {
     let form = format!(
@@ -270,6 +363,30 @@ mod tests {
             let f = parse_scheme(&name).unwrap_or_else(|e| panic!("{name}: {e}"));
             assert_eq!(f.name(), name, "the factory echoes its name");
             assert_eq!(f.build().name(), name);
+        }
+    }
+
+    #[test]
+    fn autorec_names_and_options() {
+        for name in [
+            "autorec-fixed:0",
+            "autorec-fixed:4",
+            "autorec:theta=100",
+            "autorec:alpha=0.5",
+            "autorec:theta=20,alpha=1",
+        ] {
+            assert_eq!(parse_scheme(name).unwrap().name(), name);
+        }
+        for name in [
+            "autorec-fixed:5",
+            "autorec-fixed",
+            "autorec:theta=x",
+            "autorec:alpha=0",
+            "autorec:beta=1",
+            "autorec-offmode:1",
+            "autorec:theta",
+        ] {
+            assert!(parse_scheme(name).is_err(), "{name} accepted");
         }
     }
 
