@@ -283,7 +283,7 @@ pub fn run_with(scenario: &Scenario, options: RunOptions<'_>) -> Result<RunResul
         rpc: matches!(workload, apps::workload::Workload::Rpc { .. }),
     };
     let metrics =
-        RunMetrics::compute(facts, &stats, &items).with_playback(report.playback.as_ref());
+        RunMetrics::compute(facts, &stats, &items).with_playback(report.playback.as_ref(), &items);
     Ok(RunResult {
         metrics,
         items,

@@ -28,6 +28,9 @@ pub const EXPERIMENTS: &[&str] = &[
     "art-fig23",
     "art-fig24a",
     "art-fig26",
+    "autorec-fig11",
+    "autorec-fig12",
+    "autorec-fig13",
 ];
 
 /// Virtual-time limit of each run, seconds: large enough for 1000 files at
@@ -49,6 +52,9 @@ pub fn experiment(name: &str, scale: Scale) -> Option<Experiment> {
         "art-fig23" => Some(super::design::fig23(scale)),
         "art-fig24a" => Some(super::design::fig24a(scale)),
         "art-fig26" => Some(super::deploy::fig26(scale)),
+        "autorec-fig11" => Some(super::autorec::fig11(scale)),
+        "autorec-fig12" => Some(super::autorec::fig12(scale)),
+        "autorec-fig13" => Some(super::autorec::fig13(scale)),
         _ => None,
     }
 }
