@@ -37,9 +37,9 @@ pub struct ConnectionStats {
     pub replicas: u64,
     /// Replicas beyond one per round (`extra_replicas`).
     pub extra_replicas: u64,
-    /// Replicas the policy asked for outside a loss decision (AutoRec's
-    /// reinjections, policy.rs "Reinjection and off-mode"); they are also
-    /// counted in `replicas` and `extra_replicas`.
+    /// Replicas sent because the policy asked for them outside a loss
+    /// decision (AutoRec's reinjections, policy.rs "Reinjection and
+    /// off-mode"); they are also counted in `replicas` and `extra_replicas`.
     pub reinjections: u64,
     /// DATAGRAM payloads given up by the policy after a loss.
     pub datagrams_dropped: u64,

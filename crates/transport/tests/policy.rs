@@ -447,3 +447,127 @@ impl SmallTransfer {
         }
     }
 }
+
+/// What the reinjecting policy saw.
+#[derive(Debug, Default)]
+struct ReinjectLog {
+    /// Items whose data was retransmitted and not yet seen to end.
+    waiting: Vec<(transport::policy::ItemId, Instant)>,
+    app_limited_calls: u64,
+    /// (asked for, called at) of each timer call.
+    timer_calls: Vec<(Instant, Instant)>,
+    asked: u64,
+    ended: u64,
+    /// Window and in-flight bytes at each off-mode call.
+    windows: Vec<(u64, u64, u64)>,
+}
+
+/// ARQ plus one reinjection per item: in off-mode, or 5 ms after its
+/// retransmission.
+#[derive(Debug, Clone)]
+struct Reinjector {
+    log: Arc<Mutex<ReinjectLog>>,
+}
+
+impl RecoveryPolicy for Reinjector {
+    fn name(&self) -> String {
+        "reinjector".into()
+    }
+
+    fn on_data_lost(
+        &mut self,
+        now: Instant,
+        _lost: &LostData,
+        _path: &PathView,
+        _rng: &mut dyn RngCore,
+    ) -> Decision {
+        Decision::single(now)
+    }
+
+    fn on_packet_sent(&mut self, now: Instant, sent: &SentView) -> Option<PacketTag> {
+        if let Some(r) = sent.replica {
+            let mut log = self.log.lock().unwrap();
+            if r.index == 0 && !log.waiting.iter().any(|(i, _)| *i == r.item) {
+                log.waiting.push((r.item, now));
+            }
+        }
+        None
+    }
+
+    fn on_app_limited(
+        &mut self,
+        _now: Instant,
+        path: &PathView,
+    ) -> Option<transport::policy::ItemId> {
+        let mut log = self.log.lock().unwrap();
+        log.app_limited_calls += 1;
+        log.windows
+            .push((path.cwnd, path.bytes_in_flight, path.mtu));
+        let (item, _) = log.waiting.pop()?;
+        log.asked += 1;
+        Some(item)
+    }
+
+    fn next_reinjection(&self) -> Option<Instant> {
+        let log = self.log.lock().unwrap();
+        log.waiting
+            .first()
+            .map(|(_, t)| *t + Duration::from_millis(5))
+    }
+
+    fn on_reinjection_timer(
+        &mut self,
+        now: Instant,
+        _path: &PathView,
+    ) -> Option<transport::policy::ItemId> {
+        let mut log = self.log.lock().unwrap();
+        let (item, t) = *log.waiting.first()?;
+        log.timer_calls.push((t + Duration::from_millis(5), now));
+        log.waiting.remove(0);
+        log.asked += 1;
+        Some(item)
+    }
+
+    fn on_recovery_ended(&mut self, _now: Instant, record: &transport::events::RecoveryRecord) {
+        let mut log = self.log.lock().unwrap();
+        log.ended += 1;
+        log.waiting.retain(|(i, _)| *i != record.item);
+    }
+}
+
+#[test]
+fn a_policy_reinjects_in_off_mode_and_on_its_timer() {
+    let log = Arc::new(Mutex::new(ReinjectLog::default()));
+    let policy = Reinjector { log: log.clone() };
+    let mut pair = Pair::new(transport_with(Arc::new(policy)), TransportConfig::default())
+        .with_random_loss(0.05);
+    let data = content(400_000, 5);
+    let got = pair.download(&data, Duration::from_secs(60));
+    assert!(got == data, "corrupted transfer");
+    let stats = pair.server().stats();
+    let log = log.lock().unwrap();
+    assert!(log.app_limited_calls > 0, "the sender was never idle");
+    assert!(stats.reinjections > 0, "{stats:?}");
+    assert!(stats.reinjections <= log.asked);
+    assert!(stats.extra_replicas >= stats.reinjections);
+    assert!(log.ended > 0, "no item was reported as ended");
+    // Off-mode: the window was never the limit when the policy was asked.
+    for &(cwnd, in_flight, mtu) in &log.windows {
+        assert!(in_flight + mtu <= cwnd, "{in_flight} + {mtu} > {cwnd}");
+    }
+    // The timer is never early.
+    for &(due, at) in &log.timer_calls {
+        assert!(at >= due, "asked for {due:?}, called at {at:?}");
+    }
+}
+
+#[test]
+fn plain_quic_never_reinjects() {
+    let mut pair =
+        Pair::new(TransportConfig::default(), TransportConfig::default()).with_random_loss(0.05);
+    let data = content(200_000, 6);
+    assert!(pair.download(&data, Duration::from_secs(60)) == data);
+    let stats = pair.server().stats();
+    assert!(stats.replicas > 0);
+    assert_eq!((stats.reinjections, stats.extra_replicas), (0, 0));
+}

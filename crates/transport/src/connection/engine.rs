@@ -43,6 +43,9 @@ struct Item {
     /// Replicas the current round has had so far (the policy's, then any
     /// reinjections): the next replica's index.
     round_replicas: u16,
+    /// Replicas the policy's decision asked for in the current round (the
+    /// indexes from here on are reinjections).
+    decided: u16,
     /// `sent` when each round started (index = round − 1), for the
     /// delivering copy's position ([`RecoveryOutcome::Delivered::needed`]).
     round_starts: Vec<u32>,
@@ -174,6 +177,7 @@ impl Engine {
                 outstanding: 0,
                 queued: 0,
                 round_replicas: 0,
+                decided: 0,
                 round_starts: Vec::new(),
                 opportunistic: false,
             },
@@ -254,6 +258,7 @@ impl Engine {
         times.truncate(MAX_REPLICAS);
         item.queued = times.len() as u32;
         item.round_replicas = times.len() as u16;
+        item.decided = times.len() as u16;
         item.outstanding = 0;
         item.opportunistic = opportunistic;
         let round = item.round;
@@ -403,13 +408,17 @@ impl Engine {
             .any(|q| self.is_current(q) && (allow_non_opportunistic || self.is_opportunistic(q)))
     }
 
-    /// A replica popped by [`Engine::pop_due`] left in a packet.
-    pub fn on_replica_sent(&mut self, r: &ReplicaRef) {
-        if let Some(item) = self.items.get_mut(&r.item) {
-            item.queued = item.queued.saturating_sub(1);
-            item.outstanding += 1;
-            item.sent += 1;
-        }
+    /// A replica popped by [`Engine::pop_due`] left in a packet. Returns
+    /// whether it was a reinjection ([`Engine::reinject`]) rather than one
+    /// the policy's decision asked for.
+    pub fn on_replica_sent(&mut self, r: &ReplicaRef) -> bool {
+        let Some(item) = self.items.get_mut(&r.item) else {
+            return false;
+        };
+        item.queued = item.queued.saturating_sub(1);
+        item.outstanding += 1;
+        item.sent += 1;
+        r.round == item.round && r.index >= item.decided
     }
 
     /// A replica popped by [`Engine::pop_due`] found nothing left to carry:
@@ -627,11 +636,11 @@ mod tests {
         e.start_round(at(10), id, LEFT, one_now);
         assert!(!e.reinject(at(10), id), "its replica is still queued");
         let a = e.pop_due(at(10), true).expect("first replica");
-        e.on_replica_sent(&a);
+        assert!(!e.on_replica_sent(&a), "the policy's own replica");
         assert!(e.reinject(at(20), id));
         let b = e.pop_due(at(20), true).expect("the reinjection");
         assert_eq!((b.round, b.index), (1, 1));
-        e.on_replica_sent(&b);
+        assert!(e.on_replica_sent(&b), "a reinjection");
         // The round ends only when both are lost.
         assert_eq!(e.on_replica_lost(&a), ReplicaLoss::RoundGoesOn);
         assert_eq!(e.on_replica_lost(&b), ReplicaLoss::RoundOver);

@@ -246,7 +246,9 @@ impl Connection {
 
     /// Called by the send path when a replica leaves.
     pub(super) fn on_replica_sent(&mut self, r: &ReplicaRef) {
-        self.engine.on_replica_sent(r);
+        if self.engine.on_replica_sent(r) {
+            self.stats.reinjections += 1;
+        }
         self.stats.replicas += 1;
         if r.index > 0 {
             self.stats.extra_replicas += 1;

@@ -137,9 +137,8 @@ impl Connection {
             None
         };
         if let Some(id) = item {
-            if self.engine.reinject(now, id) {
-                self.stats.reinjections += 1;
-            }
+            // Refused when the item is gone or a replica of it still waits.
+            let _accepted = self.engine.reinject(now, id);
         }
     }
 
