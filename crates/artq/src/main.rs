@@ -30,6 +30,8 @@ struct Cli {
     command: Command,
 }
 
+// Parsed once per process: the size of the largest variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Serve a directory over HTTP/3 (ALPN "h3") and hq-interop (ALPN
@@ -58,10 +60,10 @@ enum Command {
     /// Defaults: 10 MB over 100 Mbit/s, 30 ms RTT, 1% loss both ways,
     /// scheme quic, Cubic, seed 1. `--json` prints one JSON object.
     Sim(sim::SimArgs),
-    /// Regenerate the ART paper's evaluation (Figs. 16-24) in simulation:
-    /// CSV, results.json and report.md beside the paper's numbers.
+    /// Regenerate the papers' evaluations in simulation: CSV, charts,
+    /// results.json and report.md beside the papers' numbers.
     ///
-    /// Experiments: fig19, fig20, fig21, fig22, fig24, ablation (all when
+    /// The experiments are named in `artq reproduce --help` (all run when
     /// none is named). Deterministic: the same command gives the same files.
     Reproduce(reproduce::ReproduceArgs),
 }
@@ -119,10 +121,10 @@ impl TransportArgs {
     fn config(&self, recovery: &str) -> Result<TransportConfig> {
         let mut c = TransportConfig {
             congestion: self.cc,
-            policy: schemes::factory(recovery)?,
             max_datagram_size: self.max_datagram_size,
             ..TransportConfig::default()
         };
+        schemes::scheme(recovery)?.configure(&mut c);
         if let Some(w) = self.recv_window {
             anyhow::ensure!(w >= 1200, "--recv-window must be at least 1200 bytes");
             c.streams.receive_window = w;

@@ -140,6 +140,12 @@ pub struct SimArgs {
     /// len, n, k, first_sent_ms, t_wait_ms, recovery_latency_ms) to FILE.
     #[arg(long, value_name = "FILE")]
     per_packet: Option<PathBuf>,
+    /// Write qlog traces of the run into DIR (created if missing):
+    /// server.sqlog (the sender, with the recovery policy's
+    /// artq:policy_state and artq:policy_event) and client.sqlog; open them
+    /// in qvis.
+    #[arg(long, value_name = "DIR")]
+    qlog: Option<PathBuf>,
     /// Also measure the sender's CPU time (`cpu_ms`: wall time spent in the
     /// server's code; varies from run to run).
     #[arg(long)]
@@ -161,11 +167,27 @@ fn workload_kind(s: &str) -> Result<String, String> {
         })
 }
 
+/// `--qlog DIR`: the two trace files, buffered.
+fn qlog_sinks(dir: &std::path::Path) -> Result<lab::QlogSinks> {
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("cannot create --qlog {}", dir.display()))?;
+    let open = |name: &str| -> Result<Box<dyn std::io::Write + Send>> {
+        let path = dir.join(name);
+        let file = File::create(&path)
+            .with_context(|| format!("cannot create --qlog {}", path.display()))?;
+        Ok(Box::new(BufWriter::new(file)))
+    };
+    Ok(lab::QlogSinks {
+        server: open("server.sqlog")?,
+        client: open("client.sqlog")?,
+    })
+}
+
 /// Runs `artq sim`.
 pub fn run(a: SimArgs) -> Result<()> {
     let (scenario, links) = scenario_of(&a)?;
     // The registry's error lists the schemes (`--scheme help` too).
-    schemes::factory(&scenario.scheme)?;
+    schemes::scheme(&scenario.scheme)?;
     let link_text = describe_links(&links.0, &links.1);
     let started = StdInstant::now();
     let mut last_shown: Option<StdInstant> = None;
@@ -196,10 +218,15 @@ pub fn run(a: SimArgs) -> Result<()> {
             eprintln!("{line}");
         }
     };
+    let qlog = match &a.qlog {
+        Some(dir) => Some(qlog_sinks(dir)?),
+        None => None,
+    };
     let options = RunOptions {
         links: Some(links),
         measure_cpu: a.measure_cpu,
         progress: Some(&mut show),
+        qlog,
     };
     let result = lab::run_with(&scenario, options);
     if last_shown.is_some() && terminal {

@@ -39,5 +39,5 @@ pub mod rounds;
 pub use art::{ArtConfig, ArtFactory, ArtPolicy, BanditConfig, BanditStrategy};
 pub use fec::FecPolicy;
 pub use fixed::FixedPolicy;
-pub use registry::{parse_scheme, SchemeError, SCHEMES};
+pub use registry::{parse_scheme, Scheme, SchemeError, SCHEMES};
 pub use rounds::{RoundRule, RoundsPolicy};

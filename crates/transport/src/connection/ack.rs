@@ -145,8 +145,7 @@ impl Connection {
             return;
         }
         let fate = p.fate(pn);
-        let path = self.path_view();
-        self.policy.on_packet_acked(now, &fate, &path);
+        self.call_policy(now, |policy, cx| policy.on_packet_acked(cx, &fate));
         if let Some(r) = p.replica {
             self.on_replica_acked(now, &r, p.time_sent);
         }

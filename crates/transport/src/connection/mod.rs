@@ -40,7 +40,6 @@
 mod ack;
 mod cids;
 mod engine;
-mod fec;
 mod handshake;
 mod key_phase;
 mod loss;
@@ -227,6 +226,8 @@ pub struct Connection {
     policy: Box<dyn RecoveryPolicy>,
     /// What the policy last reported of its state to the subscribers.
     last_policy_state: Option<crate::policy::PolicyState>,
+    /// What the policy publishes during a callback, until handed on.
+    policy_events: crate::policy::PolicyEvents,
     streams: Streams,
     datagrams_out: VecDeque<Vec<u8>>,
     /// Payloads of DATAGRAM frames sent and neither acknowledged nor given
@@ -250,9 +251,9 @@ pub struct Connection {
     /// random choices.
     rng: StackRng,
     /// Block-FEC sender (when the policy asks for it and the peer decodes).
-    fec_tx: Option<fec::FecEncoder>,
+    fec_tx: Option<crate::fec::FecEncoder>,
     /// Block-FEC receiver.
-    fec_rx: fec::FecDecoder,
+    fec_rx: crate::fec::FecDecoder,
     /// Test hook: raw frame bytes for the next 1-RTT packet.
     raw_frames: Vec<Vec<u8>>,
 }
@@ -366,6 +367,7 @@ impl Connection {
             lost_history: spurious::LostHistory::default(),
             policy: config.policy.build(),
             last_policy_state: None,
+            policy_events: crate::policy::PolicyEvents::default(),
             streams: Streams::new(side, config.streams.clone()),
             datagrams_out: VecDeque::new(),
             datagram_store: std::collections::BTreeMap::new(),
@@ -384,7 +386,7 @@ impl Connection {
             rng,
             raw_frames: Vec::new(),
             fec_tx: None,
-            fec_rx: fec::FecDecoder::default(),
+            fec_rx: crate::fec::FecDecoder::default(),
             config,
         };
         conn.cids

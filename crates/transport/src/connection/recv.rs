@@ -472,7 +472,7 @@ impl Connection {
             Frame::ArtqFec(f) => {
                 // Private to artq: only a peer that saw our `artq_fec`
                 // transport parameter may send it.
-                if !self.config.accept_fec {
+                if !self.config.fec.accept {
                     return Err(TransportError::protocol_violation(
                         "FEC repair frame without the artq_fec transport parameter",
                     )

@@ -235,7 +235,7 @@ impl Connection {
             .filter(|_| fec_ready)
             .and_then(|f| f.ready.take())
         {
-            let deltas = super::fec::FecEncoder::deltas(&pns);
+            let deltas = crate::fec::FecEncoder::deltas(&pns);
             let first_pn = pns.first().copied().unwrap_or(0);
             let f = Frame::ArtqFec(wire::frame::FecRepair {
                 first_pn,
@@ -563,7 +563,7 @@ impl Connection {
                 replica: b.record.replica,
                 carries_new_data: b.record.new_data,
             };
-            b.record.tag = self.policy.on_packet_sent(now, &view);
+            b.record.tag = self.call_policy(now, |policy, cx| policy.on_packet_sent(cx, &view));
         }
         if b.record.in_flight {
             self.bytes_in_flight += u64::from(size);
