@@ -154,6 +154,12 @@ struct ServeArgs {
     /// Write a qlog (JSON-SEQ) file per connection into this directory.
     #[arg(long)]
     qlog: Option<PathBuf>,
+    /// Append one JSON object per ended connection to FILE (`-`: stdout,
+    /// after the listening line): its counters with the field names of
+    /// `artq sim --json` (lost_packets, replicas, n_hist, n_max, k_max, ...),
+    /// computed by the same code from the same recovery records.
+    #[arg(long, value_name = "FILE")]
+    stats_json: Option<PathBuf>,
     /// The alt-svc header of every HTTP/3 response [default: h3 on the
     /// bound port, e.g. `h3=":4433"; ma=86400`]; an empty value sends none.
     #[arg(long, value_name = "VALUE")]
@@ -261,6 +267,7 @@ fn run(cli: Cli) -> Result<()> {
                 transport,
                 cert: a.cert.zip(a.key),
                 qlog: a.qlog,
+                stats_json: a.stats_json,
                 alt_svc: a.alt_svc,
                 retry: if a.retry {
                     RetryMode::Always

@@ -69,6 +69,79 @@ fn qlog_files_are_valid_json_seq() {
     assert_eq!(entries.len(), 1, "one qlog per connection");
 }
 
+/// `--stats-json FILE`: one JSON line per ended connection, with the field
+/// names of `artq sim --json`; through a lossy `artq link`, its recovery
+/// figures add up (every lost item recovered in some round).
+#[test]
+fn serve_writes_one_stats_json_line_per_connection() {
+    let scratch = Scratch::new();
+    scratch.served_file("f", 1_000_000, 5);
+    let stats_path = scratch.path().join("stats.jsonl");
+    let stats_s = stats_path.to_string_lossy().into_owned();
+    let (_server, server_addr) = common::spawn_artq_serve(
+        &scratch.root(),
+        &scratch.logs(),
+        &["--recovery", "art", "--stats-json", &stats_s],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let mut link = artq();
+    link.args(["link", "--listen", "127.0.0.1:0", "--to"])
+        .arg(server_addr.to_string())
+        .args([
+            "--bw",
+            "50",
+            "--rtt",
+            "20",
+            "--down-loss",
+            "0.05",
+            "--up-loss",
+            "0",
+        ]);
+    let (_link, addr) =
+        process::spawn_listening(link, "artq-link", &scratch.logs(), Duration::from_secs(20))
+            .unwrap_or_else(|e| panic!("{e}"));
+    let mut get = artq();
+    get.arg("get")
+        .arg(format!("https://{addr}/f"))
+        .args(["--insecure", "-o"])
+        .arg(scratch.out("f"));
+    let out = process::run_with_deadline(get, DEADLINE).unwrap_or_else(|e| panic!("{e}"));
+    assert!(out.status.success(), "get failed: {}", out.stderr);
+    // The server's connection ends after its draining period.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let text = loop {
+        let text = std::fs::read_to_string(&stats_path).unwrap_or_default();
+        if text.ends_with('\n') {
+            break text;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no --stats-json line within 20 s"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 1, "{text}");
+    let v: serde_json::Value = serde_json::from_str(lines[0]).expect("one JSON object");
+    assert_eq!(v["scheme"], "art");
+    assert_eq!(v["alpn"], "h3");
+    let u = |k: &str| v[k].as_u64().unwrap_or_else(|| panic!("{k} missing: {v}"));
+    assert!(u("data_packets") > 500, "{v}");
+    assert!(u("lost_packets") > 0, "5% loss, none lost: {v}");
+    let n_hist: Vec<u64> = v["n_hist"]
+        .as_array()
+        .expect("n_hist")
+        .iter()
+        .filter_map(serde_json::Value::as_u64)
+        .collect();
+    assert_eq!(n_hist.iter().sum::<u64>(), u("recovered_items"), "{v}");
+    assert!(
+        u("recovered_items") > 0 && u("replicas") >= u("recovered_items"),
+        "{v}"
+    );
+    assert_eq!(u("n_max") as usize + 1, n_hist.len(), "{v}");
+}
+
 #[test]
 fn unknown_recovery_scheme_is_a_clear_error() {
     let scratch = Scratch::new();
