@@ -213,6 +213,18 @@ struct GetArgs {
     /// the quality of experience (bitrate, rebuffering, start-up, switches).
     #[arg(long, conflicts_with = "output")]
     dash: bool,
+    /// Call the server's RPC endpoint (the URL's path must be /rpc, as
+    /// `artq serve` has it): --rpcs calls with memcached ETC request and
+    /// response sizes at --rpc-rate calls per second (Poisson), one
+    /// connection; prints the calls' completion times (FCT p50/p95/p99).
+    #[arg(long, conflicts_with_all = ["live", "dash", "output"])]
+    rpc: bool,
+    /// --rpc: number of calls.
+    #[arg(long, value_name = "N", default_value_t = 1000, requires = "rpc")]
+    rpcs: u64,
+    /// --rpc: calls per second.
+    #[arg(long, value_name = "PER_S", default_value_t = 100, requires = "rpc")]
+    rpc_rate: u64,
     /// --live: the player's start-up delay, ms.
     #[arg(long, value_name = "MS", default_value_t = 1000, requires = "live")]
     startup_delay: u64,
@@ -299,6 +311,11 @@ fn run(cli: Cli) -> Result<()> {
                     }
                 } else if a.dash {
                     get::GetMode::Dash
+                } else if a.rpc {
+                    get::GetMode::Rpc {
+                        calls: a.rpcs,
+                        rate: a.rpc_rate,
+                    }
                 } else {
                     get::GetMode::File
                 },
@@ -318,6 +335,13 @@ fn run(cli: Cli) -> Result<()> {
                     println!("{}", get::playback_json(p));
                 } else {
                     println!("{}", get::playback_line(p));
+                }
+            }
+            if let Some(r) = &report.rpc {
+                if a.stats {
+                    println!("{}", get::rpc_json(r));
+                } else {
+                    println!("{}", get::rpc_line(r));
                 }
             }
             if a.stats {

@@ -22,9 +22,10 @@ use transport::{
 
 use crate::udp::{Driver, Stop};
 
-/// Seed of the generated videos' frame and segment sizes: fixed, so every
-/// `artq serve` serves the same streams (a client checks them without it).
-pub const VIDEO_SEED: u64 = 1;
+/// Seed of the generated content (video frame and segment sizes, RPC
+/// response bytes): fixed, so every `artq serve` serves the same streams
+/// and answers (a client checks them without being told).
+pub const CONTENT_SEED: u64 = 1;
 
 /// Settings of `artq serve`.
 pub struct ServeOptions {
@@ -94,9 +95,15 @@ pub fn run(opts: ServeOptions) -> Result<()> {
         Some(v) if v.is_empty() => None,
         Some(v) => Some(v),
     };
-    // Generated video beside the directory: /live/<kbps>/<seconds> and
-    // /dash/<seconds>/manifest.mpd (docs/video.md).
-    let content = apps::video::video_content(VIDEO_SEED).mount("/", Box::new(directory));
+    // Generated content beside the directory: /live/<kbps>/<seconds> and
+    // /dash/<seconds>/manifest.mpd (docs/video.md), and the RPC endpoint
+    // /rpc/<index>/<size> (docs/apps.md).
+    let content = apps::video::video_content(CONTENT_SEED)
+        .mount(
+            apps::rpc::RPC_PREFIX,
+            Box::new(apps::rpc::RpcContent { seed: CONTENT_SEED }),
+        )
+        .mount("/", Box::new(directory));
     let app = HttpServer::new(Box::new(content), ServerOptions { alt_svc });
     let admission = AdmissionConfig {
         retry: opts.retry,

@@ -142,6 +142,55 @@ fn serve_writes_one_stats_json_line_per_connection() {
     assert_eq!(u("n_max") as usize + 1, n_hist.len(), "{v}");
 }
 
+/// `artq get --rpc` over real UDP through a lossy `artq link` against
+/// `artq serve --recovery art`: every call answered and checked byte for
+/// byte, the FCTs reported with `artq sim`'s names; a wrong path is a clear
+/// error.
+#[test]
+fn rpc_calls_over_real_udp() {
+    let scratch = Scratch::new();
+    let (_server, server_addr) =
+        common::spawn_artq_serve(&scratch.root(), &scratch.logs(), &["--recovery", "art"])
+            .unwrap_or_else(|e| panic!("{e}"));
+    let mut link = artq();
+    link.args(["link", "--listen", "127.0.0.1:0", "--to"])
+        .arg(server_addr.to_string())
+        .args(["--bw", "20", "--rtt", "30", "--loss", "0.05"]);
+    let (_link, addr) =
+        process::spawn_listening(link, "artq-link", &scratch.logs(), Duration::from_secs(20))
+            .unwrap_or_else(|e| panic!("{e}"));
+    let mut get = artq();
+    get.arg("get").arg(format!("https://{addr}/rpc")).args([
+        "--insecure",
+        "--rpc",
+        "--rpcs",
+        "60",
+        "--rpc-rate",
+        "200",
+        "--stats",
+    ]);
+    let out = process::run_with_deadline(get, DEADLINE).unwrap_or_else(|e| panic!("{e}"));
+    assert!(out.status.success(), "get --rpc failed: {}", out.stderr);
+    let v: serde_json::Value =
+        serde_json::from_str(out.stdout.trim()).expect("one JSON object on stdout");
+    assert_eq!(v["workload"], "rpc");
+    assert_eq!(v["rpcs"], 60, "{v}");
+    let fct = &v["rpc_fct_ms"];
+    let p50 = fct["p50"].as_f64().expect("p50");
+    let max = fct["max"].as_f64().expect("max");
+    // At least one round trip each; the slowest no faster than the median.
+    assert!(p50 >= 30.0 && max >= p50, "{fct}");
+
+    let mut wrong = artq();
+    wrong
+        .arg("get")
+        .arg(format!("https://{addr}/f"))
+        .args(["--insecure", "--rpc", "--rpcs", "5"]);
+    let out = process::run_with_deadline(wrong, DEADLINE).unwrap_or_else(|e| panic!("{e}"));
+    assert!(!out.status.success());
+    assert!(out.stderr.contains("must be /rpc"), "{}", out.stderr);
+}
+
 #[test]
 fn unknown_recovery_scheme_is_a_clear_error() {
     let scratch = Scratch::new();
