@@ -359,6 +359,13 @@ pub trait RecoveryPolicy: Send + fmt::Debug {
     /// A packet was declared lost.
     fn on_packet_lost(&mut self, _cx: &mut PolicyContext<'_>, _fate: &PacketFate) {}
 
+    /// The peer moved to another address (or back, after a failed path
+    /// validation; RFC 9000 §9): what the policy learned about the old
+    /// path (loss bursts, say) no longer describes the one its packets now
+    /// take. `cx.path` is the new path's (RTT and congestion state reset
+    /// when the IP address changed). The default keeps everything.
+    fn on_path_change(&mut self, _cx: &mut PolicyContext<'_>) {}
+
     /// Write what the policy wants traced about its own state (ART's
     /// redundancy levels, say) into `out`, as named numbers. The connection
     /// asks after each ACK frame and loss-detection pass, only when a

@@ -49,6 +49,12 @@ pub struct ConnectionStats {
     /// flattened into this struct's JSON.
     #[serde(flatten)]
     pub recovery: RecoveryTally,
+    /// Times the peer moved to a new address and we followed (RFC 9000 §9;
+    /// NAT rebindings included).
+    pub path_changes: u64,
+    /// Validations of a peer's new address that timed out (we went back
+    /// to the last validated one, RFC 9000 §9.3.2).
+    pub path_validations_failed: u64,
     /// Congestion events (window reductions).
     pub congestion_events: u64,
     /// PTO expirations.

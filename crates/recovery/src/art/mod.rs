@@ -372,6 +372,15 @@ impl RecoveryPolicy for ArtPolicy {
         }
     }
 
+    /// B_max and the escape space describe the path's loss bursts (journal
+    /// §6.2): a new path starts with no burst history. The redundancy
+    /// levels and the replica-fate window stay: they adapt within L_queue
+    /// fates on any path, and the journal ties them to no path.
+    fn on_path_change(&mut self, cx: &mut PolicyContext<'_>) {
+        self.scheduler = ReplicaScheduler::new(self.config.alpha, self.config.burst_window_rtts);
+        cx.publish("path_changed", &[]);
+    }
+
     /// For qlog (`artq:policy_state`): the Redundancy Adapter's levels R_1..R_3
     /// and the replica-loss share p_r of its window (journal §6.1); the
     /// bandit's best arm, its mean reward and the pulls so far (Appendix

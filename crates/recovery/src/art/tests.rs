@@ -375,3 +375,29 @@ fn opportunism_can_be_switched_off_for_experiments() {
         }
     );
 }
+
+/// Issue 16: a path change seen by a policy. B_max and the escape space
+/// belong to a path: after the peer moves, the burst history restarts,
+/// while the redundancy levels stay.
+#[test]
+fn burst_statistics_restart_on_a_new_path() {
+    let mut p = ArtPolicy::new(ArtConfig::default()).unwrap();
+    let now = Instant::from_millis(100);
+    burst(&mut p, now, 10, 20);
+    assert_eq!(p.scheduler_mut().max_burst(now, &path()), 20);
+    assert_eq!(p.scheduler_mut().escape_space(now, &path()), 20);
+    let levels = |p: &ArtPolicy| {
+        (1..=3)
+            .map(|n| p.adapter().unwrap().level(n))
+            .collect::<Vec<_>>()
+    };
+    let levels_before = levels(&p);
+    let mut rng = ChaCha8Rng::seed_from_u64(0);
+    with_context(now, &path(), &mut rng, |cx| p.on_path_change(cx));
+    assert_eq!(p.scheduler_mut().max_burst(now, &path()), 0);
+    assert_eq!(p.scheduler_mut().escape_space(now, &path()), 1);
+    assert_eq!(levels(&p), levels_before);
+    // New losses build the new path's history.
+    burst(&mut p, now, 100, 4);
+    assert_eq!(p.scheduler_mut().max_burst(now, &path()), 4);
+}

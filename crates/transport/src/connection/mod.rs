@@ -43,6 +43,7 @@ mod engine;
 mod handshake;
 mod key_phase;
 mod loss;
+mod migration;
 mod recovery;
 mod recv;
 mod send;
@@ -237,6 +238,11 @@ pub struct Connection {
     datagrams_in: DatagramQueue,
     peer_max_datagram_frame: Option<u64>,
     path_responses: VecDeque<[u8; 8]>,
+    /// The peer's new address while we validate it (RFC 9000 §8.2, §9).
+    path_validation: Option<migration::PathValidation>,
+    /// Where the datagram being processed came from, and its size.
+    datagram_remote: SocketAddr,
+    datagram_len: u64,
     events: VecDeque<Event>,
     endpoint_events: VecDeque<EndpointEvent>,
     timers: TimerTable,
@@ -375,6 +381,9 @@ impl Connection {
             datagrams_in: DatagramQueue::new(&config),
             peer_max_datagram_frame: None,
             path_responses: VecDeque::new(),
+            path_validation: None,
+            datagram_remote: remote,
+            datagram_len: 0,
             events: VecDeque::new(),
             endpoint_events: VecDeque::new(),
             timers: TimerTable::default(),
@@ -666,6 +675,9 @@ impl Connection {
         }
         if self.timers.is_expired(Timer::Replica, now) {
             self.timers.stop(Timer::Replica);
+        }
+        if self.timers.is_expired(Timer::PathValidation, now) {
+            self.on_path_validation_timeout(now);
         }
         if self.timers.is_expired(Timer::LossDetection, now) && !self.is_closed() {
             self.on_loss_detection_timeout(now);

@@ -380,6 +380,7 @@ impl Connection {
         };
         self.stats.pto_count += 1;
         self.pto_count = self.pto_count.saturating_add(1);
+        self.on_pto_path_challenge();
         let s = self.space_mut(space);
         s.probes = 2;
         if space != SpaceId::Data {

@@ -35,6 +35,7 @@ impl Connection {
         self.stats.datagrams_received += 1;
         self.stats.bytes_received += data.len() as u64;
         self.anti_amp_received = self.anti_amp_received.saturating_add(data.len() as u64);
+        self.on_datagram_from(remote, data.len());
         match self.state {
             State::Drained | State::Draining => return,
             State::Closing => {
@@ -250,6 +251,7 @@ impl Connection {
         }
         let crypto_before = self.space(space).crypto_recv.delivered();
         let mut ack_eliciting = false;
+        let mut non_probing = false;
         for frame in FrameIter::new(payload) {
             let frame =
                 frame.map_err(|e| TransportError::new(e.error_code(), "malformed frame"))?;
@@ -260,6 +262,7 @@ impl Connection {
                 .with_frame(frame.ty()));
             }
             ack_eliciting |= frame.is_ack_eliciting();
+            non_probing |= Self::frame_is_non_probing(&frame);
             self.process_frame(now, space, frame)?;
             if self.is_closed() {
                 return Ok(());
@@ -276,6 +279,8 @@ impl Connection {
         }
         if space == SpaceId::Data {
             self.update_keys_if_worn();
+            let newest = largest.is_none_or(|l| pn > l);
+            self.on_packet_from_peer(now, newest, non_probing);
         }
         Ok(())
     }
@@ -451,7 +456,7 @@ impl Connection {
                     self.path_responses.push_back(data);
                 }
             }
-            Frame::PathResponse(_) => {}
+            Frame::PathResponse(data) => self.on_path_response(data),
             Frame::ConnectionClose {
                 error_code,
                 frame_type,

@@ -47,7 +47,8 @@ impl Connection {
         }
         self.timers.stop(Timer::Pacing);
         let limit = usize::from(self.max_datagram_size)
-            .min(usize::try_from(self.amplification_budget()).unwrap_or(usize::MAX));
+            .min(usize::try_from(self.amplification_budget()).unwrap_or(usize::MAX))
+            .min(usize::try_from(self.path_budget()).unwrap_or(usize::MAX));
         if limit < 64 {
             return None;
         }
@@ -95,6 +96,7 @@ impl Connection {
         if !self.address_validated {
             self.anti_amp_sent = self.anti_amp_sent.saturating_add(buf.len() as u64);
         }
+        self.on_datagram_sent_on_path(buf.len());
         self.set_loss_detection_timer(now);
         self.update_send_timers(now);
         Some(Transmit {
@@ -318,6 +320,7 @@ impl Connection {
             || !self.raw_frames.is_empty()
             || self.fec_tx.as_ref().is_some_and(|f| f.ready.is_some())
             || !self.path_responses.is_empty()
+            || self.path_challenge_pending()
             || !self.cids.pending_new.is_empty()
             || !self.cids.pending_retire.is_empty()
             || !self.datagrams_out.is_empty()
@@ -350,6 +353,7 @@ impl Connection {
                 Frame::PathResponse(data).encode(buf);
                 self.path_responses.pop_front();
             }
+            self.write_path_challenge(buf, max_end);
             while let Some(&seq) = self.cids.pending_new.front() {
                 let Some(issued) = self.cids.issued(seq) else {
                     self.cids.pending_new.pop_front();
