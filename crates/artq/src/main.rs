@@ -87,6 +87,15 @@ struct LinkCmdArgs {
     /// the client's SSLKEYLOGFILE).
     #[arg(long, value_name = "FILE")]
     pcap: Option<std::path::PathBuf>,
+    /// Simulate a NAT rebinding every MS milliseconds: the relay's side
+    /// toward --to moves to a new port (the server sees its client move)
+    /// and datagrams sent to the old one are lost.
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
+    rebind_every: Option<u64>,
+    /// With --rebind-every: change the address too (127.0.0.2, .3, ...;
+    /// loopback servers only), as the interop runner's rebind-addr does.
+    #[arg(long, requires = "rebind_every")]
+    rebind_address: bool,
 }
 
 /// Transport options shared by `serve` and `get`.
@@ -367,6 +376,10 @@ fn run_link(a: LinkCmdArgs) -> Result<()> {
         down,
         seed: a.seed,
         pcap: a.pcap,
+        rebind: a.rebind_every.map(|ms| netem::relay::Rebind {
+            every: wire::time::Duration::from_millis(ms),
+            address: a.rebind_address,
+        }),
     };
     let handle = netem::relay::spawn(config)
         .map_err(|e| anyhow::anyhow!("cannot start the relay on {}: {e}", a.listen))?;

@@ -59,6 +59,7 @@ fn relay_applies_delay_and_loss_both_ways() {
         down: LinkConfig::new(Capacity::Unlimited, Duration::from_millis(20)),
         seed: 1,
         pcap: None,
+        rebind: None,
     };
     let relay = spawn(config).expect("relay starts");
     assert!(relay.local_addr().ip().is_loopback());
@@ -150,6 +151,7 @@ fn relay_achieves_20_mbps_in_real_time() {
         ),
         seed: 2,
         pcap: None,
+        rebind: None,
     };
     let relay = spawn(config).expect("relay starts");
     let epoch = StdInstant::now();
@@ -205,6 +207,7 @@ fn new_client_address_replaces_the_old_and_strangers_are_ignored() {
         down: LinkConfig::ideal(),
         seed: 3,
         pcap: None,
+        rebind: None,
     };
     let relay = spawn(config).expect("relay starts");
     let (a, b) = (local_socket(), local_socket());
@@ -257,6 +260,7 @@ fn run_stops_on_the_flag_and_bind_errors_are_reported() {
         down: LinkConfig::ideal(),
         seed: 0,
         pcap: None,
+        rebind: None,
     };
     assert!(spawn(config.clone()).is_err(), "listen address in use");
 
@@ -318,6 +322,7 @@ fn capture_records_the_server_side_with_the_runner_faults_applied() {
         down,
         seed: 5,
         pcap: Some(pcap.clone()),
+        rebind: None,
     };
     let relay = spawn(config).expect("relay starts");
     let upstream = relay.upstream_addr();
@@ -373,4 +378,51 @@ fn capture_records_the_server_side_with_the_runner_faults_applied() {
         records.windows(2).all(|w| w[0].0 <= w[1].0),
         "in time order"
     );
+}
+
+/// NAT rebinding: after each interval the server sees the client's
+/// datagrams from a new upstream port (and, with `address`, a new loopback
+/// address); what it sends to the old one is lost, what it sends to the new
+/// one reaches the client.
+#[test]
+fn rebinding_moves_the_upstream_side() {
+    for address in [false, true] {
+        let server = local_socket();
+        let config = RelayConfig {
+            listen: "127.0.0.1:0".parse().expect("addr"),
+            to: server.local_addr().expect("addr"),
+            up: LinkConfig::ideal(),
+            down: LinkConfig::ideal(),
+            seed: 3,
+            pcap: None,
+            rebind: Some(Rebind {
+                every: Duration::from_millis(300),
+                address,
+            }),
+        };
+        let relay = spawn(config).expect("relay starts");
+        let client = local_socket();
+        let mut buf = [0u8; 64];
+        client
+            .send_to(&1u32.to_be_bytes(), relay.local_addr())
+            .expect("send");
+        let (_, first) = server.recv_from(&mut buf).expect("first datagram");
+        std::thread::sleep(StdDuration::from_millis(450));
+        client
+            .send_to(&2u32.to_be_bytes(), relay.local_addr())
+            .expect("send");
+        let (n, second) = server.recv_from(&mut buf).expect("second datagram");
+        assert_eq!(seq_of(&buf[..n]), 2);
+        assert_ne!(first.port(), second.port(), "the port moved");
+        assert_eq!(first.ip() != second.ip(), address, "{first} -> {second}");
+        // The old binding is gone; the new one reaches the client.
+        server.send_to(&3u32.to_be_bytes(), first).expect("send");
+        server.send_to(&4u32.to_be_bytes(), second).expect("send");
+        let (n, _) = client
+            .recv_from(&mut buf)
+            .expect("reply via the new binding");
+        assert_eq!(seq_of(&buf[..n]), 4);
+        let stats = relay.stop().expect("stats");
+        assert!(stats.rebinds >= 1, "{stats:?}");
+    }
 }
