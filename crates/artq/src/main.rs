@@ -110,6 +110,11 @@ struct TransportArgs {
     /// Largest UDP payload to send, bytes (1200..=65527).
     #[arg(long, default_value_t = 1350, value_parser = clap::value_parser!(u16).range(1200..=65527))]
     max_datagram_size: u16,
+    /// Use ECN: mark what we send ECT(0), validate the peer's ECN counts
+    /// and treat its CE reports as congestion (RFC 9000 §13.4, RFC 9002
+    /// §7.1). Received ECN is counted and reported either way.
+    #[arg(long)]
+    ecn: bool,
     /// Fix the seed of connection IDs, stateless reset tokens, token keys
     /// and every random choice of the stack, for reproducible tests. It
     /// makes all of them guessable: without it they come from the OS RNG.
@@ -130,6 +135,7 @@ impl TransportArgs {
     fn config(&self, recovery: &str) -> Result<TransportConfig> {
         let mut c = TransportConfig {
             congestion: self.cc,
+            ecn: self.ecn,
             max_datagram_size: self.max_datagram_size,
             ..TransportConfig::default()
         };

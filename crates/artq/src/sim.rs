@@ -107,6 +107,10 @@ pub struct SimArgs {
     /// Congestion control of both ends: cubic, newreno or bbr.
     #[arg(long, default_value = "cubic")]
     cc: CongestionAlgorithm,
+    /// Both ends use ECN: mark ECT(0), report and react to CE (RFC 9000
+    /// §13.4); links mark CE with --ecn-mark.
+    #[arg(long)]
+    ecn: bool,
     /// Loss recovery scheme of the sender (the server); `--scheme help`
     /// lists them.
     #[arg(long, alias = "recovery", default_value = "quic")]
@@ -127,7 +131,7 @@ pub struct SimArgs {
         conflicts_with_all = [
             "bw", "up_bw", "down_bw", "trace", "up_trace", "down_trace", "rtt", "loss", "up_loss",
             "down_loss", "loss_model", "burst", "loss_std", "loss_interval", "loss_pattern", "queue",
-            "queue_bytes", "size", "files", "rpcs", "rpc_rate", "recv_window", "cc", "scheme",
+            "queue_bytes", "ecn_mark", "size", "files", "rpcs", "rpc_rate", "recv_window", "cc", "ecn", "scheme",
             "time_limit", "workload", "alpn", "burst_reset", "bitrate", "fps", "duration", "gop",
             "iratio", "audio", "startup_delay", "video_duration",
         ]
@@ -270,6 +274,7 @@ fn scenario_of(a: &SimArgs) -> Result<(Scenario, (LinkConfig, LinkConfig))> {
         cc: a.cc,
         seed: a.seed.unwrap_or(defaults.seed),
         recv_window: a.recv_window,
+        ecn: a.ecn,
         time_limit: a.time_limit.unwrap_or(defaults.time_limit),
         alpn: a.alpn,
         workload: workload_of(a)?,

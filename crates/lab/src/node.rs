@@ -145,9 +145,20 @@ impl Node for QuicNode {
         _to: SocketAddr,
         payload: &mut [u8],
     ) {
+        self.handle_datagram_ecn(now, from, _to, None, payload);
+    }
+
+    fn handle_datagram_ecn(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        _to: SocketAddr,
+        ecn: Option<netem::Ecn>,
+        payload: &mut [u8],
+    ) {
         self.timed(|n| {
             // Decrypted in place: the simulator hands the buffer over.
-            n.host.handle_datagram(now, from, payload);
+            n.host.handle_datagram_ecn(now, from, ecn, payload);
             n.host.drive(now);
         });
     }
@@ -158,7 +169,9 @@ impl Node for QuicNode {
             // Hand the buffer itself over (no copy); the next one is fresh.
             let mut payload = std::mem::replace(&mut n.tx, Vec::with_capacity(TX_CAPACITY));
             payload.truncate(t.size);
-            Some(Datagram::new(n.addr, t.destination, payload))
+            let mut d = Datagram::new(n.addr, t.destination, payload);
+            d.ecn = t.ecn;
+            Some(d)
         })
     }
 

@@ -173,11 +173,13 @@ pub fn run_with(scenario: &Scenario, options: RunOptions<'_>) -> Result<RunResul
     let (server_tls, client_tls) = tls_configs(scenario.alpn).map_err(ScenarioError::Setup)?;
     let mut server_transport = TransportConfig {
         congestion: scenario.cc,
+        ecn: scenario.ecn,
         ..TransportConfig::default()
     };
     scheme.configure(&mut server_transport);
     let mut client_transport = TransportConfig {
         congestion: scenario.cc,
+        ecn: scenario.ecn,
         ..TransportConfig::default()
     };
     if let Some(w) = scenario.recv_window {
@@ -301,8 +303,9 @@ pub fn run_with(scenario: &Scenario, options: RunOptions<'_>) -> Result<RunResul
         cpu: server.cpu_time(),
         rpc: matches!(workload, apps::workload::Workload::Rpc { .. }),
     };
-    let metrics =
-        RunMetrics::compute(facts, &stats, &items).with_playback(report.playback.as_ref());
+    let metrics = RunMetrics::compute(facts, &stats, &items)
+        .with_playback(report.playback.as_ref())
+        .with_ecn(scenario.ecn, &stats);
     Ok(RunResult {
         metrics,
         items,

@@ -44,6 +44,10 @@ pub struct TransportConfig {
     pub active_connection_id_limit: u64,
     /// Block FEC (the `fec:K` baseline), as sender and as receiver.
     pub fec: FecConfig,
+    /// Mark what we send ECT(0) and react to the peer's CE reports (RFC
+    /// 9000 §13.4, RFC 9002 §7.1). Off by default; received ECN is always
+    /// counted and reported.
+    pub ecn: bool,
 }
 
 impl Default for TransportConfig {
@@ -62,6 +66,7 @@ impl Default for TransportConfig {
             datagram_receive_buffer: 1 << 20,
             active_connection_id_limit: 4,
             fec: FecConfig::default(),
+            ecn: false,
         }
     }
 }

@@ -47,6 +47,8 @@ struct InFlight {
     from: SocketAddr,
     /// Where it is addressed.
     to: SocketAddr,
+    /// Its ECN codepoint.
+    ecn: Option<wire::ecn::Ecn>,
     data: Vec<u8>,
 }
 
@@ -95,6 +97,8 @@ pub struct Pair {
     /// At this time the client's NAT binding moves it to this address
     /// ([`Pair::rebind_client`]).
     pub rebind: Option<(Instant, SocketAddr)>,
+    /// The network clears every datagram's ECN bits.
+    pub bleach_ecn: bool,
     /// The client's connection.
     pub client_conn: Option<ConnectionHandle>,
     /// The server's connection, once the first client datagram arrived.
@@ -259,6 +263,7 @@ impl Pair {
             rng: ChaCha8Rng::seed_from_u64(rng_seed),
             handshake_limit: Duration::from_secs(10),
             rebind: None,
+            bleach_ecn: false,
             client_conn: None,
             server_conn: None,
             delivered: [0; 2],
@@ -316,12 +321,12 @@ impl Pair {
             let mut any = false;
             while let Some(t) = self.client.poll_transmit(self.now, &mut self.buf) {
                 let data = self.buf[..t.size].to_vec();
-                self.enqueue(true, self.client_addr, t.destination, data);
+                self.enqueue(true, self.client_addr, t.destination, t.ecn, data);
                 any = true;
             }
             while let Some(t) = self.server.poll_transmit(self.now, &mut self.buf) {
                 let data = self.buf[..t.size].to_vec();
-                self.enqueue(false, self.server_addr, t.destination, data);
+                self.enqueue(false, self.server_addr, t.destination, t.ecn, data);
                 any = true;
             }
             if !any {
@@ -337,7 +342,16 @@ impl Pair {
         self.client_addr = addr;
     }
 
-    fn enqueue(&mut self, to_server: bool, from: SocketAddr, to: SocketAddr, data: Vec<u8>) {
+    fn enqueue(
+        &mut self,
+        to_server: bool,
+        from: SocketAddr,
+        to: SocketAddr,
+        ecn: Option<wire::ecn::Ecn>,
+        data: Vec<u8>,
+    ) {
+        // A path that clears the ECN bits, as some middleboxes do.
+        let ecn = ecn.filter(|_| !self.bleach_ecn);
         let dir = usize::from(to_server);
         if !to_server && to != self.client_addr {
             // Sent to a binding the client's NAT no longer has.
@@ -376,6 +390,7 @@ impl Pair {
             to_server,
             from,
             to,
+            ecn,
             data,
         }));
     }
@@ -389,6 +404,7 @@ impl Pair {
             to_server: true,
             from: self.client_addr,
             to: self.server_addr,
+            ecn: None,
             data,
         }));
     }
@@ -422,11 +438,15 @@ impl Pair {
             };
             self.delivered[usize::from(p.to_server)] += 1;
             if p.to_server {
-                if let Some(h) = self.server.handle_datagram(self.now, p.from, &mut p.data) {
+                if let Some(h) =
+                    self.server
+                        .handle_datagram_ecn(self.now, p.from, p.ecn, &mut p.data)
+                {
                     self.server_conn.get_or_insert(h);
                 }
             } else {
-                self.client.handle_datagram(self.now, p.from, &mut p.data);
+                self.client
+                    .handle_datagram_ecn(self.now, p.from, p.ecn, &mut p.data);
             }
         }
         self.client.handle_timeout(self.now);

@@ -39,6 +39,7 @@
 
 mod ack;
 mod cids;
+mod ecn;
 mod engine;
 mod handshake;
 mod key_phase;
@@ -139,6 +140,8 @@ pub enum EndpointEvent {
 pub struct Transmit {
     /// Where to send it.
     pub destination: SocketAddr,
+    /// The ECN codepoint to send it with (`None`: Not-ECT).
+    pub ecn: Option<wire::ecn::Ecn>,
     /// Its length (the bytes are in the caller's buffer).
     pub size: usize,
 }
@@ -240,9 +243,13 @@ pub struct Connection {
     path_responses: VecDeque<[u8; 8]>,
     /// The peer's new address while we validate it (RFC 9000 §8.2, §9).
     path_validation: Option<migration::PathValidation>,
-    /// Where the datagram being processed came from, and its size.
+    /// Where the datagram being processed came from, its size and its ECN
+    /// codepoint.
     datagram_remote: SocketAddr,
     datagram_len: u64,
+    datagram_ecn: Option<wire::ecn::Ecn>,
+    /// Our ECN marking (RFC 9000 §13.4).
+    ecn: ecn::EcnState,
     events: VecDeque<Event>,
     endpoint_events: VecDeque<EndpointEvent>,
     timers: TimerTable,
@@ -384,6 +391,12 @@ impl Connection {
             path_validation: None,
             datagram_remote: remote,
             datagram_len: 0,
+            datagram_ecn: None,
+            ecn: if config.ecn {
+                ecn::EcnState::Testing
+            } else {
+                ecn::EcnState::Off
+            },
             events: VecDeque::new(),
             endpoint_events: VecDeque::new(),
             timers: TimerTable::default(),

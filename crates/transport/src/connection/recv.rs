@@ -32,6 +32,20 @@ impl Connection {
     /// place. Undecryptable or malformed packets are dropped; protocol
     /// violations close the connection with the right error code.
     pub fn handle_datagram(&mut self, now: Instant, remote: SocketAddr, data: &mut [u8]) {
+        self.handle_datagram_ecn(now, remote, None, data);
+    }
+
+    /// [`Connection::handle_datagram`] for a datagram whose IP header
+    /// carried the ECN codepoint `ecn` (counted per packet, reported in our
+    /// ACK frames: RFC 9000 §13.4.1).
+    pub fn handle_datagram_ecn(
+        &mut self,
+        now: Instant,
+        remote: SocketAddr,
+        ecn: Option<wire::ecn::Ecn>,
+        data: &mut [u8],
+    ) {
+        self.datagram_ecn = ecn;
         self.stats.datagrams_received += 1;
         self.stats.bytes_received += data.len() as u64;
         self.anti_amp_received = self.anti_amp_received.saturating_add(data.len() as u64);
@@ -228,6 +242,8 @@ impl Connection {
             return Ok(());
         }
         self.stats.packets_received += 1;
+        let ecn = self.datagram_ecn;
+        super::ecn::count(&mut self.space_mut(space).ecn_received, ecn);
         if space == SpaceId::Data && self.fec_rx.is_active() {
             self.fec_rx.store(pn, &packet[payload.clone()]);
         }

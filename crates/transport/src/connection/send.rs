@@ -97,11 +97,16 @@ impl Connection {
             self.anti_amp_sent = self.anti_amp_sent.saturating_add(buf.len() as u64);
         }
         self.on_datagram_sent_on_path(buf.len());
+        let ecn = self.outgoing_ecn();
+        if ecn.is_some() {
+            self.stats.ecn_marked_sent += 1;
+        }
         self.set_loss_detection_timer(now);
         self.update_send_timers(now);
         Some(Transmit {
             destination: self.remote,
             size: buf.len(),
+            ecn,
         })
     }
 
@@ -194,6 +199,7 @@ impl Connection {
             replica: None,
             new_data: false,
             tag: None,
+            ecn_marked: self.outgoing_ecn().is_some(),
         };
 
         // A replica packet carries its data first so it always fits; other
@@ -209,6 +215,7 @@ impl Connection {
         }
 
         // ACK (RFC 9000 §13.2): when due, or piggybacked on eliciting packets.
+        let ecn_counts = self.ack_ecn_counts(space);
         let s = self.space(space);
         if (ack_due || (elicit && s.ack_pending)) && !s.received.is_empty() {
             let delay = if space == SpaceId::Data {
@@ -218,7 +225,7 @@ impl Connection {
             };
             let ranges: Vec<core::ops::Range<u64>> = s.received.iter().rev().take(32).collect();
             let mut tmp = Vec::with_capacity(64);
-            frame::write_ack(&mut tmp, &ranges, delay, None);
+            frame::write_ack(&mut tmp, &ranges, delay, ecn_counts.as_ref());
             if buf.len() + tmp.len() <= max_end {
                 buf.extend_from_slice(&tmp);
                 record.largest_acked = s.received.max();
@@ -699,6 +706,7 @@ impl Connection {
         Some(Transmit {
             destination: self.remote,
             size: buf.len(),
+            ecn: None,
         })
     }
 }
