@@ -220,7 +220,7 @@ impl Driver {
                         host.handle_datagram_ecn(
                             now,
                             m.addr,
-                            m.ecn.map(ecn_from_socket),
+                            m.ecn.map(netem::ecn_from_udp),
                             &mut self.recv_buf[start..end],
                         );
                         start = end;
@@ -245,7 +245,7 @@ impl Driver {
         let segments = self.batch.len().div_ceil(self.batch_segment.max(1));
         let transmit = quinn_udp::Transmit {
             destination: dst,
-            ecn: self.batch_ecn.map(ecn_to_socket),
+            ecn: self.batch_ecn.map(netem::ecn_to_udp),
             contents: &self.batch,
             segment_size: (segments > 1).then_some(self.batch_segment),
             src_ip: None,
@@ -340,23 +340,5 @@ fn release_free_memory() {}
 impl Default for Clock {
     fn default() -> Self {
         Clock::new()
-    }
-}
-
-/// The socket's ECN codepoint as the transport names it.
-fn ecn_from_socket(e: quinn_udp::EcnCodepoint) -> Ecn {
-    match e {
-        quinn_udp::EcnCodepoint::Ect0 => Ecn::Ect0,
-        quinn_udp::EcnCodepoint::Ect1 => Ecn::Ect1,
-        quinn_udp::EcnCodepoint::Ce => Ecn::Ce,
-    }
-}
-
-/// The transport's ECN codepoint as the socket takes it.
-fn ecn_to_socket(e: Ecn) -> quinn_udp::EcnCodepoint {
-    match e {
-        Ecn::Ect0 => quinn_udp::EcnCodepoint::Ect0,
-        Ecn::Ect1 => quinn_udp::EcnCodepoint::Ect1,
-        Ecn::Ce => quinn_udp::EcnCodepoint::Ce,
     }
 }

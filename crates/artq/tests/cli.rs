@@ -191,6 +191,72 @@ fn rpc_calls_over_real_udp() {
     assert!(out.stderr.contains("must be /rpc"), "{}", out.stderr);
 }
 
+/// ECN over real UDP (issue 16): `artq serve --ecn` to `artq get --ecn`
+/// through `artq link` with a 50-packet queue that marks CE from 20
+/// waiting. The CE marks reach the sender (the relay and the driver carry
+/// the codepoints), and Cubic, reacting to them as to loss, loses fewer
+/// packets than the same transfer without ECN.
+#[test]
+fn ecn_through_a_marking_link_means_fewer_drops() {
+    let run = |ecn: bool| -> serde_json::Value {
+        let scratch = Scratch::new();
+        scratch.served_file("f", 4_000_000, 9);
+        let stats_path = scratch.path().join("stats.jsonl");
+        let stats_s = stats_path.to_string_lossy().into_owned();
+        let mut serve_args = vec!["--stats-json", stats_s.as_str()];
+        let mut link_args = vec!["--bw", "20", "--rtt", "40", "--loss", "0", "--queue", "50"];
+        let mut get_args = vec!["--insecure"];
+        if ecn {
+            serve_args.push("--ecn");
+            link_args.extend(["--ecn-mark", "20"]);
+            get_args.push("--ecn");
+        }
+        let (_server, server_addr) =
+            common::spawn_artq_serve(&scratch.root(), &scratch.logs(), &serve_args)
+                .unwrap_or_else(|e| panic!("{e}"));
+        let mut link = artq();
+        link.args(["link", "--listen", "127.0.0.1:0", "--to"])
+            .arg(server_addr.to_string())
+            .args(&link_args);
+        let (_link, addr) =
+            process::spawn_listening(link, "artq-link", &scratch.logs(), Duration::from_secs(20))
+                .unwrap_or_else(|e| panic!("{e}"));
+        let mut get = artq();
+        get.arg("get")
+            .arg(format!("https://{addr}/f"))
+            .args(&get_args)
+            .arg("-o")
+            .arg(scratch.out("f"));
+        let out = process::run_with_deadline(get, DEADLINE).unwrap_or_else(|e| panic!("{e}"));
+        assert!(out.status.success(), "get failed: {}", out.stderr);
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let text = std::fs::read_to_string(&stats_path).unwrap_or_default();
+            if text.ends_with('\n') {
+                break serde_json::from_str(text.lines().next().unwrap_or("")).expect("JSON");
+            }
+            assert!(std::time::Instant::now() < deadline, "no --stats-json line");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    let plain = run(false);
+    let marked = run(true);
+    let u = |v: &serde_json::Value, k: &str| v[k].as_u64().unwrap_or_else(|| panic!("{k}: {v}"));
+    assert_eq!(u(&plain, "ecn_marked_sent"), 0);
+    assert!(u(&marked, "ecn_marked_sent") > 1000, "{marked}");
+    assert_eq!(marked["ecn_validation_failed"], false, "{marked}");
+    assert!(
+        u(&marked, "ecn_ce_reported") > 0,
+        "no CE reached the sender: {marked}"
+    );
+    assert!(
+        u(&marked, "lost_packets") < u(&plain, "lost_packets"),
+        "{} lost with ECN, {} without",
+        u(&marked, "lost_packets"),
+        u(&plain, "lost_packets")
+    );
+}
+
 #[test]
 fn unknown_recovery_scheme_is_a_clear_error() {
     let scratch = Scratch::new();

@@ -25,6 +25,10 @@
 //! `stale`), exactly what a server that does not follow its client's new
 //! address (RFC 9000 §9) would suffer.
 //!
+//! ECN: the sockets read and write the ECN codepoint of every datagram
+//! (through quinn-udp), so an ECN-capable sender's ECT marks cross the
+//! links, and a link with a CE threshold marks them as the simulator's do.
+//!
 //! Seeds: the uplink uses `derive_seed(seed, "link/up")`, the downlink
 //! `derive_seed(seed, "link/down")` (see [`crate::seed`]).
 //!
@@ -50,7 +54,7 @@ use std::thread::{self, JoinHandle};
 use serde::{Deserialize, Serialize};
 use wire::time::{Duration, Instant};
 
-use crate::link::{Datagram, Link, LinkConfig, LinkStats};
+use crate::link::{Datagram, Ecn, Link, LinkConfig, LinkStats};
 use crate::pcap;
 use crate::seed::{derive_seed, LINK_DOWN, LINK_UP};
 
@@ -216,6 +220,8 @@ enum Msg {
         /// the client side.
         generation: u64,
         from: SocketAddr,
+        /// The ECN codepoint it arrived with.
+        ecn: Option<Ecn>,
         payload: Vec<u8>,
         at: Instant,
     },
@@ -227,6 +233,9 @@ struct Relay {
     config: RelayConfig,
     client_sock: UdpSocket,
     server_sock: UdpSocket,
+    /// What quinn-udp knows of each socket (for sending with ECN).
+    client_state: quinn_udp::UdpSocketState,
+    server_state: quinn_udp::UdpSocketState,
     capture: Option<Capture>,
 }
 
@@ -284,10 +293,14 @@ impl Relay {
         };
         let server_sock = UdpSocket::bind(SocketAddr::new(ip, 0))?;
         let capture = config.pcap.as_ref().map(Capture::create).transpose()?;
+        let client_state = udp_state(&client_sock)?;
+        let server_state = udp_state(&server_sock)?;
         Ok(Relay {
             config,
             client_sock,
             server_sock,
+            client_state,
+            server_state,
             capture,
         })
     }
@@ -347,6 +360,7 @@ impl Relay {
                     // last datagrams are stale.
                     readers.retire(Side::Server);
                     readers.spawn(&sock, Side::Server, generation)?;
+                    self.server_state = udp_state(&sock)?;
                     self.server_sock = sock;
                     upstream = self.server_sock.local_addr()?;
                     stats.rebinds = stats.rebinds.saturating_add(1);
@@ -357,14 +371,14 @@ impl Relay {
                 if let Some(c) = &mut self.capture {
                     c.record(now, upstream, to, &d.payload)?;
                 }
-                if self.server_sock.send_to(&d.payload, to).is_err() {
+                if send(&self.server_state, &self.server_sock, &d, to).is_err() {
                     stats.send_errors = stats.send_errors.saturating_add(1);
                 }
             }
             while let Some(d) = down.poll_deliver(now) {
                 match client {
                     Some(c) => {
-                        if self.client_sock.send_to(&d.payload, c).is_err() {
+                        if send(&self.client_state, &self.client_sock, &d, c).is_err() {
                             stats.send_errors = stats.send_errors.saturating_add(1);
                         }
                     }
@@ -392,6 +406,7 @@ impl Relay {
                     Msg::Datagram {
                         side: Side::Client,
                         from,
+                        ecn,
                         payload,
                         at,
                         ..
@@ -400,7 +415,9 @@ impl Relay {
                             stats.client_changes = stats.client_changes.saturating_add(1);
                         }
                         client = Some(from);
-                        up.send(at, Datagram::new(from, to, payload));
+                        let mut d = Datagram::new(from, to, payload);
+                        d.ecn = ecn;
+                        up.send(at, d);
                     }
                     Msg::Datagram {
                         side: Side::Server,
@@ -412,6 +429,7 @@ impl Relay {
                     Msg::Datagram {
                         side: Side::Server,
                         from,
+                        ecn,
                         payload,
                         at,
                         ..
@@ -421,7 +439,9 @@ impl Relay {
                                 c.record(at, to, upstream, &payload)?;
                             }
                             let dst = client.unwrap_or(self.config.listen);
-                            down.send(at, Datagram::new(to, dst, payload));
+                            let mut d = Datagram::new(to, dst, payload);
+                            d.ecn = ecn;
+                            down.send(at, d);
                         } else {
                             stats.ignored = stats.ignored.saturating_add(1);
                         }
@@ -506,6 +526,52 @@ fn rebind_ip(
     }
 }
 
+/// quinn-udp's view of `sock` (ECN reception on, GRO if the OS has it),
+/// leaving the socket blocking: quinn-udp makes it non-blocking, which
+/// would turn the readers' timed blocking reads into a busy loop (the flag
+/// is shared by every clone of the socket).
+fn udp_state(sock: &UdpSocket) -> io::Result<quinn_udp::UdpSocketState> {
+    let state = quinn_udp::UdpSocketState::new(sock.into())?;
+    sock.set_nonblocking(false)?;
+    Ok(state)
+}
+
+/// Sends `d`'s payload to `dst` with its ECN codepoint.
+fn send(
+    state: &quinn_udp::UdpSocketState,
+    sock: &UdpSocket,
+    d: &Datagram,
+    dst: SocketAddr,
+) -> io::Result<()> {
+    let transmit = quinn_udp::Transmit {
+        destination: dst,
+        ecn: d.ecn.map(ecn_to_udp),
+        contents: &d.payload,
+        segment_size: None,
+        src_ip: None,
+    };
+    state.send(sock.into(), &transmit)
+}
+
+/// A transport ECN codepoint as quinn-udp's sockets take it (the relay's
+/// and `artq`'s UDP driver's one conversion).
+pub fn ecn_to_udp(e: Ecn) -> quinn_udp::EcnCodepoint {
+    match e {
+        Ecn::Ect0 => quinn_udp::EcnCodepoint::Ect0,
+        Ecn::Ect1 => quinn_udp::EcnCodepoint::Ect1,
+        Ecn::Ce => quinn_udp::EcnCodepoint::Ce,
+    }
+}
+
+/// The codepoint quinn-udp read from a socket, as the transport names it.
+pub fn ecn_from_udp(e: quinn_udp::EcnCodepoint) -> Ecn {
+    match e {
+        quinn_udp::EcnCodepoint::Ect0 => Ecn::Ect0,
+        quinn_udp::EcnCodepoint::Ect1 => Ecn::Ect1,
+        quinn_udp::EcnCodepoint::Ce => Ecn::Ce,
+    }
+}
+
 /// A reader thread: timestamps and forwards every datagram of `sock`.
 fn read_loop(
     sock: &UdpSocket,
@@ -517,20 +583,44 @@ fn read_loop(
     quit: &AtomicBool,
 ) {
     let mut buf = vec![0u8; MAX_DATAGRAM];
+    // Asks the OS for each datagram's ECN codepoint (IP_RECVTOS).
+    let state = match udp_state(sock) {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = tx.send(Msg::Failed(e));
+            return;
+        }
+    };
     while !stop.load(Ordering::Relaxed) && !quit.load(Ordering::Relaxed) {
-        match sock.recv_from(&mut buf) {
-            Ok((n, from)) => {
+        let mut meta = [quinn_udp::RecvMeta::default()];
+        let result = {
+            let mut bufs = [io::IoSliceMut::new(&mut buf)];
+            state.recv(sock.into(), &mut bufs, &mut meta)
+        };
+        match result {
+            Ok(0) => {}
+            Ok(_) => {
+                let m = meta[0];
                 let at = elapsed(start);
-                let payload = buf.get(..n).unwrap_or(&buf[..]).to_vec();
-                let msg = Msg::Datagram {
-                    side,
-                    generation,
-                    from,
-                    payload,
-                    at,
-                };
-                if tx.send(msg).is_err() {
-                    return;
+                // With GRO one read may carry several datagrams, `stride`
+                // bytes apart.
+                let len = m.len.min(buf.len());
+                let stride = if m.stride == 0 { len } else { m.stride };
+                let mut first = 0;
+                while first < len {
+                    let end = (first + stride).min(len);
+                    let msg = Msg::Datagram {
+                        side,
+                        generation,
+                        from: m.addr,
+                        ecn: m.ecn.map(ecn_from_udp),
+                        payload: buf[first..end].to_vec(),
+                        at,
+                    };
+                    if tx.send(msg).is_err() {
+                        return;
+                    }
+                    first = end;
                 }
             }
             Err(e) if is_transient(&e) => {}

@@ -426,3 +426,74 @@ fn rebinding_moves_the_upstream_side() {
         assert!(stats.rebinds >= 1, "{stats:?}");
     }
 }
+
+/// ECN through the relay: ECT(0) marks cross it both ways, and a link
+/// whose queue marks turns some of a burst's marks into CE.
+#[test]
+fn ecn_codepoints_cross_the_relay_and_queues_mark_ce() {
+    let server = local_socket();
+    server
+        .set_read_timeout(Some(StdDuration::from_secs(2)))
+        .expect("timeout");
+    let server_state = quinn_udp::UdpSocketState::new((&server).into()).expect("state");
+    server.set_nonblocking(false).expect("blocking again");
+    let mut up = LinkConfig::new(
+        Capacity::Constant {
+            bits_per_sec: 2_000_000,
+        },
+        Duration::ZERO,
+    );
+    up.queue = QueueLimit::Packets(100);
+    up.ce_threshold = Some(5);
+    let config = RelayConfig {
+        listen: "127.0.0.1:0".parse().expect("addr"),
+        to: server.local_addr().expect("addr"),
+        up,
+        down: LinkConfig::ideal(),
+        seed: 3,
+        pcap: None,
+        rebind: None,
+    };
+    let relay = spawn(config).expect("relay starts");
+    let client = local_socket();
+    let client_state = quinn_udp::UdpSocketState::new((&client).into()).expect("state");
+    let payload = [7u8; 1000];
+    for _ in 0..30 {
+        let t = quinn_udp::Transmit {
+            destination: relay.local_addr(),
+            ecn: Some(quinn_udp::EcnCodepoint::Ect0),
+            contents: &payload,
+            segment_size: None,
+            src_ip: None,
+        };
+        client_state.send((&client).into(), &t).expect("send");
+    }
+    let mut seen = Vec::new();
+    let mut buf = vec![0u8; 2000];
+    while seen.len() < 30 {
+        let mut meta = [quinn_udp::RecvMeta::default()];
+        let mut bufs = [io::IoSliceMut::new(&mut buf)];
+        match server_state.recv((&server).into(), &mut bufs, &mut meta) {
+            Ok(_) => {
+                let m = meta[0];
+                let stride = if m.stride == 0 { m.len } else { m.stride };
+                for _ in 0..m.len.div_ceil(stride.max(1)) {
+                    seen.push(m.ecn);
+                }
+            }
+            Err(e) => panic!("after {} datagrams: {e}", seen.len()),
+        }
+    }
+    let ce = seen
+        .iter()
+        .filter(|e| **e == Some(quinn_udp::EcnCodepoint::Ce))
+        .count();
+    let ect0 = seen
+        .iter()
+        .filter(|e| **e == Some(quinn_udp::EcnCodepoint::Ect0))
+        .count();
+    assert_eq!(ce + ect0, 30, "{seen:?}");
+    assert!(ce >= 10 && ect0 >= 5, "{ce} CE, {ect0} ECT(0)");
+    let stats = relay.stop().expect("stats");
+    assert_eq!(stats.up.ce_marked as usize, ce);
+}
