@@ -18,7 +18,7 @@ use apps::video::live::{LiveBody, LiveParams};
 use common::{process, Scratch};
 use wire::time::Instant;
 
-/// `artq serve`'s seed of generated video sizes (`serve::VIDEO_SEED`).
+/// `artq serve`'s seed of generated content (`serve::CONTENT_SEED`).
 const VIDEO_SEED: u64 = 1;
 
 /// The shared traces, or `None` (after a note) when they are missing

@@ -61,6 +61,19 @@ pub struct RunOptions<'a> {
     pub measure_cpu: bool,
     /// Called every 250 ms of virtual time.
     pub progress: Option<&'a mut dyn FnMut(&Progress)>,
+    /// Write qlog traces of the measured connection (both vantage points)
+    /// here: the transport's events plus the recovery policy's
+    /// `artq:policy_state` and `artq:policy_event`s.
+    pub qlog: Option<QlogSinks>,
+}
+
+/// Where a run's qlog traces go: the caller opens them (this crate writes
+/// no files), the run writes JSON-SEQ into them.
+pub struct QlogSinks {
+    /// The sender's (server's) trace.
+    pub server: Box<dyn std::io::Write + Send>,
+    /// The receiver's (client's) trace.
+    pub client: Box<dyn std::io::Write + Send>,
 }
 
 /// Everything one run produced.
@@ -145,21 +158,28 @@ pub fn run_with(scenario: &Scenario, options: RunOptions<'_>) -> Result<RunResul
         links,
         measure_cpu,
         mut progress,
+        qlog,
     } = options;
-    let factory = recovery::parse_scheme(&scenario.scheme)
+    let (server_qlog, client_qlog) = match qlog {
+        Some(q) => (Some(q.server), Some(q.client)),
+        None => (None, None),
+    };
+    let scheme = recovery::parse_scheme(&scenario.scheme)
         .map_err(|e| ScenarioError::Scheme(e.to_string()))?;
     let (up, down) = match links {
         Some(l) => l,
         None => scenario.link.configs()?,
     };
     let (server_tls, client_tls) = tls_configs(scenario.alpn).map_err(ScenarioError::Setup)?;
-    let server_transport = TransportConfig {
+    let mut server_transport = TransportConfig {
         congestion: scenario.cc,
-        policy: factory,
+        ecn: scenario.ecn,
         ..TransportConfig::default()
     };
+    scheme.configure(&mut server_transport);
     let mut client_transport = TransportConfig {
         congestion: scenario.cc,
+        ecn: scenario.ecn,
         ..TransportConfig::default()
     };
     if let Some(w) = scenario.recv_window {
@@ -188,7 +208,7 @@ pub fn run_with(scenario: &Scenario, options: RunOptions<'_>) -> Result<RunResul
         },
     ));
     let server_host = Host::new(server_endpoint, workload.server_app(content_seed)).with_observer(
-        Box::new(SenderObserver::new(recorder.clone(), sender.clone())),
+        Box::new(SenderObserver::new(recorder.clone(), sender.clone()).with_qlog(server_qlog)),
     );
     let mut server = QuicNode::new(SERVER_ADDR, server_host);
     server.set_measure_cpu(measure_cpu);
@@ -202,8 +222,9 @@ pub fn run_with(scenario: &Scenario, options: RunOptions<'_>) -> Result<RunResul
     let client_app = workload
         .client_app(content_seed, scenario.alpn)
         .map_err(ScenarioError::Setup)?;
-    let mut client_host = Host::new(client_endpoint, client_app)
-        .with_observer(Box::new(ReceiverObserver::new(recorder.clone())));
+    let mut client_host = Host::new(client_endpoint, client_app).with_observer(Box::new(
+        ReceiverObserver::new(recorder.clone()).with_qlog(client_qlog),
+    ));
     client_host
         .connect(Instant::ZERO, &client_config, SERVER_ADDR)
         .map_err(|e| ScenarioError::Setup(e.to_string()))?;
@@ -282,8 +303,9 @@ pub fn run_with(scenario: &Scenario, options: RunOptions<'_>) -> Result<RunResul
         cpu: server.cpu_time(),
         rpc: matches!(workload, apps::workload::Workload::Rpc { .. }),
     };
-    let metrics =
-        RunMetrics::compute(facts, &stats, &items).with_playback(report.playback.as_ref(), &items);
+    let metrics = RunMetrics::compute(facts, &stats, &items)
+        .with_playback(report.playback.as_ref(), &items)
+        .with_ecn(scenario.ecn, &stats);
     Ok(RunResult {
         metrics,
         items,

@@ -147,6 +147,10 @@ pub struct Scenario {
         skip_serializing_if = "Option::is_none"
     )]
     pub recv_window: Option<u64>,
+    /// Both ends use ECN (RFC 9000 §13.4): they mark ECT(0) and react to
+    /// CE, which a link marks with `ecn_mark`. Default off.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub ecn: bool,
     /// Virtual seconds after which an unfinished run is abandoned.
     pub time_limit: f64,
     /// The application protocol the client speaks (the server speaks all
@@ -168,6 +172,7 @@ impl Default for Scenario {
             cc: CongestionAlgorithm::default(),
             seed: 1,
             recv_window: None,
+            ecn: false,
             time_limit: DEFAULT_TIME_LIMIT_S,
             alpn: Protocol::HqInterop,
             workload: Workload::default(),

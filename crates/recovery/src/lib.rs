@@ -44,5 +44,5 @@ pub use art::{ArtConfig, ArtFactory, ArtPolicy, BanditConfig, BanditStrategy};
 pub use autorec::{AutorecConfig, AutorecPolicy};
 pub use fec::FecPolicy;
 pub use fixed::FixedPolicy;
-pub use registry::{parse_scheme, SchemeError, SCHEMES};
+pub use registry::{parse_scheme, Scheme, SchemeError, SCHEMES};
 pub use rounds::{RoundRule, RoundsPolicy};

@@ -8,6 +8,7 @@
 use std::sync::Arc;
 
 use transport::policy::{PolicyFactory, QuicPolicy, MAX_REPLICAS};
+use transport::TransportConfig;
 
 use crate::art::{ArtConfig, ArtFactory, BanditConfig, MAX_L_QUEUE};
 use crate::autorec::{
@@ -136,8 +137,54 @@ fn available() -> String {
         .join(", ")
 }
 
-/// The factory for a scheme name.
-pub fn parse_scheme(name: &str) -> Result<Arc<dyn PolicyFactory>, SchemeError> {
+/// A parsed scheme: its recovery policy and what it needs of the transport
+/// besides (today: block FEC for `fec:K`).
+///
+/// Exists so that a scheme that is more than a policy is still configured
+/// in one call ([`Scheme::configure`]), and the generic policy trait has no
+/// scheme-specific method.
+#[derive(Clone, Debug)]
+pub struct Scheme {
+    policy: Arc<dyn PolicyFactory>,
+    fec_block: Option<u16>,
+}
+
+impl Scheme {
+    fn policy_only(policy: Arc<dyn PolicyFactory>) -> Self {
+        Scheme {
+            policy,
+            fec_block: None,
+        }
+    }
+
+    /// The scheme's name as on the command line.
+    pub fn name(&self) -> String {
+        self.policy.name()
+    }
+
+    /// The policy factory (for a connection's `TransportConfig::policy`).
+    pub fn policy(&self) -> Arc<dyn PolicyFactory> {
+        self.policy.clone()
+    }
+
+    /// Data packets per FEC block, for `fec:K`.
+    pub fn fec_block(&self) -> Option<u16> {
+        self.fec_block
+    }
+
+    /// Set the policy and the scheme's transport options in `config`.
+    pub fn configure(&self, config: &mut TransportConfig) {
+        config.policy = self.policy.clone();
+        config.fec = match self.fec_block {
+            // In range by construction (`FecPolicy::new`).
+            Some(k) => config.fec.with_block(u64::from(k)).unwrap_or(config.fec),
+            None => config.fec.without_sending(),
+        };
+    }
+}
+
+/// The scheme for a name.
+pub fn parse_scheme(name: &str) -> Result<Scheme, SchemeError> {
     let (base, param) = match name.split_once(':') {
         Some((b, p)) => (b, Some(p)),
         None => (name, None),
@@ -172,7 +219,13 @@ pub fn parse_scheme(name: &str) -> Result<Arc<dyn PolicyFactory>, SchemeError> {
             art(ArtConfig::bandit(BanditConfig::ucb()))?
         }
         "fixed" => Arc::new(FixedPolicy::new(level(name, param, "fixed")?)?),
-        "fec" => Arc::new(FecPolicy::new(block(name, param)?)?),
+        "fec" => {
+            let policy = FecPolicy::new(block(name, param)?)?;
+            return Ok(Scheme {
+                fec_block: Some(policy.block_size()),
+                policy: Arc::new(policy),
+            });
+        }
         "autorec" => Arc::new(AutorecPolicy::new(autorec_options(name, param)?)?),
         "autorec-offmode" => {
             no_param(name, param, "autorec-offmode")?;
@@ -226,7 +279,7 @@ pub fn parse_scheme(name: &str) -> Result<Arc<dyn PolicyFactory>, SchemeError> {
             });
         }
     };
-    Ok(factory)
+    Ok(Scheme::policy_only(factory))
 }
 
 fn art(config: ArtConfig) -> Result<Arc<dyn PolicyFactory>, SchemeError> {
@@ -361,8 +414,14 @@ mod tests {
         for (pattern, _) in SCHEMES {
             let name = pattern.replace('R', "3").replace('K', "9");
             let f = parse_scheme(&name).unwrap_or_else(|e| panic!("{name}: {e}"));
-            assert_eq!(f.name(), name, "the factory echoes its name");
-            assert_eq!(f.build().name(), name);
+            assert_eq!(f.name(), name, "the scheme echoes its name");
+            assert_eq!(f.policy().build().name(), name);
+            let mut config = TransportConfig::default();
+            f.configure(&mut config);
+            assert_eq!(config.policy.name(), name);
+            let fec = name.starts_with("fec:").then_some(9);
+            assert_eq!(config.fec.send_block(), fec, "{name}");
+            assert_eq!(f.fec_block(), fec, "{name}");
         }
     }
 

@@ -8,7 +8,8 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use recovery::{parse_scheme, RoundRule};
 use transport::policy::{
-    DataKind, Decision, ItemId, LostData, PacketFate, PathView, ReplicaRef, SentView, MAX_REPLICAS,
+    with_context, DataKind, Decision, ItemId, LostData, PacketFate, PathView, ReplicaRef, SentView,
+    MAX_REPLICAS,
 };
 use wire::time::{Duration, Instant};
 
@@ -152,7 +153,7 @@ proptest! {
         seed in any::<u64>(),
     ) {
         for name in names() {
-            let mut p = parse_scheme(&name).unwrap().build();
+            let mut p = parse_scheme(&name).unwrap().policy().build();
             prop_assert_eq!(p.name(), name.clone());
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
             let mut now = Instant::from_nanos(start);
@@ -166,7 +167,7 @@ proptest! {
                         pn += 1;
                         let replica = replica.map(|(item, round, index)| ReplicaRef { item: ItemId(item), round, index });
                         let view = SentView { pn, size: 1250, replica, carries_new_data: replica.is_none() };
-                        let tag = p.on_packet_sent(now, &view);
+                        let tag = with_context(now, &path, &mut rng, |cx| p.on_packet_sent(cx, &view));
                         outstanding.push(PacketFate { pn, time_sent: now, size: 1250, tag, replica, carries_new_data: replica.is_none() });
                     }
                     Op::Acked { back } | Op::Lost { back } => {
@@ -174,19 +175,19 @@ proptest! {
                         let i = outstanding.len() - 1 - back % outstanding.len();
                         let fate = outstanding.remove(i);
                         if matches!(op, Op::Acked { .. }) {
-                            p.on_packet_acked(now, &fate, &path);
+                            with_context(now, &path, &mut rng, |cx| p.on_packet_acked(cx, &fate));
                         } else {
-                            p.on_packet_lost(now, &fate, &path);
+                            with_context(now, &path, &mut rng, |cx| p.on_packet_lost(cx, &fate));
                             // A spurious loss: acknowledged after all, sometimes.
                             if back % 5 == 0 {
-                                p.on_packet_acked(now, &fate, &path);
+                                with_context(now, &path, &mut rng, |cx| p.on_packet_acked(cx, &fate));
                             }
                         }
                     }
                     Op::DataLost { item, round, datagram } => {
                         let kind = if *datagram { DataKind::Datagram } else { DataKind::Stream };
                         let lost = LostData { item: ItemId(*item), first_sent: now, first_lost: now, round: *round, retransmissions: 0, bytes: 1200, kind };
-                        let d = p.on_data_lost(now, &lost, &path, &mut rng);
+                        let d = with_context(now, &path, &mut rng, |cx| p.on_data_lost(cx, &lost));
                         check(&name, &d, now, *round, &path, kind)?;
                     }
                     Op::Advance { nanos } => now += Duration::from_nanos(*nanos),
@@ -202,7 +203,7 @@ proptest! {
 #[test]
 fn decisions_are_deterministic() {
     let run = |name: &str| {
-        let mut p = parse_scheme(name).unwrap().build();
+        let mut p = parse_scheme(name).unwrap().policy().build();
         let mut rng = ChaCha8Rng::seed_from_u64(99);
         let path = PathView {
             srtt: Duration::from_millis(40),
@@ -214,15 +215,13 @@ fn decisions_are_deterministic() {
         let mut out = Vec::new();
         for i in 0..200u64 {
             let now = Instant::from_millis(i);
-            let tag = p.on_packet_sent(
-                now,
-                &SentView {
-                    pn: i,
-                    size: 1250,
-                    replica: None,
-                    carries_new_data: true,
-                },
-            );
+            let view = SentView {
+                pn: i,
+                size: 1250,
+                replica: None,
+                carries_new_data: true,
+            };
+            let tag = with_context(now, &path, &mut rng, |cx| p.on_packet_sent(cx, &view));
             let replica = (i % 3 == 0).then_some(ReplicaRef {
                 item: ItemId(i / 7),
                 round: 1,
@@ -237,7 +236,7 @@ fn decisions_are_deterministic() {
                 carries_new_data: true,
             };
             if i % 4 == 0 {
-                p.on_packet_lost(now, &fate, &path);
+                with_context(now, &path, &mut rng, |cx| p.on_packet_lost(cx, &fate));
                 let lost = LostData {
                     item: ItemId(i),
                     first_sent: now,
@@ -247,9 +246,11 @@ fn decisions_are_deterministic() {
                     bytes: 1,
                     kind: DataKind::Stream,
                 };
-                out.push(p.on_data_lost(now, &lost, &path, &mut rng));
+                out.push(with_context(now, &path, &mut rng, |cx| {
+                    p.on_data_lost(cx, &lost)
+                }));
             } else {
-                p.on_packet_acked(now, &fate, &path);
+                with_context(now, &path, &mut rng, |cx| p.on_packet_acked(cx, &fate));
             }
         }
         out

@@ -53,6 +53,19 @@ pub struct ConnectionStats {
     /// flattened into this struct's JSON.
     #[serde(flatten)]
     pub recovery: RecoveryTally,
+    /// Times the peer moved to a new address and we followed (RFC 9000 §9;
+    /// NAT rebindings included).
+    pub path_changes: u64,
+    /// Validations of a peer's new address that timed out (we went back
+    /// to the last validated one, RFC 9000 §9.3.2).
+    pub path_validations_failed: u64,
+    /// Packets the peer reported as CE-marked in its ACK frames (RFC 9000
+    /// §13.4): the path's queues signalled congestion without dropping.
+    pub ecn_ce_reported: u64,
+    /// Our ECN marking failed validation and stopped (§13.4.2).
+    pub ecn_validation_failed: bool,
+    /// Datagrams we sent marked ECT(0).
+    pub ecn_marked_sent: u64,
     /// Congestion events (window reductions).
     pub congestion_events: u64,
     /// PTO expirations.

@@ -347,6 +347,10 @@ pub struct RunMetrics {
     /// (from when a call was due to its last response byte), ms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rpc_fct_ms: Option<Summary>,
+    /// ECN runs only: packets the receiver reported CE-marked to the
+    /// sender (RFC 9000 §13.4), each a congestion signal without a loss.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ecn_ce_reported: Option<u64>,
 }
 
 /// The inputs of [`RunMetrics::compute`] that are not counters.
@@ -428,7 +432,16 @@ impl RunMetrics {
             rebuffer_ms: None,
             bitrate_switches: None,
             rpc_fct_ms,
+            ecn_ce_reported: None,
         }
+    }
+
+    /// Adds the ECN figures of an ECN run (other runs' JSON is unchanged).
+    pub fn with_ecn(mut self, ecn: bool, stats: &ConnectionStats) -> RunMetrics {
+        if ecn {
+            self.ecn_ce_reported = Some(stats.ecn_ce_reported);
+        }
+        self
     }
 
     /// Adds a video player's statistics (only video workloads have them:

@@ -22,7 +22,9 @@
 //! - The decision interval is [`DECISION_INTERVAL`] (1 s), and at least 10
 //!   SRTT: at the default setting (~700 packets/s, 5% loss) one second
 //!   holds ~35 recoveries, enough for a mean recovery latency whose noise
-//!   is near R_nor; shorter intervals made A_thres a random walk.
+//!   is near R_nor; shorter intervals made A_thres a random walk. It is
+//!   closed by the first loss after its end (an interval without losses
+//!   has nothing to decide).
 //! - The interval's recovery latency (eq. 2) is the mean over all items the
 //!   interval saw recovered (a first retransmission that got through counts
 //!   with its short latency), so the utility rewards turning second rounds
@@ -42,8 +44,8 @@ use rand::RngCore;
 use transport::events::RecoveryOutcome;
 use transport::events::RecoveryRecord;
 use transport::policy::{
-    DataKind, Decision, ItemId, LostData, PacketFate, PathView, PolicyState, RecoveryPolicy,
-    SentView,
+    DataKind, Decision, ItemId, LostData, PacketFate, PacketTag, PathView, PolicyContext,
+    PolicyState, RecoveryPolicy, SentView,
 };
 use wire::time::{Duration, Instant};
 
@@ -367,13 +369,7 @@ impl RecoveryPolicy for AutorecPolicy {
         }
     }
 
-    fn on_data_lost(
-        &mut self,
-        now: Instant,
-        lost: &LostData,
-        path: &PathView,
-        rng: &mut dyn RngCore,
-    ) -> Decision {
+    fn on_data_lost(&mut self, cx: &mut PolicyContext<'_>, lost: &LostData) -> Decision {
         if lost.kind == DataKind::Datagram {
             return Decision::Drop;
         }
@@ -381,35 +377,31 @@ impl RecoveryPolicy for AutorecPolicy {
             self.t_unit
                 .observe(lost.first_lost.saturating_duration_since(lost.first_sent));
         }
-        self.maybe_decide(now, path, rng);
+        self.maybe_decide(cx.now, cx.path, cx.rng);
         // ARQ: one retransmission now; its departure enters the queue.
-        Decision::single(now)
+        Decision::single(cx.now)
     }
 
-    fn on_packet_sent(
-        &mut self,
-        now: Instant,
-        sent: &SentView,
-    ) -> Option<transport::policy::PacketTag> {
+    fn on_packet_sent(&mut self, cx: &mut PolicyContext<'_>, sent: &SentView) -> Option<PacketTag> {
         self.tally.sent += 1;
         if let Some(r) = sent.replica {
-            self.queue.on_resent(r.item, now);
+            self.queue.on_resent(r.item, cx.now);
         }
         None
     }
 
-    fn on_packet_acked(&mut self, _now: Instant, fate: &PacketFate, _path: &PathView) {
+    fn on_packet_acked(&mut self, _cx: &mut PolicyContext<'_>, fate: &PacketFate) {
         if fate.carries_new_data {
             self.tally.acked_new_bytes += u64::from(fate.size);
         }
     }
 
-    fn on_packet_lost(&mut self, _now: Instant, _fate: &PacketFate, _path: &PathView) {
+    fn on_packet_lost(&mut self, _cx: &mut PolicyContext<'_>, _fate: &PacketFate) {
         self.tally.lost += 1;
     }
 
-    fn on_app_limited(&mut self, now: Instant, _path: &PathView) -> Option<ItemId> {
-        self.take_reinjection(now)
+    fn on_app_limited(&mut self, cx: &mut PolicyContext<'_>) -> Option<ItemId> {
+        self.take_reinjection(cx.now)
     }
 
     fn next_reinjection(&self) -> Option<Instant> {
@@ -420,18 +412,18 @@ impl RecoveryPolicy for AutorecPolicy {
         Some(head.last_sent + self.t_thres(&self.path_of_last()))
     }
 
-    fn on_reinjection_timer(&mut self, now: Instant, path: &PathView) -> Option<ItemId> {
+    fn on_reinjection_timer(&mut self, cx: &mut PolicyContext<'_>) -> Option<ItemId> {
         if !self.opportunistic() {
             return None;
         }
         let head = self.queue.head(self.level())?;
-        if now.saturating_duration_since(head.last_sent) < self.t_thres(path) {
+        if cx.now.saturating_duration_since(head.last_sent) < self.t_thres(cx.path) {
             return None;
         }
-        self.take_reinjection(now)
+        self.take_reinjection(cx.now)
     }
 
-    fn on_recovery_ended(&mut self, _now: Instant, record: &RecoveryRecord) {
+    fn on_recovery_ended(&mut self, _cx: &mut PolicyContext<'_>, record: &RecoveryRecord) {
         self.queue.remove(record.item);
         if let RecoveryOutcome::Delivered {
             round,

@@ -1,6 +1,6 @@
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use transport::policy::ReplicaRef;
+use transport::policy::{with_context, ReplicaRef};
 
 use super::*;
 
@@ -103,7 +103,9 @@ fn t_thres_is_t_unit_over_a_thres_plus_one() {
     // Before any loss: 9/8·SRTT + 25 ms = 92.5 ms.
     assert_eq!(p.t_thres(&path()), Duration::from_micros(92_500) / 3);
     // Measured: first transmission to loss detection.
-    p.on_data_lost(at(100), &lost(1, 1, 10, 100), &path(), &mut rng);
+    with_context(at(100), &path(), &mut rng, |cx| {
+        p.on_data_lost(cx, &lost(1, 1, 10, 100))
+    });
     assert_eq!(p.t_thres(&path()), Duration::from_millis(30));
     assert_eq!(fixed(0).t_thres(&path()), Duration::from_micros(92_500));
 }
@@ -113,24 +115,50 @@ fn off_mode_reinjects_up_to_a_thres_then_opportunistic_waits_for_t_thres() {
     let mut rng = ChaCha8Rng::seed_from_u64(1);
     let mut p = fixed(2);
     assert_eq!(
-        p.on_data_lost(at(100), &lost(1, 1, 10, 100), &path(), &mut rng),
+        with_context(at(100), &path(), &mut rng, |cx| p
+            .on_data_lost(cx, &lost(1, 1, 10, 100))),
         Decision::single(at(100)),
         "ARQ: one retransmission"
     );
-    assert_eq!(p.on_app_limited(at(100), &path()), None, "not sent yet");
-    p.on_packet_sent(at(100), &replica_sent(1, 0));
+    assert_eq!(
+        with_context(at(100), &path(), &mut rng, |cx| p.on_app_limited(cx)),
+        None,
+        "not sent yet"
+    );
+    with_context(at(100), &path(), &mut rng, |cx| {
+        p.on_packet_sent(cx, &replica_sent(1, 0))
+    });
     // T_unit = 90 ms, A = 2: T_thres = 30 ms after the retransmission.
     assert_eq!(p.next_reinjection(), Some(at(130)));
-    assert_eq!(p.on_reinjection_timer(at(120), &path()), None);
-    assert_eq!(p.on_reinjection_timer(at(130), &path()), Some(ItemId(1)));
-    p.on_packet_sent(at(130), &replica_sent(1, 1));
+    assert_eq!(
+        with_context(at(120), &path(), &mut rng, |cx| p.on_reinjection_timer(cx)),
+        None
+    );
+    assert_eq!(
+        with_context(at(130), &path(), &mut rng, |cx| p.on_reinjection_timer(cx)),
+        Some(ItemId(1))
+    );
+    with_context(at(130), &path(), &mut rng, |cx| {
+        p.on_packet_sent(cx, &replica_sent(1, 1))
+    });
     // Off-mode does not wait for T_thres.
-    assert_eq!(p.on_app_limited(at(131), &path()), Some(ItemId(1)));
-    p.on_packet_sent(at(131), &replica_sent(1, 2));
-    assert_eq!(p.on_app_limited(at(132), &path()), None, "A_i = A_thres");
+    assert_eq!(
+        with_context(at(131), &path(), &mut rng, |cx| p.on_app_limited(cx)),
+        Some(ItemId(1))
+    );
+    with_context(at(131), &path(), &mut rng, |cx| {
+        p.on_packet_sent(cx, &replica_sent(1, 2))
+    });
+    assert_eq!(
+        with_context(at(132), &path(), &mut rng, |cx| p.on_app_limited(cx)),
+        None,
+        "A_i = A_thres"
+    );
     assert_eq!(p.next_reinjection(), None);
     // Delivered: gone from the queue.
-    p.on_recovery_ended(at(200), &delivered(1, 100, 131));
+    with_context(at(200), &path(), &mut rng, |cx| {
+        p.on_recovery_ended(cx, &delivered(1, 100, 131))
+    });
     assert!(p.queue().is_empty());
 }
 
@@ -142,11 +170,21 @@ fn the_offmode_variant_never_reinjects_on_a_timer() {
         ..AutorecConfig::default()
     })
     .unwrap();
-    p.on_data_lost(at(100), &lost(1, 1, 10, 100), &path(), &mut rng);
-    p.on_packet_sent(at(100), &replica_sent(1, 0));
+    with_context(at(100), &path(), &mut rng, |cx| {
+        p.on_data_lost(cx, &lost(1, 1, 10, 100))
+    });
+    with_context(at(100), &path(), &mut rng, |cx| {
+        p.on_packet_sent(cx, &replica_sent(1, 0))
+    });
     assert_eq!(p.next_reinjection(), None);
-    assert_eq!(p.on_reinjection_timer(at(500), &path()), None);
-    assert_eq!(p.on_app_limited(at(101), &path()), Some(ItemId(1)));
+    assert_eq!(
+        with_context(at(500), &path(), &mut rng, |cx| p.on_reinjection_timer(cx)),
+        None
+    );
+    assert_eq!(
+        with_context(at(101), &path(), &mut rng, |cx| p.on_app_limited(cx)),
+        Some(ItemId(1))
+    );
     assert_eq!(p.name(), "autorec-offmode");
 }
 
@@ -167,19 +205,25 @@ fn the_adapter_decides_once_per_interval_from_measured_recoveries() {
         ..PathView::default()
     };
     for i in 0..20u64 {
-        p.on_packet_sent(
-            at(i * 10),
-            &SentView {
-                pn: i,
-                size: 1200,
-                replica: None,
-                carries_new_data: true,
-            },
-        );
+        let sent = SentView {
+            pn: i,
+            size: 1200,
+            replica: None,
+            carries_new_data: true,
+        };
+        with_context(at(i * 10), &calm, &mut rng, |cx| {
+            p.on_packet_sent(cx, &sent)
+        });
     }
-    p.on_data_lost(at(0), &lost(1, 1, 0, 0), &calm, &mut rng);
-    p.on_recovery_ended(at(500), &delivered(1, 0, 10));
+    with_context(at(0), &calm, &mut rng, |cx| {
+        p.on_data_lost(cx, &lost(1, 1, 0, 0))
+    });
+    with_context(at(500), &path(), &mut rng, |cx| {
+        p.on_recovery_ended(cx, &delivered(1, 0, 10))
+    });
     assert_eq!(p.level(), 1, "the interval is not over");
-    p.on_data_lost(at(1000), &lost(2, 1, 900, 1000), &calm, &mut rng);
+    with_context(at(1000), &calm, &mut rng, |cx| {
+        p.on_data_lost(cx, &lost(2, 1, 900, 1000))
+    });
     assert_eq!(p.level(), 0);
 }

@@ -47,7 +47,8 @@ impl Connection {
         }
         self.timers.stop(Timer::Pacing);
         let limit = usize::from(self.max_datagram_size)
-            .min(usize::try_from(self.amplification_budget()).unwrap_or(usize::MAX));
+            .min(usize::try_from(self.amplification_budget()).unwrap_or(usize::MAX))
+            .min(usize::try_from(self.path_budget()).unwrap_or(usize::MAX));
         if limit < 64 {
             return None;
         }
@@ -95,11 +96,17 @@ impl Connection {
         if !self.address_validated {
             self.anti_amp_sent = self.anti_amp_sent.saturating_add(buf.len() as u64);
         }
+        self.on_datagram_sent_on_path(buf.len());
+        let ecn = self.outgoing_ecn();
+        if ecn.is_some() {
+            self.stats.ecn_marked_sent += 1;
+        }
         self.set_loss_detection_timer(now);
         self.update_send_timers(now);
         Some(Transmit {
             destination: self.remote,
             size: buf.len(),
+            ecn,
         })
     }
 
@@ -128,11 +135,9 @@ impl Connection {
         let app_limited = !self.has_eliciting(SpaceId::Data, now);
         let timer_due = || self.policy.next_reinjection().is_some_and(|t| t <= now);
         let item = if app_limited {
-            let path = self.path_view();
-            self.policy.on_app_limited(now, &path)
+            self.call_policy(now, |policy, cx| policy.on_app_limited(cx))
         } else if timer_due() {
-            let path = self.path_view();
-            self.policy.on_reinjection_timer(now, &path)
+            self.call_policy(now, |policy, cx| policy.on_reinjection_timer(cx))
         } else {
             None
         };
@@ -223,6 +228,7 @@ impl Connection {
             replica: None,
             new_data: false,
             tag: None,
+            ecn_marked: self.outgoing_ecn().is_some(),
         };
 
         // A replica packet carries its data first so it always fits; other
@@ -238,6 +244,7 @@ impl Connection {
         }
 
         // ACK (RFC 9000 §13.2): when due, or piggybacked on eliciting packets.
+        let ecn_counts = self.ack_ecn_counts(space);
         let s = self.space(space);
         if (ack_due || (elicit && s.ack_pending)) && !s.received.is_empty() {
             let delay = if space == SpaceId::Data {
@@ -247,7 +254,7 @@ impl Connection {
             };
             let ranges: Vec<core::ops::Range<u64>> = s.received.iter().rev().take(32).collect();
             let mut tmp = Vec::with_capacity(64);
-            frame::write_ack(&mut tmp, &ranges, delay, None);
+            frame::write_ack(&mut tmp, &ranges, delay, ecn_counts.as_ref());
             if buf.len() + tmp.len() <= max_end {
                 buf.extend_from_slice(&tmp);
                 record.largest_acked = s.received.max();
@@ -266,7 +273,7 @@ impl Connection {
             .filter(|_| fec_ready)
             .and_then(|f| f.ready.take())
         {
-            let deltas = super::fec::FecEncoder::deltas(&pns);
+            let deltas = crate::fec::FecEncoder::deltas(&pns);
             let first_pn = pns.first().copied().unwrap_or(0);
             let f = Frame::ArtqFec(wire::frame::FecRepair {
                 first_pn,
@@ -349,6 +356,7 @@ impl Connection {
             || !self.raw_frames.is_empty()
             || self.fec_tx.as_ref().is_some_and(|f| f.ready.is_some())
             || !self.path_responses.is_empty()
+            || self.path_challenge_pending()
             || !self.cids.pending_new.is_empty()
             || !self.cids.pending_retire.is_empty()
             || !self.datagrams_out.is_empty()
@@ -381,6 +389,7 @@ impl Connection {
                 Frame::PathResponse(data).encode(buf);
                 self.path_responses.pop_front();
             }
+            self.write_path_challenge(buf, max_end);
             while let Some(&seq) = self.cids.pending_new.front() {
                 let Some(issued) = self.cids.issued(seq) else {
                     self.cids.pending_new.pop_front();
@@ -594,7 +603,7 @@ impl Connection {
                 replica: b.record.replica,
                 carries_new_data: b.record.new_data,
             };
-            b.record.tag = self.policy.on_packet_sent(now, &view);
+            b.record.tag = self.call_policy(now, |policy, cx| policy.on_packet_sent(cx, &view));
         }
         if b.record.in_flight {
             self.bytes_in_flight += u64::from(size);
@@ -726,6 +735,7 @@ impl Connection {
         Some(Transmit {
             destination: self.remote,
             size: buf.len(),
+            ecn: None,
         })
     }
 }

@@ -75,8 +75,8 @@ impl Connection {
                     // Lost, then acknowledged: the policy gets both
                     // callbacks (the seam's promise), so that it can
                     // correct the fate it recorded.
-                    let path = self.path_view();
-                    self.policy.on_packet_acked(now, &e.fate, &path);
+                    let fate = e.fate;
+                    self.call_policy(now, |policy, cx| policy.on_packet_acked(cx, &fate));
                     for c in &e.chunks {
                         self.streams.on_chunk_acked(c);
                     }
