@@ -345,3 +345,65 @@ fn opportunism_can_be_switched_off_for_experiments() {
         }
     );
 }
+
+#[test]
+fn dqn_policies_of_one_factory_share_one_learner() {
+    let factory = ArtFactory::new(ArtConfig::with_dqn(DqnAdapterConfig::default())).unwrap();
+    assert_eq!(factory.name(), "art-dqn");
+    let learner = factory.learner().expect("art-dqn has a learner");
+    let mut a = factory.build();
+    let mut b = factory.build();
+    let mut rng = ChaCha8Rng::seed_from_u64(3);
+    let now = Instant::from_millis(1);
+    // Each connection loses an item and gets a replica of round 1 acked:
+    // two experiences in the one learner.
+    for (p, item) in [(&mut a, 1), (&mut b, 2)] {
+        let d = p.on_data_lost(now, &lost(item, 1), &path(), &mut rng);
+        let (send_at, opportunistic) = times(&d);
+        assert!((1..=8).contains(&send_at.len()) && opportunistic);
+        p.on_packet_acked(now, &fate(90 + item, 90 + item, Some((item, 1))), &path());
+    }
+    assert_eq!(learner.lock().unwrap().experiences, 2);
+    let mut state = PolicyState::default();
+    a.report_state(&mut state);
+    let field = |n: &str| state.fields().iter().find(|(k, _)| *k == n).map(|f| f.1);
+    assert!(field("level").is_some_and(|l| (1.0..=8.0).contains(&l)));
+    assert_eq!(field("epsilon"), Some(0.1));
+    assert_eq!(field("experiences"), Some(2.0));
+    // Another factory has a learner of its own.
+    let other = ArtFactory::new(ArtConfig::with_dqn(DqnAdapterConfig::default())).unwrap();
+    assert_eq!(other.learner().unwrap().lock().unwrap().experiences, 0);
+    // The DQN excludes the other adapters.
+    let both = ArtConfig {
+        bandit: Some(BanditConfig::ucb()),
+        ..ArtConfig::with_dqn(DqnAdapterConfig::default())
+    };
+    assert!(ArtPolicy::new(both).is_err());
+    assert!(ArtFactory::new(ArtConfig::default())
+        .unwrap()
+        .learner()
+        .is_none());
+}
+
+#[test]
+fn dqn_decisions_repeat_with_the_same_seeds() {
+    let decide = || {
+        let mut p = ArtPolicy::new(ArtConfig::with_dqn(DqnAdapterConfig::default())).unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(11);
+        let now = Instant::from_millis(5);
+        (0..200u64)
+            .map(|i| {
+                let n = times(&p.on_data_lost(now, &lost(i, 1), &path(), &mut rng))
+                    .0
+                    .len();
+                if i % 4 == 0 {
+                    p.on_data_lost(now, &lost(i, 2), &path(), &mut rng);
+                } else {
+                    p.on_packet_acked(now, &fate(1000 + i, 1000 + i, Some((i, 1))), &path());
+                }
+                n
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(decide(), decide());
+}
