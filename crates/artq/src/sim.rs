@@ -41,12 +41,42 @@ const PROGRESS_EVERY: StdDuration = StdDuration::from_secs(1);
 
 /// Options of `artq sim`.
 #[derive(Args, Debug)]
+pub struct SimArgs {
+    /// What to run.
+    #[command(flatten)]
+    pub run: ScenarioArgs,
+    /// Loss recovery scheme of the sender (the server); `--scheme help`
+    /// lists them.
+    #[arg(
+        long,
+        alias = "recovery",
+        default_value = "quic",
+        conflicts_with = "scenario"
+    )]
+    scheme: String,
+    /// Print exactly one JSON object with the metrics on stdout.
+    #[arg(long)]
+    json: bool,
+    /// Write one CSV row per recovered lost packet (item, stream, offset,
+    /// len, n, k, first_sent_ms, t_wait_ms, recovery_latency_ms) to FILE.
+    #[arg(long, value_name = "FILE")]
+    per_packet: Option<PathBuf>,
+    /// Also measure the sender's CPU time (`cpu_ms`: wall time spent in the
+    /// server's code; varies from run to run).
+    #[arg(long)]
+    measure_cpu: bool,
+}
+
+/// The options that say what one simulated run is, apart from its scheme:
+/// link, workload, transport, seed, or a scenario file. Shared by
+/// `artq sim` and `artq train`, so both accept and refuse the same things.
+#[derive(Args, Debug)]
 #[command(
     mut_arg("bw", |a| a.default_value(DEFAULT_BW)),
     mut_arg("rtt", |a| a.default_value(DEFAULT_RTT)),
     mut_arg("loss", |a| a.default_value(DEFAULT_LOSS)),
 )]
-pub struct SimArgs {
+pub struct ScenarioArgs {
     #[command(flatten)]
     link: LinkSpec,
     /// Workload: files (N files of --size fetched one after another over
@@ -107,15 +137,11 @@ pub struct SimArgs {
     /// Congestion control of both ends: cubic, newreno or bbr.
     #[arg(long, default_value = "cubic")]
     cc: CongestionAlgorithm,
-    /// Loss recovery scheme of the sender (the server); `--scheme help`
-    /// lists them.
-    #[arg(long, alias = "recovery", default_value = "quic")]
-    scheme: String,
     /// Master seed of the run: links, loss models, endpoints and file
     /// contents all derive their seeds from it [default: 1, or the
     /// scenario file's]. Overrides the seed of --scenario.
     #[arg(long, value_name = "N")]
-    seed: Option<u64>,
+    pub seed: Option<u64>,
     /// Give up after this much virtual time, seconds [default: 3600].
     #[arg(long, value_name = "SECS")]
     time_limit: Option<f64>,
@@ -127,23 +153,12 @@ pub struct SimArgs {
         conflicts_with_all = [
             "bw", "up_bw", "down_bw", "trace", "up_trace", "down_trace", "rtt", "loss", "up_loss",
             "down_loss", "loss_model", "burst", "loss_std", "loss_interval", "loss_pattern", "queue",
-            "queue_bytes", "size", "files", "rpcs", "rpc_rate", "recv_window", "cc", "scheme",
+            "queue_bytes", "size", "files", "rpcs", "rpc_rate", "recv_window", "cc",
             "time_limit", "workload", "alpn", "burst_reset", "bitrate", "fps", "duration", "gop",
             "iratio", "audio", "startup_delay", "video_duration",
         ]
     )]
     scenario: Option<PathBuf>,
-    /// Print exactly one JSON object with the metrics on stdout.
-    #[arg(long)]
-    json: bool,
-    /// Write one CSV row per recovered lost packet (item, stream, offset,
-    /// len, n, k, first_sent_ms, t_wait_ms, recovery_latency_ms) to FILE.
-    #[arg(long, value_name = "FILE")]
-    per_packet: Option<PathBuf>,
-    /// Also measure the sender's CPU time (`cpu_ms`: wall time spent in the
-    /// server's code; varies from run to run).
-    #[arg(long)]
-    measure_cpu: bool,
 }
 
 /// `--workload`: a name from the registry (`apps::workload::WORKLOADS`).
@@ -163,7 +178,7 @@ fn workload_kind(s: &str) -> Result<String, String> {
 
 /// Runs `artq sim`.
 pub fn run(a: SimArgs) -> Result<()> {
-    let (scenario, links) = scenario_of(&a)?;
+    let (scenario, links) = scenario_of(&a.run, &a.scheme)?;
     // The registry's error lists the schemes (`--scheme help` too).
     schemes::factory(&scenario.scheme)?;
     let link_text = describe_links(&links.0, &links.1);
@@ -200,6 +215,7 @@ pub fn run(a: SimArgs) -> Result<()> {
         links: Some(links),
         measure_cpu: a.measure_cpu,
         progress: Some(&mut show),
+        policy: None,
     };
     let result = lab::run_with(&scenario, options);
     if last_shown.is_some() && terminal {
@@ -223,8 +239,10 @@ pub fn run(a: SimArgs) -> Result<()> {
     Ok(())
 }
 
-/// The scenario to run and its (up, down) links, from the file or the flags.
-fn scenario_of(a: &SimArgs) -> Result<(Scenario, (LinkConfig, LinkConfig))> {
+/// The scenario to run and its (up, down) links, from the file or the
+/// flags; `scheme` is the scheme of a scenario built from flags (a file
+/// names its own).
+pub fn scenario_of(a: &ScenarioArgs, scheme: &str) -> Result<(Scenario, (LinkConfig, LinkConfig))> {
     if let Some(path) = &a.scenario {
         let mut s = Scenario::from_toml_file(path)?;
         if let Some(seed) = a.seed {
@@ -239,7 +257,7 @@ fn scenario_of(a: &SimArgs) -> Result<(Scenario, (LinkConfig, LinkConfig))> {
     let links = a.link.configs()?;
     let defaults = Scenario::default();
     let s = Scenario {
-        scheme: a.scheme.clone(),
+        scheme: scheme.to_string(),
         cc: a.cc,
         seed: a.seed.unwrap_or(defaults.seed),
         recv_window: a.recv_window,
@@ -253,7 +271,7 @@ fn scenario_of(a: &SimArgs) -> Result<(Scenario, (LinkConfig, LinkConfig))> {
 
 /// The workload of the flags, through the registry's flat keys (so flags
 /// and scenario files accept and refuse the same things).
-fn workload_of(a: &SimArgs) -> Result<Workload> {
+fn workload_of(a: &ScenarioArgs) -> Result<Workload> {
     let files_kind = a.workload == "files";
     let options = WorkloadOptions {
         kind: Some(a.workload.clone()),
@@ -388,7 +406,7 @@ fn dist(s: &Summary) -> String {
 }
 
 /// `10.0 MB`, `512 B`: powers of 1000, as the size flags.
-fn human_bytes(b: u64) -> String {
+pub(crate) fn human_bytes(b: u64) -> String {
     match b {
         b if b >= 1_000_000_000 => format!("{:.2} GB", b as f64 / 1e9),
         b if b >= 1_000_000 => format!("{:.1} MB", b as f64 / 1e6),
@@ -451,7 +469,7 @@ mod tests {
     #[test]
     fn defaults_are_the_lab_defaults() {
         let a = parse(&[]).expect("no flags");
-        let (s, (up, down)) = scenario_of(&a).expect("default scenario");
+        let (s, (up, down)) = scenario_of(&a.run, &a.scheme).expect("default scenario");
         let lab_default = Scenario::default();
         assert_eq!(s, lab_default, "flag defaults = lab::Scenario::default()");
         let (lab_up, lab_down) = lab_default.link.configs().expect("lab links");
@@ -487,7 +505,7 @@ mod tests {
                     [link.down]\nbw = 12\n[link.up]\nloss = 0\n";
         let from_toml = Scenario::from_toml_str(text, "<test>").expect("toml");
         assert_eq!(
-            a.link.configs().expect("flag links"),
+            a.run.link.configs().expect("flag links"),
             from_toml.link.configs().expect("toml links")
         );
     }
@@ -499,7 +517,7 @@ mod tests {
         assert!(parse(&["--scenario", "s.toml", "--scheme", "quic"]).is_err());
         let a = parse(&["--scenario", "s.toml", "--seed", "9", "--json"])
             .expect("seed and output flags combine");
-        assert_eq!(a.seed, Some(9));
+        assert_eq!(a.run.seed, Some(9));
     }
 
     #[test]
@@ -508,13 +526,19 @@ mod tests {
         assert!(parse(&["--size", "ten"]).is_err());
         assert!(parse(&["--cc", "vegas"]).is_err());
         let a = parse(&["--loss", "2"]).expect("parses");
-        assert!(scenario_of(&a).is_err(), "loss 2 is out of range");
+        assert!(
+            scenario_of(&a.run, &a.scheme).is_err(),
+            "loss 2 is out of range"
+        );
     }
 
     #[test]
     fn missing_trace_is_named_once() {
         let a = parse(&["--trace", "/nonexistent/artq.trace"]).expect("parses");
-        let message = format!("{:#}", scenario_of(&a).expect_err("no such file"));
+        let message = format!(
+            "{:#}",
+            scenario_of(&a.run, &a.scheme).expect_err("no such file")
+        );
         assert!(
             message.starts_with("/nonexistent/artq.trace: "),
             "{message}"
@@ -525,14 +549,17 @@ mod tests {
     #[test]
     fn burst_reset_flag_defaults_to_100_ms_and_takes_none() {
         let a = parse(&["--loss-model", "gilbert"]).expect("flags");
-        assert_eq!(a.link.burst_reset, netem::BurstReset::AfterMs(100.0));
+        assert_eq!(a.run.link.burst_reset, netem::BurstReset::AfterMs(100.0));
         let a = parse(&["--loss-model", "gilbert", "--burst-reset", "none"]).expect("flags");
-        assert_eq!(a.link.burst_reset, netem::BurstReset::None);
+        assert_eq!(a.run.link.burst_reset, netem::BurstReset::None);
         let a = parse(&["--burst-reset", "250"]).expect("flags");
-        assert_eq!(a.link.burst_reset, netem::BurstReset::AfterMs(250.0));
+        assert_eq!(a.run.link.burst_reset, netem::BurstReset::AfterMs(250.0));
         assert!(parse(&["--burst-reset", "later"]).is_err());
         let a = parse(&["--loss-model", "gilbert", "--burst-reset", "0"]).expect("parses");
-        assert!(scenario_of(&a).is_err(), "a reset of 0 ms is refused");
+        assert!(
+            scenario_of(&a.run, &a.scheme).is_err(),
+            "a reset of 0 ms is refused"
+        );
     }
 
     #[test]
