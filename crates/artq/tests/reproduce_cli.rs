@@ -135,6 +135,7 @@ fn unknown_experiment_is_a_clear_error_listing_the_valid_ones() {
         "art-fig23",
         "art-fig24a",
         "art-fig26",
+        "art-fig27",
     ] {
         assert!(stderr.contains(name), "{stderr}");
     }

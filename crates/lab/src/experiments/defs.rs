@@ -28,6 +28,7 @@ pub const EXPERIMENTS: &[&str] = &[
     "art-fig23",
     "art-fig24a",
     "art-fig26",
+    "art-fig27",
 ];
 
 /// Virtual-time limit of each run, seconds: large enough for 1000 files at
@@ -44,6 +45,7 @@ pub fn experiment(name: &str, scale: Scale) -> Option<Experiment> {
         "fig24" => Some(fig24(scale)),
         "ablation" => Some(ablation(scale)),
         "art-fig25" => Some(super::fig25::fig25(scale)),
+        "art-fig27" => Some(super::fig27::fig27(scale)),
         "art-fig12" => Some(super::design::fig12(scale)),
         "art-fig15" => Some(super::design::fig15(scale)),
         "art-fig23" => Some(super::design::fig23(scale)),

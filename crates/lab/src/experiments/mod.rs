@@ -21,6 +21,7 @@ pub mod defs;
 pub mod deploy;
 pub mod design;
 pub mod fig25;
+pub mod fig27;
 pub mod plot;
 pub mod report;
 
@@ -219,6 +220,11 @@ pub const METRICS: &[(&str, &str)] = &[
     ("dtwait_p50_ms", "art-fig23: median per-packet reduction of t_wait (quic - art), ms"),
     ("dtwait_p95_ms", "art-fig23: 95th percentile reduction of t_wait, ms"),
     ("dtwait_p99_ms", "art-fig23: 99th percentile reduction of t_wait, ms"),
+    ("t_wait_p50_ms", "art-fig27: median t_wait (packet recovery time), ms"),
+    (
+        "learn_steps",
+        "art-fig27: learning steps behind the run (art-dqn's training and online learning; 0 for the others)",
+    ),
 ];
 
 /// Metrics that only some workloads or experiments produce: a run row
@@ -236,6 +242,8 @@ const OPTIONAL_METRICS: &[&str] = &[
     "dtwait_p50_ms",
     "dtwait_p95_ms",
     "dtwait_p99_ms",
+    "t_wait_p50_ms",
+    "learn_steps",
 ];
 
 /// One run: a case with one seed, and its metrics (or why it failed).
@@ -493,6 +501,7 @@ pub type CaseRunner = fn(&Case, u64) -> Result<BTreeMap<String, f64>, String>;
 fn case_runner(experiment: &str) -> Option<CaseRunner> {
     match experiment {
         "art-fig23" => Some(design::fig23_run),
+        "art-fig27" => Some(fig27::fig27_run),
         _ => None,
     }
 }
