@@ -16,7 +16,8 @@
 //! - **decision**: the adapters alone ([`artq_bench::decisions`]): each
 //!   policy fed the same seeded stream of losses, acknowledgements and
 //!   replica fates (10% loss), microseconds per decision and the ratio to
-//!   `art` measured in the same process; and the learning steps per second
+//!   `art` measured in the same process (`art-dqn:online=false`: the forward
+//!   pass without learning); and the learning steps per second
 //!   of ART-DQN's learner (batch 32, memory filled).
 //!
 //! Every (seed, repeat) runs each scheme of a comparison one after another
@@ -176,7 +177,16 @@ fn main() -> Result<()> {
 /// The adapters' cost per decision, as ratios to `art`, and ART-DQN's
 /// learning speed.
 fn run_decisions(args: &Args) -> Result<()> {
-    const SCHEMES: [&str; 5] = ["quic", "art", "art-mab-eg", "art-mab-ucb", "art-dqn"];
+    // art-dqn:online=false decides with the same untrained network but
+    // never learns: its cost is the forward pass alone.
+    const SCHEMES: [&str; 6] = [
+        "quic",
+        "art",
+        "art-mab-eg",
+        "art-mab-ucb",
+        "art-dqn",
+        "art-dqn:online=false",
+    ];
     const LOSS: f64 = 0.10;
     println!(
         "== decision: each policy alone, {} packets at {}% loss per repeat, seeds 1..={}, {} repeat(s)",
@@ -203,13 +213,13 @@ fn run_decisions(args: &Args) -> Result<()> {
         }
     }
     println!(
-        "{:<12}{:>14}{:>12}{:>12}{:>10}",
+        "{:<22}{:>14}{:>12}{:>12}{:>10}",
         "scheme", "us/decision", "decisions", "replicas", "vs art"
     );
     let art = best[1];
     for (i, name) in SCHEMES.iter().enumerate() {
         println!(
-            "{:<12}{:>14.3}{:>12}{:>12}{:>10.2}",
+            "{:<22}{:>14.3}{:>12}{:>12}{:>10.2}",
             name,
             best[i],
             decisions[i],
