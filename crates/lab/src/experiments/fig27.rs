@@ -328,8 +328,9 @@ fn judge_dqn_105(rows: &[AggRow]) -> (Verdict, String) {
     } else {
         0.0
     };
-    // "Matches": within half a round on average over the settings.
-    let matches = (v[1] - v[0]).abs() <= 0.5;
+    // "Matches": within a quarter of a round on average over the settings
+    // (N_max is an integer per run; the paper's bars are equal).
+    let matches = (v[1] - v[0]).abs() <= 0.25;
     let ours = format!(
         "mean n_max art {}, art-dqn (gamma 1.05) {}; redundancy_ratio art {}, art-dqn {} ({:.1}% {} than art)",
         num(v[0]),
@@ -452,6 +453,10 @@ mod tests {
         let (v, ours) = judge_dqn_105(&rows);
         assert_eq!(v, Verdict::Reproduced, "{ours}");
         assert!(ours.contains("10.0% lower than art"), "{ours}");
+        // Half a round more N_max than ART does not match it.
+        let mut higher = rows.clone();
+        higher[3] = row("g", "art-dqn", &[("n_max", 2.5), ("redundancy_ratio", 0.18)]);
+        assert_eq!(judge_dqn_105(&higher).0, Verdict::Partially);
         // ART cheapest: the order is not reproduced.
         let cheap_art = vec![
             row("g", "art", &[("redundancy_ratio", 0.05)]),
