@@ -5,10 +5,12 @@
 #[cfg(test)]
 mod driver_tests;
 mod get;
+mod progress;
 mod reproduce;
 mod schemes;
 mod serve;
 mod sim;
+mod train;
 mod udp;
 
 use std::net::SocketAddr;
@@ -66,6 +68,15 @@ enum Command {
     /// The experiments are named in `artq reproduce --help` (all run when
     /// none is named). Deterministic: the same command gives the same files.
     Reproduce(reproduce::ReproduceArgs),
+    /// Train a learning recovery scheme offline over simulated runs and
+    /// save the model: `artq train art-dqn [link/workload options or
+    /// --scenario FILE] --episodes N --seed S --out FILE`.
+    ///
+    /// Episode k runs the scenario with seed S + k through the real
+    /// transport; one learner learns online across all episodes (ART
+    /// journal Appendix A.2). Use the model with `--scheme
+    /// art-dqn:model=FILE` (the same gamma and options as trained).
+    Train(train::TrainArgs),
 }
 
 #[derive(Args, Debug)]
@@ -369,6 +380,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Link(a) => run_link(a),
         Command::Sim(a) => sim::run(a),
         Command::Reproduce(a) => reproduce::run(a),
+        Command::Train(a) => train::run(a),
     }
 }
 

@@ -15,6 +15,8 @@ use anyhow::{Context, Result};
 use clap::Args;
 use lab::experiments::{self, report, RunDone, Scale};
 
+use crate::progress::ProgressBar;
+
 /// Options of `artq reproduce`.
 #[derive(Args, Debug)]
 pub struct ReproduceArgs {
@@ -34,7 +36,7 @@ pub struct ReproduceArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
     jobs: Option<u16>,
     /// Experiments to run (fig19, fig20, fig21, fig22, fig24, ablation,
-    /// art-fig12, art-fig15, art-fig23, art-fig24a, art-fig26, ...: the
+    /// art-fig12, art-fig15, art-fig23, art-fig24a, art-fig26, art-fig27, ...: the
     /// error for an unknown name lists them all); all when none is given.
     #[arg(value_name = "EXPERIMENT")]
     experiments: Vec<String>,
@@ -55,7 +57,7 @@ pub fn run(a: ReproduceArgs) -> Result<()> {
     });
     let started = std::time::Instant::now();
     let total: usize = chosen.iter().map(|e| e.cases.len() * e.seeds.len()).sum();
-    let mut bar = ProgressBar::new(total, std::io::stderr().is_terminal());
+    let mut bar = ProgressBar::new(total, "runs", std::io::stderr().is_terminal());
     let mut results = Vec::new();
     for exp in &chosen {
         bar.note(&format!(
@@ -78,7 +80,7 @@ pub fn run(a: ReproduceArgs) -> Result<()> {
                     .collect::<Vec<_>>()
                     .join(" "),
             };
-            bar.run_done(
+            bar.step_done(
                 &format!(
                     "[{name}] {}/{} {} {} seed {}: {status} ({:.1} s)",
                     d.done,
@@ -123,113 +125,3 @@ const PROGRESS_METRICS: &[&str] = &[
     "rpc_fct_mean_ms",
     "paired_packets",
 ];
-
-/// Width of the bar, characters.
-const BAR_WIDTH: usize = 30;
-
-/// The progress display of `artq reproduce` on stderr: a bar redrawn in
-/// place on a terminal, plain lines otherwise (logs, CI).
-struct ProgressBar {
-    total: usize,
-    done: usize,
-    terminal: bool,
-    /// The bar is on screen (the next plain line must start on a new line).
-    drawn: bool,
-}
-
-impl ProgressBar {
-    fn new(total: usize, terminal: bool) -> ProgressBar {
-        ProgressBar {
-            total: total.max(1),
-            done: 0,
-            terminal,
-            drawn: false,
-        }
-    }
-
-    /// A line that stays (an experiment starts).
-    fn note(&mut self, line: &str) {
-        if self.drawn {
-            eprint!("\r\x1b[2K");
-            self.drawn = false;
-        }
-        eprintln!("{line}");
-    }
-
-    /// One run finished: a line off a terminal, the bar redrawn on one.
-    fn run_done(&mut self, line: &str, experiment: &str, elapsed: std::time::Duration) {
-        self.done += 1;
-        if !self.terminal {
-            eprintln!("{line}");
-            return;
-        }
-        eprint!("\r\x1b[2K{}", self.render(experiment, elapsed));
-        self.drawn = true;
-    }
-
-    /// `[=========>          ] 12/40 runs  art-fig23  0:31 elapsed, ~1:10 left`
-    fn render(&self, experiment: &str, elapsed: std::time::Duration) -> String {
-        let filled = (self.done * BAR_WIDTH / self.total).min(BAR_WIDTH);
-        let mut bar = "=".repeat(filled);
-        if filled < BAR_WIDTH {
-            bar.push('>');
-            bar.push_str(&" ".repeat(BAR_WIDTH - filled - 1));
-        }
-        let secs = elapsed.as_secs_f64();
-        let left = if self.done == 0 {
-            String::new()
-        } else {
-            let rest = secs / self.done as f64 * (self.total - self.done.min(self.total)) as f64;
-            format!(", ~{} left", clock(rest))
-        };
-        format!(
-            "[{bar}] {}/{} runs  {experiment}  {} elapsed{left}",
-            self.done,
-            self.total,
-            clock(secs)
-        )
-    }
-
-    fn finish(&mut self) {
-        if self.drawn {
-            eprintln!();
-            self.drawn = false;
-        }
-    }
-}
-
-/// `m:ss`.
-fn clock(secs: f64) -> String {
-    let s = secs.max(0.0) as u64;
-    format!("{}:{:02}", s / 60, s % 60)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn bar_fills_with_the_runs() {
-        let mut b = ProgressBar::new(4, false);
-        let zero = b.render("x", std::time::Duration::from_secs(0));
-        assert!(zero.starts_with("[>"), "{zero}");
-        assert!(zero.contains("0/4 runs"));
-        b.done = 2;
-        let half = b.render("art-fig23", std::time::Duration::from_secs(30));
-        assert!(
-            half.contains(&format!("[{}>", "=".repeat(BAR_WIDTH / 2))),
-            "{half}"
-        );
-        assert!(
-            half.contains("2/4 runs  art-fig23  0:30 elapsed, ~0:30 left"),
-            "{half}"
-        );
-        b.done = 4;
-        let full = b.render("x", std::time::Duration::from_secs(75));
-        assert!(
-            full.contains(&format!("[{}]", "=".repeat(BAR_WIDTH))),
-            "{full}"
-        );
-        assert!(full.contains("1:15 elapsed, ~0:00 left"), "{full}");
-    }
-}

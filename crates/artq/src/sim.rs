@@ -41,12 +41,48 @@ const PROGRESS_EVERY: StdDuration = StdDuration::from_secs(1);
 
 /// Options of `artq sim`.
 #[derive(Args, Debug)]
+pub struct SimArgs {
+    /// What to run.
+    #[command(flatten)]
+    pub run: ScenarioArgs,
+    /// Loss recovery scheme of the sender (the server); `--scheme help`
+    /// lists them.
+    #[arg(
+        long,
+        alias = "recovery",
+        default_value = "quic",
+        conflicts_with = "scenario"
+    )]
+    scheme: String,
+    /// Print exactly one JSON object with the metrics on stdout.
+    #[arg(long)]
+    json: bool,
+    /// Write one CSV row per recovered lost packet (item, stream, offset,
+    /// len, n, k, first_sent_ms, t_wait_ms, recovery_latency_ms) to FILE.
+    #[arg(long, value_name = "FILE")]
+    per_packet: Option<PathBuf>,
+    /// Write qlog traces of the run into DIR (created if missing):
+    /// server.sqlog (the sender, with the recovery policy's
+    /// artq:policy_state and artq:policy_event) and client.sqlog; open them
+    /// in qvis.
+    #[arg(long, value_name = "DIR")]
+    qlog: Option<PathBuf>,
+    /// Also measure the sender's CPU time (`cpu_ms`: wall time spent in the
+    /// server's code; varies from run to run).
+    #[arg(long)]
+    measure_cpu: bool,
+}
+
+/// The options that say what one simulated run is, apart from its scheme:
+/// link, workload, transport, seed, or a scenario file. Shared by
+/// `artq sim` and `artq train`, so both accept and refuse the same things.
+#[derive(Args, Debug)]
 #[command(
     mut_arg("bw", |a| a.default_value(DEFAULT_BW)),
     mut_arg("rtt", |a| a.default_value(DEFAULT_RTT)),
     mut_arg("loss", |a| a.default_value(DEFAULT_LOSS)),
 )]
-pub struct SimArgs {
+pub struct ScenarioArgs {
     #[command(flatten)]
     link: LinkSpec,
     /// Workload: files (N files of --size fetched one after another over
@@ -111,15 +147,11 @@ pub struct SimArgs {
     /// §13.4); links mark CE with --ecn-mark.
     #[arg(long)]
     ecn: bool,
-    /// Loss recovery scheme of the sender (the server); `--scheme help`
-    /// lists them.
-    #[arg(long, alias = "recovery", default_value = "quic")]
-    scheme: String,
     /// Master seed of the run: links, loss models, endpoints and file
     /// contents all derive their seeds from it [default: 1, or the
     /// scenario file's]. Overrides the seed of --scenario.
     #[arg(long, value_name = "N")]
-    seed: Option<u64>,
+    pub seed: Option<u64>,
     /// Give up after this much virtual time, seconds [default: 3600].
     #[arg(long, value_name = "SECS")]
     time_limit: Option<f64>,
@@ -131,29 +163,12 @@ pub struct SimArgs {
         conflicts_with_all = [
             "bw", "up_bw", "down_bw", "trace", "up_trace", "down_trace", "rtt", "loss", "up_loss",
             "down_loss", "loss_model", "burst", "loss_std", "loss_interval", "loss_pattern", "queue",
-            "queue_bytes", "ecn_mark", "size", "files", "rpcs", "rpc_rate", "recv_window", "cc", "ecn", "scheme",
+            "queue_bytes", "ecn_mark", "size", "files", "rpcs", "rpc_rate", "recv_window", "cc", "ecn",
             "time_limit", "workload", "alpn", "burst_reset", "bitrate", "fps", "duration", "gop",
             "iratio", "audio", "startup_delay", "video_duration",
         ]
     )]
     scenario: Option<PathBuf>,
-    /// Print exactly one JSON object with the metrics on stdout.
-    #[arg(long)]
-    json: bool,
-    /// Write one CSV row per recovered lost packet (item, stream, offset,
-    /// len, n, k, first_sent_ms, t_wait_ms, recovery_latency_ms) to FILE.
-    #[arg(long, value_name = "FILE")]
-    per_packet: Option<PathBuf>,
-    /// Write qlog traces of the run into DIR (created if missing):
-    /// server.sqlog (the sender, with the recovery policy's
-    /// artq:policy_state and artq:policy_event) and client.sqlog; open them
-    /// in qvis.
-    #[arg(long, value_name = "DIR")]
-    qlog: Option<PathBuf>,
-    /// Also measure the sender's CPU time (`cpu_ms`: wall time spent in the
-    /// server's code; varies from run to run).
-    #[arg(long)]
-    measure_cpu: bool,
 }
 
 /// `--workload`: a name from the registry (`apps::workload::WORKLOADS`).
@@ -189,7 +204,7 @@ fn qlog_sinks(dir: &std::path::Path) -> Result<lab::QlogSinks> {
 
 /// Runs `artq sim`.
 pub fn run(a: SimArgs) -> Result<()> {
-    let (scenario, links) = scenario_of(&a)?;
+    let (scenario, links) = scenario_of(&a.run, &a.scheme)?;
     // The registry's error lists the schemes (`--scheme help` too).
     schemes::scheme(&scenario.scheme)?;
     let link_text = describe_links(&links.0, &links.1);
@@ -231,6 +246,7 @@ pub fn run(a: SimArgs) -> Result<()> {
         measure_cpu: a.measure_cpu,
         progress: Some(&mut show),
         qlog,
+        policy: None,
     };
     let result = lab::run_with(&scenario, options);
     if last_shown.is_some() && terminal {
@@ -254,8 +270,10 @@ pub fn run(a: SimArgs) -> Result<()> {
     Ok(())
 }
 
-/// The scenario to run and its (up, down) links, from the file or the flags.
-fn scenario_of(a: &SimArgs) -> Result<(Scenario, (LinkConfig, LinkConfig))> {
+/// The scenario to run and its (up, down) links, from the file or the
+/// flags; `scheme` is the scheme of a scenario built from flags (a file
+/// names its own).
+pub fn scenario_of(a: &ScenarioArgs, scheme: &str) -> Result<(Scenario, (LinkConfig, LinkConfig))> {
     if let Some(path) = &a.scenario {
         let mut s = Scenario::from_toml_file(path)?;
         if let Some(seed) = a.seed {
@@ -270,7 +288,7 @@ fn scenario_of(a: &SimArgs) -> Result<(Scenario, (LinkConfig, LinkConfig))> {
     let links = a.link.configs()?;
     let defaults = Scenario::default();
     let s = Scenario {
-        scheme: a.scheme.clone(),
+        scheme: scheme.to_string(),
         cc: a.cc,
         seed: a.seed.unwrap_or(defaults.seed),
         recv_window: a.recv_window,
@@ -285,7 +303,7 @@ fn scenario_of(a: &SimArgs) -> Result<(Scenario, (LinkConfig, LinkConfig))> {
 
 /// The workload of the flags, through the registry's flat keys (so flags
 /// and scenario files accept and refuse the same things).
-fn workload_of(a: &SimArgs) -> Result<Workload> {
+fn workload_of(a: &ScenarioArgs) -> Result<Workload> {
     let files_kind = a.workload == "files";
     let options = WorkloadOptions {
         kind: Some(a.workload.clone()),
@@ -420,7 +438,7 @@ fn dist(s: &Summary) -> String {
 }
 
 /// `10.0 MB`, `512 B`: powers of 1000, as the size flags.
-fn human_bytes(b: u64) -> String {
+pub(crate) fn human_bytes(b: u64) -> String {
     match b {
         b if b >= 1_000_000_000 => format!("{:.2} GB", b as f64 / 1e9),
         b if b >= 1_000_000 => format!("{:.1} MB", b as f64 / 1e6),
@@ -483,7 +501,7 @@ mod tests {
     #[test]
     fn defaults_are_the_lab_defaults() {
         let a = parse(&[]).expect("no flags");
-        let (s, (up, down)) = scenario_of(&a).expect("default scenario");
+        let (s, (up, down)) = scenario_of(&a.run, &a.scheme).expect("default scenario");
         let lab_default = Scenario::default();
         assert_eq!(s, lab_default, "flag defaults = lab::Scenario::default()");
         let (lab_up, lab_down) = lab_default.link.configs().expect("lab links");
@@ -519,7 +537,7 @@ mod tests {
                     [link.down]\nbw = 12\n[link.up]\nloss = 0\n";
         let from_toml = Scenario::from_toml_str(text, "<test>").expect("toml");
         assert_eq!(
-            a.link.configs().expect("flag links"),
+            a.run.link.configs().expect("flag links"),
             from_toml.link.configs().expect("toml links")
         );
     }
@@ -531,7 +549,7 @@ mod tests {
         assert!(parse(&["--scenario", "s.toml", "--scheme", "quic"]).is_err());
         let a = parse(&["--scenario", "s.toml", "--seed", "9", "--json"])
             .expect("seed and output flags combine");
-        assert_eq!(a.seed, Some(9));
+        assert_eq!(a.run.seed, Some(9));
     }
 
     #[test]
@@ -540,13 +558,19 @@ mod tests {
         assert!(parse(&["--size", "ten"]).is_err());
         assert!(parse(&["--cc", "vegas"]).is_err());
         let a = parse(&["--loss", "2"]).expect("parses");
-        assert!(scenario_of(&a).is_err(), "loss 2 is out of range");
+        assert!(
+            scenario_of(&a.run, &a.scheme).is_err(),
+            "loss 2 is out of range"
+        );
     }
 
     #[test]
     fn missing_trace_is_named_once() {
         let a = parse(&["--trace", "/nonexistent/artq.trace"]).expect("parses");
-        let message = format!("{:#}", scenario_of(&a).expect_err("no such file"));
+        let message = format!(
+            "{:#}",
+            scenario_of(&a.run, &a.scheme).expect_err("no such file")
+        );
         assert!(
             message.starts_with("/nonexistent/artq.trace: "),
             "{message}"
@@ -557,14 +581,17 @@ mod tests {
     #[test]
     fn burst_reset_flag_defaults_to_100_ms_and_takes_none() {
         let a = parse(&["--loss-model", "gilbert"]).expect("flags");
-        assert_eq!(a.link.burst_reset, netem::BurstReset::AfterMs(100.0));
+        assert_eq!(a.run.link.burst_reset, netem::BurstReset::AfterMs(100.0));
         let a = parse(&["--loss-model", "gilbert", "--burst-reset", "none"]).expect("flags");
-        assert_eq!(a.link.burst_reset, netem::BurstReset::None);
+        assert_eq!(a.run.link.burst_reset, netem::BurstReset::None);
         let a = parse(&["--burst-reset", "250"]).expect("flags");
-        assert_eq!(a.link.burst_reset, netem::BurstReset::AfterMs(250.0));
+        assert_eq!(a.run.link.burst_reset, netem::BurstReset::AfterMs(250.0));
         assert!(parse(&["--burst-reset", "later"]).is_err());
         let a = parse(&["--loss-model", "gilbert", "--burst-reset", "0"]).expect("parses");
-        assert!(scenario_of(&a).is_err(), "a reset of 0 ms is refused");
+        assert!(
+            scenario_of(&a.run, &a.scheme).is_err(),
+            "a reset of 0 ms is refused"
+        );
     }
 
     #[test]

@@ -19,6 +19,7 @@
 
 pub mod artq_child;
 pub mod content;
+pub mod decisions;
 /// Child processes with deadlines, shared verbatim with the artq tests.
 ///
 /// It lives in `crates/artq/tests/common/process.rs` and is compiled here by

@@ -21,6 +21,7 @@ use apps::workload::ClientReport;
 use apps::Host;
 use netem::seed::{LINK_DOWN, LINK_UP};
 use netem::{derive_seed, LinkConfig, LinkStats, RunOutcome, SimStats, Simulator};
+use transport::policy::PolicyFactory;
 use transport::{ClientConfig, Endpoint, EndpointConfig, ServerConfig, TransportConfig};
 use wire::time::{Duration, Instant};
 
@@ -61,6 +62,10 @@ pub struct RunOptions<'a> {
     pub measure_cpu: bool,
     /// Called every 250 ms of virtual time.
     pub progress: Option<&'a mut dyn FnMut(&Progress)>,
+    /// The sender's policy factory instead of a fresh one parsed from
+    /// `scenario.scheme`: a caller that keeps state across runs (`artq
+    /// train`'s learner, shared by every episode) passes its own.
+    pub policy: Option<Arc<dyn PolicyFactory>>,
     /// Write qlog traces of the measured connection (both vantage points)
     /// here: the transport's events plus the recovery policy's
     /// `artq:policy_state` and `artq:policy_event`s.
@@ -159,13 +164,17 @@ pub fn run_with(scenario: &Scenario, options: RunOptions<'_>) -> Result<RunResul
         measure_cpu,
         mut progress,
         qlog,
+        policy,
     } = options;
     let (server_qlog, client_qlog) = match qlog {
         Some(q) => (Some(q.server), Some(q.client)),
         None => (None, None),
     };
-    let scheme = recovery::parse_scheme(&scenario.scheme)
-        .map_err(|e| ScenarioError::Scheme(e.to_string()))?;
+    let scheme = match policy {
+        Some(f) => recovery::Scheme::from_policy(f),
+        None => recovery::parse_scheme(&scenario.scheme)
+            .map_err(|e| ScenarioError::Scheme(e.to_string()))?,
+    };
     let (up, down) = match links {
         Some(l) => l,
         None => scenario.link.configs()?,

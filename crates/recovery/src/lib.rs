@@ -16,7 +16,8 @@
 //!   (`fixed:R`, `2n+1`, `or3`); plain QUIC is the transport's own
 //!   [`QuicPolicy`](transport::policy::QuicPolicy).
 //! - [`art`]: ART's Redundancy Adapter (journal §6.1), Replica Scheduler
-//!   (§6.2) and bandit adapters (Appendix A.1), combined by
+//!   (§6.2), bandit adapters (Appendix A.1) and the DQN adapter
+//!   (Appendix A.2, on crate `learn`), combined by
 //!   [`art::ArtPolicy`] under one typed [`art::ArtConfig`].
 //! - [`fec`]: the block-FEC baseline (`fec:K`), the one scheme that needs
 //!   an artq receiver.
@@ -44,5 +45,5 @@ pub use art::{ArtConfig, ArtFactory, ArtPolicy, BanditConfig, BanditStrategy};
 pub use autorec::{AutorecConfig, AutorecPolicy};
 pub use fec::FecPolicy;
 pub use fixed::FixedPolicy;
-pub use registry::{parse_scheme, Scheme, SchemeError, SCHEMES};
+pub use registry::{parse_art_dqn, parse_scheme, Scheme, SchemeError, SCHEMES};
 pub use rounds::{RoundRule, RoundsPolicy};

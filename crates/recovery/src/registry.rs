@@ -10,7 +10,7 @@ use std::sync::Arc;
 use transport::policy::{PolicyFactory, QuicPolicy, MAX_REPLICAS};
 use transport::TransportConfig;
 
-use crate::art::{ArtConfig, ArtFactory, BanditConfig, MAX_L_QUEUE};
+use crate::art::{ArtConfig, ArtFactory, BanditConfig, DqnAdapterConfig, MAX_L_QUEUE};
 use crate::autorec::{
     AutorecConfig, AutorecPolicy, Variant as AutorecVariant, A_MAX as AUTOREC_A_MAX,
 };
@@ -63,6 +63,10 @@ pub const SCHEMES: &[(&str, &str)] = &[
         "ART with a UCB bandit adapter (ART journal Appendix A.1)",
     ),
     (
+        "art-dqn",
+        "ART with a DQN adapter learning online (ART journal Appendix A.2); art-dqn:gamma=G sets the reward's penalty ratio (default 1.05), seed=N its initial weights, model=FILE starts from a model of `artq train art-dqn` (options comma separated, model last)",
+    ),
+    (
         "autorec",
         "AutoRec: ARQ + off-mode and opportunistic reinjection, A_thres adapted online (autorec.md §4); autorec:theta=MS,alpha=X sets Θ_thres (default 50 ms) and α (default 0.1)",
     ),
@@ -84,11 +88,9 @@ pub const SCHEMES: &[(&str, &str)] = &[
     ),
 ];
 
-/// Names from DESIGN.md that this build does not implement yet, and why.
-const PLANNED: &[(&str, &str)] = &[(
-    "art-dqn",
-    "ART-DQN (ART journal Appendix A.2) needs a neural-network crate",
-)];
+/// Names from DESIGN.md that this build does not implement yet, and why
+/// (none today; kept so a future name can be listed before it exists).
+const PLANNED: &[(&str, &str)] = &[];
 
 /// An unknown or malformed scheme name, or unusable scheme parameters.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -150,7 +152,9 @@ pub struct Scheme {
 }
 
 impl Scheme {
-    fn policy_only(policy: Arc<dyn PolicyFactory>) -> Self {
+    /// A scheme that is only `policy` (no transport options): for callers
+    /// that build or keep their own factory (`artq train`'s learner).
+    pub fn from_policy(policy: Arc<dyn PolicyFactory>) -> Self {
         Scheme {
             policy,
             fec_block: None,
@@ -218,6 +222,7 @@ pub fn parse_scheme(name: &str) -> Result<Scheme, SchemeError> {
             no_param(name, param, "art-mab-ucb")?;
             art(ArtConfig::bandit(BanditConfig::ucb()))?
         }
+        "art-dqn" => Arc::new(art_dqn(name, param)?),
         "fixed" => Arc::new(FixedPolicy::new(level(name, param, "fixed")?)?),
         "fec" => {
             let policy = FecPolicy::new(block(name, param)?)?;
@@ -279,11 +284,95 @@ pub fn parse_scheme(name: &str) -> Result<Scheme, SchemeError> {
             });
         }
     };
-    Ok(Scheme::policy_only(factory))
+    Ok(Scheme::from_policy(factory))
 }
 
 fn art(config: ArtConfig) -> Result<Arc<dyn PolicyFactory>, SchemeError> {
     Ok(Arc::new(ArtFactory::new(config)?))
+}
+
+/// `art-dqn[:OPTIONS]`: comma-separated `gamma=G` (in (0, 100]), `seed=N`,
+/// `online=true|false` (learn while running; default true) and
+/// `model=FILE`, which must come last (the path is the rest of the name,
+/// commas included). A model file is loaded here, so a missing or
+/// mismatched file is an error when the name is parsed.
+fn art_dqn(name: &str, param: Option<&str>) -> Result<ArtFactory, SchemeError> {
+    let form =
+        "art-dqn or art-dqn:gamma=G,seed=N,online=true|false,model=FILE (any subset, model last)";
+    let bad = |reason: String| SchemeError::BadParameter {
+        name: name.into(),
+        reason,
+        form: form.into(),
+    };
+    let mut dqn = DqnAdapterConfig::default();
+    let mut model = None;
+    let mut rest = param;
+    if param == Some("") {
+        return Err(bad("empty options".into()));
+    }
+    while let Some(p) = rest {
+        if let Some(file) = p.strip_prefix("model=") {
+            if file.is_empty() {
+                return Err(bad("model= needs a file".into()));
+            }
+            model = Some(std::path::PathBuf::from(file));
+            break;
+        }
+        let (opt, tail) = match p.split_once(',') {
+            Some((o, t)) => (o, Some(t)),
+            None => (p, None),
+        };
+        rest = tail;
+        let (key, value) = opt
+            .split_once('=')
+            .ok_or_else(|| bad(format!("'{opt}' is not KEY=VALUE")))?;
+        match key {
+            "gamma" => {
+                dqn.gamma = value
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|g| g.is_finite())
+                    .ok_or_else(|| bad(format!("gamma '{value}' is not a number")))?;
+            }
+            "seed" => {
+                if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
+                    return Err(bad(format!("seed '{value}' is not a number")));
+                }
+                dqn.seed = value
+                    .parse()
+                    .map_err(|_| bad(format!("seed {value} is out of range")))?;
+            }
+            "online" => {
+                dqn.learn_online = match value {
+                    "true" => true,
+                    "false" => false,
+                    _ => return Err(bad(format!("online must be true or false, got '{value}'"))),
+                };
+            }
+            _ => return Err(bad(format!("unknown option '{key}'"))),
+        }
+    }
+    dqn.check().map_err(bad)?;
+    let config = ArtConfig::with_dqn(dqn);
+    match model {
+        None => ArtFactory::new(config),
+        Some(path) => ArtFactory::with_model(config, &path),
+    }
+}
+
+/// The factory of an `art-dqn[:OPTIONS]` name, as its concrete type: for
+/// callers that need its shared learner (`artq train` saves it). Any other
+/// scheme name is an error.
+pub fn parse_art_dqn(name: &str) -> Result<ArtFactory, SchemeError> {
+    match name.split_once(':') {
+        Some(("art-dqn", p)) => art_dqn(name, Some(p)),
+        None if name == "art-dqn" => art_dqn(name, None),
+        _ => Err(SchemeError::BadParameter {
+            name: name.into(),
+            reason: "not an art-dqn scheme".into(),
+            form: "art-dqn[:gamma=G,seed=N,online=true|false,model=FILE]".into(),
+        }),
+    }
 }
 
 /// A scheme that takes no parameter got one.
@@ -517,9 +606,56 @@ mod tests {
                 "{name}: {e}"
             );
         }
-        let e = err("art-dqn");
-        assert!(matches!(e, SchemeError::NotImplemented { .. }));
-        assert!(e.to_string().contains("not implemented"));
+    }
+
+    #[test]
+    fn art_dqn_takes_gamma_seed_and_a_model() {
+        assert_eq!(
+            parse_scheme("art-dqn:gamma=1.05").unwrap().name(),
+            "art-dqn"
+        );
+        assert_eq!(
+            parse_scheme("art-dqn:gamma=1.1,seed=7").unwrap().name(),
+            "art-dqn:gamma=1.1,seed=7"
+        );
+        assert_eq!(
+            parse_scheme("art-dqn:online=false").unwrap().name(),
+            "art-dqn:online=false"
+        );
+        for bad in [
+            "art-dqn:",
+            "art-dqn:gamma=0",
+            "art-dqn:gamma=x",
+            "art-dqn:gamma=inf",
+            "art-dqn:seed=-1",
+            "art-dqn:online=yes",
+            "art-dqn:depth=3",
+            "art-dqn:1.05",
+            "art-dqn:model=",
+        ] {
+            let e = err(bad);
+            assert!(
+                matches!(e, SchemeError::BadParameter { .. }),
+                "{bad}: {e:?}"
+            );
+            assert!(e.to_string().contains("art-dqn:gamma=G"), "{bad}: {e}");
+        }
+        // A missing model file is an error at parse time, naming the file.
+        let e = err("art-dqn:model=no/such/art-dqn.safetensors");
+        assert!(e.to_string().contains("no/such/art-dqn.safetensors"), "{e}");
+        // A saved model loads, and its name says so; a file that is not a
+        // model is refused.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m,1.safetensors");
+        crate::art::Learner::new(&DqnAdapterConfig::default(), ArtConfig::default().r_max)
+            .unwrap()
+            .save(&path)
+            .unwrap();
+        let name = format!("art-dqn:gamma=1.1,model={}", path.display());
+        assert_eq!(parse_scheme(&name).unwrap().name(), name);
+        std::fs::write(&path, b"not a model").unwrap();
+        let e = err(&name);
+        assert!(matches!(e, SchemeError::InvalidConfig { .. }), "{e:?}");
     }
 
     #[test]

@@ -151,6 +151,7 @@ fn growing_rules_and_art_variants_deliver() {
         "art-norand:3",
         "art-mab-eg",
         "art-mab-ucb",
+        "art-dqn",
     ] {
         for o in sweep(scheme, SEEDS) {
             assert!(o.stats.recovery.n_max >= 1);
@@ -182,7 +183,7 @@ fn art_recovers_in_no_more_rounds_than_quic() {
 
 #[test]
 fn runs_are_repeatable() {
-    for scheme in ["art", "art-mab-eg"] {
+    for scheme in ["art", "art-mab-eg", "art-dqn"] {
         let a = run(scheme, 9);
         let b = run(scheme, 9);
         assert_eq!(

@@ -127,6 +127,36 @@ fn the_bandit_traces_its_best_arm() {
 }
 
 #[test]
+fn art_dqn_traces_its_level_exploration_and_learning() {
+    let states = run("art-dqn", 0.08).states;
+    assert!(states.len() >= 2, "{} policy_state events", states.len());
+    for s in &states {
+        assert!(
+            s["level"]
+                .as_f64()
+                .is_some_and(|l| (1.0..=8.0).contains(&l)),
+            "{s}"
+        );
+        assert!(
+            s["epsilon"]
+                .as_f64()
+                .is_some_and(|e| (0.0..=0.1).contains(&e)),
+            "{s}"
+        );
+    }
+    // It learned during the run, and said so.
+    let last = states.last().unwrap();
+    assert!(
+        last["learn_steps"].as_f64().is_some_and(|n| n > 0.0),
+        "{last}"
+    );
+    assert!(
+        last["td_loss"].as_f64().is_some_and(f64::is_finite),
+        "{last}"
+    );
+}
+
+#[test]
 fn plain_quic_reports_no_state() {
     let trace = run("quic", 0.05);
     assert!(trace.states.is_empty() && trace.events.is_empty());

@@ -6,13 +6,19 @@
 //!   at 5% loss "without limiting the bandwidth and delay" (an unlimited
 //!   link with no propagation delay here); the paper: ART +0.18%, FEC
 //!   +0.92%. FEC's rate is not stated in §7.6; 9:1 is the rate of Fig. 22.
-//! - **§8.1**: `art`, `art-mab-eg` and `art-mab-ucb` against `quic`, server
-//!   and client counted, over the Verizon LTE trace with 30 ms RTT and 10%
-//!   loss; the paper: ART +0.68%, ART-MAB +0.65%, ART-DQN +54.64%. The
-//!   paper's trace is Verizon-LTE-driving; `../shared/traces` holds
-//!   Verizon-LTE-short, which stands in. ART-DQN is not implemented
-//!   (`recovery` lists it as planned: it needs a neural-network crate), so
-//!   it is reported as missing, never estimated.
+//! - **§8.1**: `art`, `art-mab-eg`, `art-mab-ucb` and `art-dqn` against
+//!   `quic`, server and client counted, over the Verizon LTE trace with
+//!   30 ms RTT and 10% loss; the paper: ART +0.68%, ART-MAB +0.65%, ART-DQN
+//!   +54.64%. The paper's trace is Verizon-LTE-driving; `../shared/traces`
+//!   holds Verizon-LTE-short, which stands in. `art-dqn` starts untrained
+//!   and learns online during each run (one learning step per settled
+//!   round), as the paper's DQN process learned while serving.
+//! - **decision**: the adapters alone ([`artq_bench::decisions`]): each
+//!   policy fed the same seeded stream of losses, acknowledgements and
+//!   replica fates (10% loss), microseconds per decision and the ratio to
+//!   `art` measured in the same process (`art-dqn:online=false`: the forward
+//!   pass without learning); and the learning steps per second
+//!   of ART-DQN's learner (batch 32, memory filled).
 //!
 //! Every (seed, repeat) runs each scheme of a comparison one after another
 //! in the same process, so machine load drifts hit them alike; one
@@ -28,13 +34,13 @@
 //! work it is the less disturbed of the two. The ratio per packet sent is printed too, since the
 //! schemes send different numbers of packets for the same data.
 //!
-//! Run: `cargo run --release -p artq-bench --bin cpu_cost -- [--only 7.6|8.1]
+//! Run: `cargo run --release -p artq-bench --bin cpu_cost -- [--only 7.6|8.1|decision]
 //! [--size 20MB] [--seeds 3] [--repeat 3] [--traces ../shared/traces]`.
 
 use std::path::PathBuf;
 
 use anyhow::{bail, Result};
-use artq_bench::size;
+use artq_bench::{decisions, size};
 use clap::Parser;
 use lab::{RunOptions, Scenario, Workload};
 use netem::LinkSpec;
@@ -43,9 +49,12 @@ use netem::LinkSpec;
 #[derive(Parser, Debug)]
 #[command(about = "CPU time of ART, FEC and ART-MAB against QUIC (ART journal §7.6 and §8.1)")]
 struct Args {
-    /// Run only one comparison: `7.6` or `8.1` [default: both].
-    #[arg(long, value_parser = ["7.6", "8.1"])]
+    /// Run only one comparison: `7.6`, `8.1` or `decision` [default: all].
+    #[arg(long, value_parser = ["7.6", "8.1", "decision"])]
     only: Option<String>,
+    /// decision: packets fed to each policy per repeat.
+    #[arg(long, default_value_t = 200_000, value_parser = clap::value_parser!(u64).range(1..))]
+    packets: u64,
     /// Bytes to transfer per run (`20MB`, `1GiB`).
     #[arg(long, default_value = "20MB", value_parser = parse_size_arg)]
     size: u64,
@@ -132,7 +141,7 @@ fn main() -> Result<()> {
                 down.display(),
                 up.display()
             ),
-            schemes: &["quic", "art", "art-mab-eg", "art-mab-ucb"],
+            schemes: &["quic", "art", "art-mab-eg", "art-mab-ucb", "art-dqn"],
             link: {
                 let mut l = LinkSpec {
                     rtt: 30.0,
@@ -148,11 +157,9 @@ fn main() -> Result<()> {
                 ("art", Some(0.68)),
                 ("art-mab-eg", Some(0.65)),
                 ("art-mab-ucb", Some(0.65)),
+                ("art-dqn", Some(54.64)),
             ],
-            missing: &[(
-                "art-dqn",
-                "not implemented in this build (needs a neural-network crate); the paper: +54.64%",
-            )],
+            missing: &[],
         },
     ];
     for c in &comparisons {
@@ -161,6 +168,75 @@ fn main() -> Result<()> {
         }
         run_comparison(&args, c)?;
     }
+    if args.only.as_deref().is_none_or(|o| o == "decision") {
+        run_decisions(&args)?;
+    }
+    Ok(())
+}
+
+/// The adapters' cost per decision, as ratios to `art`, and ART-DQN's
+/// learning speed.
+fn run_decisions(args: &Args) -> Result<()> {
+    // art-dqn:online=false decides with the same untrained network but
+    // never learns: its cost is the forward pass alone.
+    const SCHEMES: [&str; 6] = [
+        "quic",
+        "art",
+        "art-mab-eg",
+        "art-mab-ucb",
+        "art-dqn",
+        "art-dqn:online=false",
+    ];
+    const LOSS: f64 = 0.10;
+    println!(
+        "== decision: each policy alone, {} packets at {}% loss per repeat, seeds 1..={}, {} repeat(s)",
+        args.packets,
+        LOSS * 100.0,
+        args.seeds,
+        args.repeat
+    );
+    let factories = SCHEMES
+        .iter()
+        .map(|s| recovery::parse_scheme(s).map(|s| s.policy()))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut best = [f64::INFINITY; SCHEMES.len()];
+    let mut decisions = [0u64; SCHEMES.len()];
+    let mut replicas = [0u64; SCHEMES.len()];
+    for seed in 1..=args.seeds {
+        for _ in 0..args.repeat {
+            for (i, f) in factories.iter().enumerate() {
+                let c = decisions::feed(f.as_ref(), args.packets, LOSS, seed);
+                best[i] = best[i].min(c.us_per_decision());
+                decisions[i] = c.decisions;
+                replicas[i] = c.replicas;
+            }
+        }
+    }
+    println!(
+        "{:<22}{:>14}{:>12}{:>12}{:>10}",
+        "scheme", "us/decision", "decisions", "replicas", "vs art"
+    );
+    let art = best[1];
+    for (i, name) in SCHEMES.iter().enumerate() {
+        println!(
+            "{:<22}{:>14.3}{:>12}{:>12}{:>10.2}",
+            name,
+            best[i],
+            decisions[i],
+            replicas[i],
+            best[i] / art
+        );
+    }
+    for (i, name) in SCHEMES.iter().enumerate().skip(2) {
+        println!(
+            "ratio decision {name}/art: {:.2} (fastest repeat over all seeds; the paper: bandits about as cheap as ART, DQN far costlier)",
+            best[i] / art
+        );
+    }
+    let rate = decisions::dqn_learn_rate(8, 10_000, 2_000, 1)?;
+    println!(
+        "art-dqn learner: {rate:.0} learning steps/s (batch 32, memory 10000, network 7-64-64-8, Double DQN)"
+    );
     Ok(())
 }
 

@@ -22,6 +22,7 @@ pub mod defs;
 pub mod deploy;
 pub mod design;
 pub mod fig25;
+pub mod fig27;
 pub mod plot;
 pub mod report;
 
@@ -240,6 +241,11 @@ pub const METRICS: &[(&str, &str)] = &[
         "retransmission_ratio",
         "live: replicas / data_packets (AutoRec's retran_ratio)",
     ),
+    ("t_wait_p50_ms", "art-fig27: median t_wait (packet recovery time), ms"),
+    (
+        "learn_steps",
+        "art-fig27: learning steps behind the run (art-dqn's training and online learning; 0 for the others)",
+    ),
 ];
 
 /// Metrics that only some workloads or experiments produce: a run row
@@ -262,6 +268,8 @@ const OPTIONAL_METRICS: &[&str] = &[
     "recovery_latency_multi_p95_ms",
     "recovery_latency_multi_max_ms",
     "retransmission_ratio",
+    "t_wait_p50_ms",
+    "learn_steps",
 ];
 
 /// One run: a case with one seed, and its metrics (or why it failed).
@@ -534,6 +542,7 @@ pub type CaseRunner = fn(&Case, u64) -> Result<BTreeMap<String, f64>, String>;
 fn case_runner(experiment: &str) -> Option<CaseRunner> {
     match experiment {
         "art-fig23" => Some(design::fig23_run),
+        "art-fig27" => Some(fig27::fig27_run),
         _ => None,
     }
 }

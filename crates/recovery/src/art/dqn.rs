@@ -25,14 +25,21 @@
 //! - **State** (7 values, each scaled to about [0, 1] so no input dominates
 //!   the first layer): packet loss rate and replica loss rate (EWMAs over
 //!   packet fates, weight 1/32), srtt and min_rtt in units of 200 ms, the
-//!   recent largest loss burst (ART's B_max, over 10 RTTs) over 16, the
+//!   recent largest loss burst (ART's B_max over the burst window, 8 RTTs
+//!   by default) over 16, the
 //!   last level chosen over R_max, and the round number over 8 (capped at 1
 //!   each where a value can grow).
 //! - **One learner per connection's factory**: the paper runs one DQN
 //!   process that every connection of the server reads and trains through
 //!   shared memory. Here the learner sits behind an `Arc<Mutex<_>>` that
 //!   every connection built by one factory shares (in `artq serve`, all of
-//!   them; in a simulated run, its one connection).
+//!   them; in a simulated run, its one connection; `artq train` keeps one
+//!   factory over all its episodes).
+//! - **Determinism**: the initial weights and replay sampling draw from a
+//!   ChaCha8 stream seeded by the scheme's `seed=` (default 1), made when
+//!   the factory is built; exploration draws from the connection's seeded
+//!   RNG that the transport hands to every decision. No clock, no OS RNG:
+//!   a simulated run with a seed is repeatable bit for bit.
 //! - **Network and learning**: two hidden layers of 64 ReLU units, Adam at
 //!   1e-3, Double DQN targets with discount 0.9, batch 32, memory 10,000,
 //!   target sync every 100 learning steps, one learning step per settled
@@ -57,7 +64,7 @@ use super::mab::MAX_PENDING;
 pub const STATE_DIM: usize = 7;
 
 /// Parameters of ART-DQN (ART journal Appendix A.2).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct DqnAdapterConfig {
     /// γ of A.2: the penalty's magnitude relative to the reward (> 0;
     /// §8.1 singles out 1.05).
@@ -121,6 +128,8 @@ pub struct Learner {
     pub experiences: u64,
     /// Learning steps taken.
     pub learn_steps: u64,
+    /// The loss of the latest learning step (NaN before the first).
+    pub last_loss: f64,
 }
 
 impl Learner {
@@ -133,6 +142,7 @@ impl Learner {
             rng,
             experiences: 0,
             learn_steps: 0,
+            last_loss: f64::NAN,
         })
     }
 
@@ -149,6 +159,7 @@ impl Learner {
             rng,
             experiences: 0,
             learn_steps: 0,
+            last_loss: f64::NAN,
         })
     }
 
@@ -247,6 +258,31 @@ impl DqnAdapter {
         &self.learner
     }
 
+    /// Its parameters.
+    pub fn config(&self) -> &DqnAdapterConfig {
+        &self.config
+    }
+
+    /// The level chosen last (1 before any decision).
+    pub fn last_level(&self) -> u32 {
+        self.last_level
+    }
+
+    /// For qlog (`artq:policy_state`): the last level, the exploration
+    /// rate, the latest learning loss, and the learner's counts.
+    pub fn report_state(&self, out: &mut transport::policy::PolicyState) {
+        out.set("level", f64::from(self.last_level));
+        out.set("loss_rate", self.loss_rate);
+        out.set("replica_loss_rate", self.replica_loss_rate);
+        let l = self.lock();
+        out.set("epsilon", l.dqn.epsilon());
+        if l.last_loss.is_finite() {
+            out.set("td_loss", l.last_loss);
+        }
+        out.set("experiences", l.experiences as f64);
+        out.set("learn_steps", l.learn_steps as f64);
+    }
+
     fn lock(&self) -> MutexGuard<'_, Learner> {
         // A panic while holding the lock (a bug) must not take every other
         // connection down with it: the learner's state is still usable.
@@ -340,8 +376,9 @@ impl DqnAdapter {
         l.experiences += 1;
         if learn_online {
             let Learner { dqn, rng, .. } = &mut *l;
-            if let Ok(Some(_)) = dqn.learn(rng) {
+            if let Ok(Some(loss)) = dqn.learn(rng) {
                 l.learn_steps += 1;
+                l.last_loss = f64::from(loss);
             }
         }
     }

@@ -14,6 +14,7 @@
 //! | `art-norand` | test-and-verification | none: back to back at `now` |
 //! | `art-norand:R` | fixed R (Fig. 18(b) "ART-norand") | none |
 //! | `art-mab-eg`, `art-mab-ucb` | bandit ([`mab`], Appendix A.1) | random |
+//! | `art-dqn` | Deep Q-Network ([`dqn`], Appendix A.2) | random |
 //!
 //! Opportunism is kept by every variant: it is ART's answer to
 //! congestion-limited traffic (§6.4), not part of the scheduler whose effect
@@ -22,18 +23,27 @@
 //! ART recovers reliable stream data (the papers' subject). Lost
 //! DATAGRAM-only data is given up, as plain QUIC does (RFC 9221), and does
 //! not touch the adapter's per-round levels or the bandit.
+//!
+//! ART-DQN's learner is shared: every policy an [`ArtFactory`] builds holds
+//! the same [`dqn::Learner`] (see [`dqn`] for why and how runs stay
+//! deterministic).
 
 pub mod adapter;
 pub mod dqn;
 pub mod mab;
 pub mod scheduler;
 
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
 use transport::policy::{
-    DataKind, Decision, LostData, PacketFate, PacketTag, PolicyContext, PolicyFactory, PolicyState,
-    RecoveryPolicy, SentView, MAX_REPLICAS,
+    DataKind, Decision, LostData, PacketFate, PacketTag, PathView, PolicyContext, PolicyFactory,
+    PolicyState, RecoveryPolicy, SentView, MAX_REPLICAS,
 };
+use wire::time::Instant;
 
 pub use adapter::{RedundancyAdapter, ReplicaWindow, StartLevels};
+pub use dqn::{DqnAdapter, DqnAdapterConfig, Learner};
 pub use mab::{BanditAdapter, BanditConfig, BanditStrategy};
 pub use scheduler::{BurstTracker, ReplicaScheduler};
 
@@ -70,6 +80,8 @@ pub struct ArtConfig {
     pub fixed_r: Option<u32>,
     /// A bandit adapter instead of test-and-verification (`art-mab-*`).
     pub bandit: Option<BanditConfig>,
+    /// A DQN adapter instead of test-and-verification (`art-dqn`).
+    pub dqn: Option<DqnAdapterConfig>,
     /// Where the per-round levels R_n start (default 1; `or3` for 2n − 1 as
     /// in the authors' artifact). Only the test-and-verification adapter
     /// uses it.
@@ -90,6 +102,7 @@ impl Default for ArtConfig {
             scheduler: true,
             fixed_r: None,
             bandit: None,
+            dqn: None,
             start_levels: StartLevels::One,
             opportunistic: true,
         }
@@ -140,8 +153,19 @@ impl ArtConfig {
         }
     }
 
+    /// `art-dqn`: the DQN adapter with the scheduler.
+    pub fn with_dqn(dqn: DqnAdapterConfig) -> Self {
+        ArtConfig {
+            dqn: Some(dqn),
+            ..ArtConfig::default()
+        }
+    }
+
     /// The command-line name of this variant (parameters not included).
     pub fn variant_name(&self) -> String {
+        if self.dqn.is_some() {
+            return "art-dqn".into();
+        }
         match (self.bandit, self.fixed_r, self.scheduler) {
             (Some(b), _, _) => match b.strategy {
                 BanditStrategy::EpsilonGreedy { .. } => "art-mab-eg".into(),
@@ -159,7 +183,14 @@ impl ArtConfig {
     /// what the name alone gives (so a run's record says what ran).
     pub fn name(&self) -> String {
         let base = self.variant_name();
+        if let Some(d) = self.dqn {
+            // The registry's own form when only the DQN's options differ.
+            if ArtConfig::with_dqn(d) == *self {
+                return dqn_name(&d);
+            }
+        }
         let canonical = match (self.bandit, self.fixed_r, self.scheduler) {
+            _ if self.dqn.is_some() => ArtConfig::with_dqn(DqnAdapterConfig::default()),
             (Some(b), _, _) => ArtConfig::bandit(match b.strategy {
                 BanditStrategy::EpsilonGreedy { .. } => BanditConfig::epsilon_greedy(),
                 BanditStrategy::Ucb { .. } => BanditConfig::ucb(),
@@ -191,6 +222,12 @@ impl ArtConfig {
                 BanditStrategy::Ucb { c } => s.push_str(&format!(",c={c}")),
             }
             s.push_str(&format!(",eta={}", b.eta));
+        }
+        if let Some(d) = self.dqn {
+            s.push_str(&format!(",gamma={},seed={}", d.gamma, d.seed));
+            if !d.learn_online {
+                s.push_str(",online=false");
+            }
         }
         s.push(']');
         s
@@ -242,6 +279,12 @@ impl ArtConfig {
         if let Some(b) = self.bandit {
             b.check().or_else(bad)?;
         }
+        if let Some(d) = self.dqn {
+            if self.bandit.is_some() || self.fixed_r.is_some() {
+                return bad("a DQN adapter excludes a bandit and a fixed level".into());
+            }
+            d.check().or_else(bad)?;
+        }
         Ok(())
     }
 }
@@ -252,6 +295,7 @@ enum Level {
     Adaptive(RedundancyAdapter),
     Fixed(u32),
     Bandit(BanditAdapter),
+    Dqn(DqnAdapter),
 }
 
 /// The ART policy of one connection (any variant of [`ArtConfig`]).
@@ -263,13 +307,51 @@ pub struct ArtPolicy {
     /// Ack-eliciting packets sent so far: each packet's tag is its index, so
     /// loss bursts are judged in send order (see [`scheduler`]).
     sent: u64,
+    /// The model file an `art-dqn` learner started from (for the name).
+    model: Option<Arc<str>>,
 }
 
 impl ArtPolicy {
-    /// A policy for `config`, which is validated first.
+    /// A policy for `config`, which is validated first. An `art-dqn`
+    /// policy gets a fresh, untrained learner of its own.
     pub fn new(config: ArtConfig) -> Result<Self, SchemeError> {
         config.validate()?;
+        let learner = match config.dqn {
+            Some(d) => Some(Arc::new(Mutex::new(
+                Learner::new(&d, config.r_max).map_err(|e| learn_error(&config, e))?,
+            ))),
+            None => None,
+        };
+        Self::build(config, learner)
+    }
+
+    /// An `art-dqn` policy deciding with (and training) `learner`, which
+    /// may be shared with other policies.
+    pub fn with_learner(
+        config: ArtConfig,
+        learner: Arc<Mutex<Learner>>,
+    ) -> Result<Self, SchemeError> {
+        config.validate()?;
+        if config.dqn.is_none() {
+            return Err(SchemeError::InvalidConfig {
+                scheme: config.variant_name(),
+                reason: "only art-dqn takes a learner".into(),
+            });
+        }
+        Self::build(config, Some(learner))
+    }
+
+    fn build(config: ArtConfig, learner: Option<Arc<Mutex<Learner>>>) -> Result<Self, SchemeError> {
         let level = match (config.bandit, config.fixed_r) {
+            _ if config.dqn.is_some() => match (config.dqn, learner) {
+                (Some(d), Some(l)) => Level::Dqn(DqnAdapter::new(d, config.r_max, l)),
+                _ => {
+                    return Err(SchemeError::InvalidConfig {
+                        scheme: config.variant_name(),
+                        reason: "art-dqn needs a learner".into(),
+                    })
+                }
+            },
             (Some(b), _) => Level::Bandit(BanditAdapter::new(b, config.r_max)),
             (None, Some(r)) => Level::Fixed(r),
             (None, None) => Level::Adaptive(RedundancyAdapter::with_start(
@@ -284,6 +366,7 @@ impl ArtPolicy {
             level,
             scheduler,
             sent: 0,
+            model: None,
         })
     }
 
@@ -308,6 +391,23 @@ impl ArtPolicy {
         }
     }
 
+    /// The DQN adapter, when this variant has one.
+    pub fn dqn(&self) -> Option<&DqnAdapter> {
+        match &self.level {
+            Level::Dqn(d) => Some(d),
+            _ => None,
+        }
+    }
+
+    /// What the DQN adapter observes now (path and recent bursts).
+    fn observation(&mut self, now: Instant, path: &PathView) -> dqn::Observation {
+        dqn::Observation {
+            srtt_s: path.srtt.as_secs_f64(),
+            min_rtt_s: path.min_rtt.as_secs_f64(),
+            max_burst: self.scheduler.max_burst(now, path),
+        }
+    }
+
     /// The replica scheduler (its burst tracker is fed in every variant).
     pub fn scheduler_mut(&mut self) -> &mut ReplicaScheduler {
         &mut self.scheduler
@@ -322,7 +422,7 @@ impl ArtPolicy {
 
 impl RecoveryPolicy for ArtPolicy {
     fn name(&self) -> String {
-        self.config.name()
+        name_with_model(&self.config, self.model.as_deref())
     }
 
     fn on_data_lost(&mut self, cx: &mut PolicyContext<'_>, lost: &LostData) -> Decision {
@@ -331,10 +431,18 @@ impl RecoveryPolicy for ArtPolicy {
         if lost.kind == DataKind::Datagram {
             return Decision::Drop;
         }
+        let obs = match self.level {
+            Level::Dqn(_) => Some(self.observation(now, path)),
+            _ => None,
+        };
         let r = match &mut self.level {
             Level::Adaptive(a) => a.on_data_lost(lost.round),
             Level::Fixed(r) => *r,
             Level::Bandit(b) => b.on_data_lost(lost.item, lost.round, cx.rng),
+            Level::Dqn(d) => match obs {
+                Some(obs) => d.on_data_lost(lost.item, lost.round, obs, cx.rng),
+                None => 1,
+            },
         };
         let r = (r.clamp(1, self.config.r_max) as usize).min(MAX_REPLICAS);
         if cx.tracing() {
@@ -405,6 +513,7 @@ impl RecoveryPolicy for ArtPolicy {
                     b.arms().iter().map(|a| a.pulls).sum::<u64>() as f64,
                 );
             }
+            Level::Dqn(d) => d.report_state(out),
         }
     }
 
@@ -417,11 +526,25 @@ impl RecoveryPolicy for ArtPolicy {
         Some(PacketTag(self.sent))
     }
 
-    fn on_packet_acked(&mut self, _cx: &mut PolicyContext<'_>, fate: &PacketFate) {
+    fn on_packet_acked(&mut self, cx: &mut PolicyContext<'_>, fate: &PacketFate) {
+        let (now, path) = (cx.now, cx.path);
+        let obs = match &mut self.level {
+            Level::Dqn(d) => {
+                d.on_fate(false, fate.replica.is_some());
+                fate.replica.map(|_| ())
+            }
+            _ => None,
+        }
+        .map(|()| self.observation(now, path));
         let Some(r) = fate.replica else { return };
         match &mut self.level {
             Level::Adaptive(a) => a.on_replica_acked(fate.pn),
             Level::Bandit(b) => b.on_replica_acked(r.item, r.round),
+            Level::Dqn(d) => {
+                if let Some(obs) = obs {
+                    d.on_replica_acked(r.item, r.round, obs);
+                }
+            }
             Level::Fixed(_) => {}
         }
     }
@@ -430,10 +553,10 @@ impl RecoveryPolicy for ArtPolicy {
         let now = cx.now;
         let path = cx.path;
         self.scheduler.on_packet_lost(now, Self::index(fate), path);
-        if fate.replica.is_some() {
-            if let Level::Adaptive(a) = &mut self.level {
-                a.on_replica_lost(fate.pn);
-            }
+        match &mut self.level {
+            Level::Adaptive(a) if fate.replica.is_some() => a.on_replica_lost(fate.pn),
+            Level::Dqn(d) => d.on_fate(true, fate.replica.is_some()),
+            _ => {}
         }
     }
 }
@@ -451,15 +574,79 @@ pub struct ArtFactory {
 }
 
 impl ArtFactory {
-    /// A factory for `config`, rejected with the reason if unusable.
+    /// A factory for `config`, rejected with the reason if unusable. An
+    /// `art-dqn` factory makes one untrained learner that all its policies
+    /// share.
     pub fn new(config: ArtConfig) -> Result<Self, SchemeError> {
         let prototype = ArtPolicy::new(config)?;
+        Ok(ArtFactory { config, prototype })
+    }
+
+    /// An `art-dqn` factory whose shared learner starts from the model file
+    /// at `model` (written by `artq train art-dqn` for the same `r_max`);
+    /// a missing, unreadable or mismatched file is an error here.
+    pub fn with_model(config: ArtConfig, model: &Path) -> Result<Self, SchemeError> {
+        config.validate()?;
+        let Some(d) = config.dqn else {
+            return Err(SchemeError::InvalidConfig {
+                scheme: config.variant_name(),
+                reason: "only art-dqn loads a model".into(),
+            });
+        };
+        let learner =
+            Learner::load(&d, config.r_max, model).map_err(|e| learn_error(&config, e))?;
+        let mut prototype = ArtPolicy::with_learner(config, Arc::new(Mutex::new(learner)))?;
+        prototype.model = Some(model.display().to_string().into());
         Ok(ArtFactory { config, prototype })
     }
 
     /// The configuration every policy gets.
     pub fn config(&self) -> &ArtConfig {
         &self.config
+    }
+
+    /// The learner every `art-dqn` policy of this factory shares (to save
+    /// it after training); `None` for the other variants.
+    pub fn learner(&self) -> Option<Arc<Mutex<Learner>>> {
+        self.prototype.dqn().map(|d| d.learner().clone())
+    }
+}
+
+/// The registry form of an `art-dqn` configuration: `art-dqn`, or with its
+/// options when they differ from the defaults.
+fn dqn_name(d: &DqnAdapterConfig) -> String {
+    let default = DqnAdapterConfig::default();
+    let mut opts = Vec::new();
+    if d.gamma != default.gamma {
+        opts.push(format!("gamma={}", d.gamma));
+    }
+    if d.seed != default.seed {
+        opts.push(format!("seed={}", d.seed));
+    }
+    if d.learn_online != default.learn_online {
+        opts.push(format!("online={}", d.learn_online));
+    }
+    if opts.is_empty() {
+        "art-dqn".into()
+    } else {
+        format!("art-dqn:{}", opts.join(","))
+    }
+}
+
+/// The name of `config`, with the model file its learner started from.
+fn name_with_model(config: &ArtConfig, model: Option<&str>) -> String {
+    match model {
+        None => config.name(),
+        Some(m) if config.name() == "art-dqn" => format!("art-dqn:model={m}"),
+        Some(m) => format!("{},model={m}", config.name()),
+    }
+}
+
+/// A learner that could not be made or loaded, as a scheme error.
+fn learn_error(config: &ArtConfig, e: learn::LearnError) -> SchemeError {
+    SchemeError::InvalidConfig {
+        scheme: config.variant_name(),
+        reason: e.to_string(),
     }
 }
 
@@ -469,7 +656,7 @@ impl PolicyFactory for ArtFactory {
     }
 
     fn name(&self) -> String {
-        self.config.name()
+        name_with_model(&self.config, self.prototype.model.as_deref())
     }
 }
 

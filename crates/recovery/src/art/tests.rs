@@ -9,8 +9,8 @@ use wire::time::{Duration, Instant};
 
 // The callbacks with their arguments spelled out, through a context that
 // publishes nowhere.
-fn data_lost(
-    p: &mut ArtPolicy,
+fn data_lost<P: RecoveryPolicy + ?Sized>(
+    p: &mut P,
     now: Instant,
     lost: &LostData,
     path: &PathView,
@@ -19,17 +19,31 @@ fn data_lost(
     with_context(now, path, rng, |cx| p.on_data_lost(cx, lost))
 }
 
-fn packet_sent(p: &mut ArtPolicy, now: Instant, sent: &SentView) -> Option<PacketTag> {
+fn packet_sent<P: RecoveryPolicy + ?Sized>(
+    p: &mut P,
+    now: Instant,
+    sent: &SentView,
+) -> Option<PacketTag> {
     let mut rng = ChaCha8Rng::seed_from_u64(0);
     with_context(now, &path(), &mut rng, |cx| p.on_packet_sent(cx, sent))
 }
 
-fn packet_lost(p: &mut ArtPolicy, now: Instant, fate: &PacketFate, path: &PathView) {
+fn packet_lost<P: RecoveryPolicy + ?Sized>(
+    p: &mut P,
+    now: Instant,
+    fate: &PacketFate,
+    path: &PathView,
+) {
     let mut rng = ChaCha8Rng::seed_from_u64(0);
     with_context(now, path, &mut rng, |cx| p.on_packet_lost(cx, fate))
 }
 
-fn packet_acked(p: &mut ArtPolicy, now: Instant, fate: &PacketFate, path: &PathView) {
+fn packet_acked<P: RecoveryPolicy + ?Sized>(
+    p: &mut P,
+    now: Instant,
+    fate: &PacketFate,
+    path: &PathView,
+) {
     let mut rng = ChaCha8Rng::seed_from_u64(0);
     with_context(now, path, &mut rng, |cx| p.on_packet_acked(cx, fate))
 }
@@ -400,4 +414,76 @@ fn burst_statistics_restart_on_a_new_path() {
     // New losses build the new path's history.
     burst(&mut p, now, 100, 4);
     assert_eq!(p.scheduler_mut().max_burst(now, &path()), 4);
+}
+
+#[test]
+fn dqn_policies_of_one_factory_share_one_learner() {
+    let factory = ArtFactory::new(ArtConfig::with_dqn(DqnAdapterConfig::default())).unwrap();
+    assert_eq!(factory.name(), "art-dqn");
+    let learner = factory.learner().expect("art-dqn has a learner");
+    let mut a = factory.build();
+    let mut b = factory.build();
+    let mut rng = ChaCha8Rng::seed_from_u64(3);
+    let now = Instant::from_millis(1);
+    // Each connection loses an item and gets a replica of round 1 acked:
+    // two experiences in the one learner.
+    for (p, item) in [(&mut a, 1), (&mut b, 2)] {
+        let d = data_lost(&mut **p, now, &lost(item, 1), &path(), &mut rng);
+        let (send_at, opportunistic) = times(&d);
+        assert!((1..=8).contains(&send_at.len()) && opportunistic);
+        packet_acked(
+            &mut **p,
+            now,
+            &fate(90 + item, 90 + item, Some((item, 1))),
+            &path(),
+        );
+    }
+    assert_eq!(learner.lock().unwrap().experiences, 2);
+    let mut state = PolicyState::default();
+    a.report_state(&mut state);
+    let field = |n: &str| state.fields().iter().find(|(k, _)| *k == n).map(|f| f.1);
+    assert!(field("level").is_some_and(|l| (1.0..=8.0).contains(&l)));
+    assert_eq!(field("epsilon"), Some(0.1));
+    assert_eq!(field("experiences"), Some(2.0));
+    // Another factory has a learner of its own.
+    let other = ArtFactory::new(ArtConfig::with_dqn(DqnAdapterConfig::default())).unwrap();
+    assert_eq!(other.learner().unwrap().lock().unwrap().experiences, 0);
+    // The DQN excludes the other adapters.
+    let both = ArtConfig {
+        bandit: Some(BanditConfig::ucb()),
+        ..ArtConfig::with_dqn(DqnAdapterConfig::default())
+    };
+    assert!(ArtPolicy::new(both).is_err());
+    assert!(ArtFactory::new(ArtConfig::default())
+        .unwrap()
+        .learner()
+        .is_none());
+}
+
+#[test]
+fn dqn_decisions_repeat_with_the_same_seeds() {
+    let decide = || {
+        let mut p = ArtPolicy::new(ArtConfig::with_dqn(DqnAdapterConfig::default())).unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(11);
+        let now = Instant::from_millis(5);
+        (0..200u64)
+            .map(|i| {
+                let n = times(&data_lost(&mut p, now, &lost(i, 1), &path(), &mut rng))
+                    .0
+                    .len();
+                if i % 4 == 0 {
+                    data_lost(&mut p, now, &lost(i, 2), &path(), &mut rng);
+                } else {
+                    packet_acked(
+                        &mut p,
+                        now,
+                        &fate(1000 + i, 1000 + i, Some((i, 1))),
+                        &path(),
+                    );
+                }
+                n
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(decide(), decide());
 }
