@@ -51,13 +51,13 @@ enum Command {
     ///
     /// The client is whoever sends to --listen; its datagrams cross the "up"
     /// link to --to, the replies cross the "down" link back.
-    Link(LinkCmdArgs),
+    Link(Box<LinkCmdArgs>),
     /// Simulate one scenario: the real QUIC stack over emulated links in
     /// virtual time (deterministic for a given seed), and print its metrics.
     ///
     /// Defaults: 10 MB over 100 Mbit/s, 30 ms RTT, 1% loss both ways,
     /// scheme quic, Cubic, seed 1. `--json` prints one JSON object.
-    Sim(sim::SimArgs),
+    Sim(Box<sim::SimArgs>),
     /// Regenerate the ART paper's evaluation (Figs. 16-24) in simulation:
     /// CSV, results.json and report.md beside the paper's numbers.
     ///
@@ -318,8 +318,8 @@ fn run(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
-        Command::Link(a) => run_link(a),
-        Command::Sim(a) => sim::run(a),
+        Command::Link(a) => run_link(*a),
+        Command::Sim(a) => sim::run(*a),
         Command::Reproduce(a) => reproduce::run(a),
     }
 }

@@ -20,8 +20,8 @@
 //!   [`art::ArtPolicy`] under one typed [`art::ArtConfig`].
 //! - [`fec`]: the block-FEC baseline (`fec:K`), the one scheme that needs
 //!   an artq receiver.
-//! - [`rcp`]: RCP's retransmit-or-drop decisions for messages (its
-//!   formulas so far; the policy follows with the message workload).
+//! - [`rcp`]: RCP's retransmit-or-drop decisions for messages (Double
+//!   DQN) and its baselines `udp`, `arq`, `tcp`.
 //! - [`registry`]: scheme names (`art-fix:3`) to factories, with strict
 //!   parsing and helpful errors.
 //!

@@ -59,6 +59,19 @@ pub const SCHEMES: &[(&str, &str)] = &[
         "ART with a UCB bandit adapter (ART journal Appendix A.1)",
     ),
     (
+        "rcp",
+        "RCP: a Double DQN decides per timed-out message whether to retransmit (rcp.md); rcp:beta=B,alpha=A,norm=simple|tuned,... sets the utility",
+    ),
+    ("udp", "messages never retransmitted (rcp.md's UDP baseline)"),
+    (
+        "arq",
+        "messages always retransmitted at RCP's timeout (rcp.md's ARQ baseline)",
+    ),
+    (
+        "tcp",
+        "messages on one reliable stream (rcp.md's TCP baseline; use --cc newreno)",
+    ),
+    (
         "fec:K",
         "block FEC, 1 XOR repair packet per K data packets (K in 1..=255; needs an artq receiver; Fig. 22)",
     ),
@@ -159,6 +172,7 @@ pub fn parse_scheme(name: &str) -> Result<Arc<dyn PolicyFactory>, SchemeError> {
             None => art(ArtConfig::norand())?,
             Some(_) => art(ArtConfig::fixed_norand(level(name, param, "art-norand")?))?,
         },
+        "rcp" | "udp" | "arq" | "tcp" => message_scheme(name)?,
         _ => {
             if let Some((_, reason)) = PLANNED.iter().find(|(n, _)| *n == name) {
                 return Err(SchemeError::NotImplemented {
@@ -173,6 +187,21 @@ pub fn parse_scheme(name: &str) -> Result<Arc<dyn PolicyFactory>, SchemeError> {
         }
     };
     Ok(factory)
+}
+
+/// `rcp`, `udp`, `arq`, `tcp` and their options (parsed in [`crate::rcp`]).
+fn message_scheme(name: &str) -> Result<Arc<dyn PolicyFactory>, SchemeError> {
+    let bad = |reason: String| SchemeError::BadParameter {
+        name: name.into(),
+        reason,
+        form: crate::rcp::FORM.into(),
+    };
+    let config = crate::rcp::parse(name)
+        .ok_or_else(|| bad("not a message scheme".into()))?
+        .map_err(bad)?;
+    Ok(Arc::new(
+        crate::rcp::policy::MessageFactory::new(config).map_err(bad)?,
+    ))
 }
 
 fn art(config: ArtConfig) -> Result<Arc<dyn PolicyFactory>, SchemeError> {
