@@ -14,7 +14,11 @@
 //!
 //! **Roles**: the server is the sender (it runs the recovery scheme, as in
 //! every artq workload), the client the receiver. Message `i` is generated
-//! at `start + i / rate`, `start` being the moment the handshake completed.
+//! at a uniformly random instant of its period, `[start + i / rate, start +
+//! (i + 1) / rate)`, `start` being the moment the handshake completed, the
+//! instant drawn from the workload's seed: periodic senders sharing a
+//! bottleneck would otherwise arrive in the same order every period, and
+//! a drop-tail queue would always drop the same sender's messages.
 //! The sender keeps at most [`MAX_BACKLOG`] messages waiting for the
 //! congestion window (the paper's UDP sends at once; ours is still a QUIC
 //! sender): a message generated while the backlog is full is discarded at
@@ -31,6 +35,8 @@
 
 use std::collections::BTreeMap;
 
+use rand::RngCore;
+use transport::rng::{RngSeed, StackRng};
 use transport::streams::StreamEvent;
 use transport::{Connection, ConnectionError, ConnectionHandle, Endpoint, Event};
 use wire::time::{Duration, Instant};
@@ -162,6 +168,10 @@ struct Outgoing {
     pending: Vec<u8>,
     discarded: u64,
     closed: bool,
+    /// When the next message is generated (once started).
+    due: Option<Instant>,
+    /// Draws each message's instant within its period.
+    rng: StackRng,
 }
 
 /// The server role: generates the messages on every connection it accepts.
@@ -170,16 +180,25 @@ pub struct MessageSender {
     params: MessageParams,
     conns: BTreeMap<ConnectionHandle, Outgoing>,
     served: bool,
+    rng: StackRng,
 }
 
 impl MessageSender {
-    /// A sender of `params`' messages.
-    pub fn new(params: MessageParams) -> Self {
+    /// A sender of `params`' messages; `seed` draws their instants.
+    pub fn new(params: MessageParams, seed: u64) -> Self {
         Self {
             params,
             conns: BTreeMap::new(),
             served: false,
+            rng: StackRng::new(RngSeed::Fixed(seed)),
         }
+    }
+
+    /// When message `seq` is generated: a uniform instant of its period.
+    fn instant(&self, out: &mut Outgoing, start: Instant, seq: u64) -> Instant {
+        let period_ns = 1_000_000_000 / self.params.rate.max(1);
+        let jitter = out.rng.next_u64() % period_ns.max(1);
+        self.params.generated_at(start, seq) + Duration::from_nanos(jitter)
     }
 
     /// Messages discarded at the sender because the backlog was full, over
@@ -190,11 +209,22 @@ impl MessageSender {
 
     fn produce(&self, now: Instant, out: &mut Outgoing, conn: &mut Connection) {
         let Some(start) = out.start else { return };
-        let p = &self.params;
-        while out.next < p.messages && p.generated_at(start, out.next) <= now {
-            let generated = p.generated_at(start, out.next);
+        let p = self.params;
+        while out.next < p.messages {
+            let generated = match out.due {
+                Some(t) => t,
+                None => {
+                    let t = self.instant(out, start, out.next);
+                    out.due = Some(t);
+                    t
+                }
+            };
+            if generated > now {
+                break;
+            }
             let msg = encode(out.next, generated, p.size);
             out.next += 1;
+            out.due = None;
             match out.carriage {
                 Carriage::Datagram => {
                     if conn.datagrams_queued() >= MAX_BACKLOG || conn.send_datagram(msg).is_err() {
@@ -238,6 +268,8 @@ impl App for MessageSender {
                 pending: Vec::new(),
                 discarded: 0,
                 closed: false,
+                due: None,
+                rng: self.rng.fork(h.0 as u64),
             },
         );
     }
@@ -289,7 +321,8 @@ impl App for MessageSender {
             .filter_map(|o| {
                 let start = o.start?;
                 Some(if o.next < self.params.messages {
-                    self.params.generated_at(start, o.next)
+                    o.due
+                        .unwrap_or_else(|| self.params.generated_at(start, o.next))
                 } else {
                     self.params.closes_at(start)
                 })

@@ -269,7 +269,7 @@ impl Workload {
                 Box::new(RpcContent { seed: content_seed }),
                 ServerOptions::default(),
             )),
-            Workload::Messages { params } => Box::new(MessageSender::new(params)),
+            Workload::Messages { params } => Box::new(MessageSender::new(params, content_seed)),
         }
     }
 

@@ -28,6 +28,11 @@ pub const EXPERIMENTS: &[&str] = &[
     "art-fig23",
     "art-fig24a",
     "art-fig26",
+    "rcp-table2",
+    "rcp-fig5",
+    "rcp-fig7",
+    "rcp-fig8",
+    "rcp-fig9",
 ];
 
 /// Virtual-time limit of each run, seconds: large enough for 1000 files at
@@ -49,6 +54,11 @@ pub fn experiment(name: &str, scale: Scale) -> Option<Experiment> {
         "art-fig23" => Some(super::design::fig23(scale)),
         "art-fig24a" => Some(super::design::fig24a(scale)),
         "art-fig26" => Some(super::deploy::fig26(scale)),
+        "rcp-table2" => Some(super::rcp::table2(scale)),
+        "rcp-fig5" => Some(super::rcp::fig5(scale)),
+        "rcp-fig7" => Some(super::rcp::fig7(scale)),
+        "rcp-fig8" => Some(super::rcp::fig8(scale)),
+        "rcp-fig9" => Some(super::rcp::fig9(scale)),
         _ => None,
     }
 }
