@@ -124,6 +124,18 @@ impl Host {
         self.endpoint.handle_datagram(now, from, payload);
     }
 
+    /// [`Host::handle_datagram`] with the datagram's ECN codepoint, for
+    /// drivers that see it (the simulator, a socket reading IP_TOS).
+    pub fn handle_datagram_ecn(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        ecn: Option<wire::ecn::Ecn>,
+        payload: &mut [u8],
+    ) {
+        self.endpoint.handle_datagram_ecn(now, from, ecn, payload);
+    }
+
     /// Fires the endpoint's timers that are due. Call [`Host::drive`] after.
     pub fn handle_timeout(&mut self, now: Instant) {
         self.endpoint.handle_timeout(now);

@@ -27,8 +27,9 @@
 //! **Wire form**: a call is an HTTP GET (hq-interop or HTTP/3, like every
 //! workload) of `/rpc/<index>/<value size>?k=<key>`: the key travels in the
 //! request, the value is [`FileContent`] of the call's index, checked byte
-//! for byte by the client. [`RpcContent`] is the server side, mountable in
-//! `artq serve` as well as used by the simulator.
+//! for byte by the client. [`RpcContent`] is the server side, mounted at
+//! [`RPC_PREFIX`] ([`rpc_content`]) by the simulator and by `artq serve`
+//! alike; `artq get --rpc` runs [`RpcClient`] over real UDP.
 //!
 //! Everything is drawn from one seeded generator in call order, so a seed
 //! fixes the sizes and the schedule.
@@ -47,6 +48,10 @@ use crate::content::{Content, FileContent, Refusal, Resource};
 use crate::files::{ClientError, FileTimes, CHUNK};
 use crate::http::{BodyError, ClientEvent, ClientSession, Request};
 use crate::protocol::Protocol;
+
+/// Where the RPC endpoint lives on a server: calls are
+/// `/rpc/<index>/<value size>?k=<key>`.
+pub const RPC_PREFIX: &str = "/rpc";
 
 /// Largest key (request) size, bytes: memcached's key length limit.
 pub const MAX_KEY: u64 = 250;
@@ -143,12 +148,17 @@ pub fn call_path(index: u64, key: u64, value: u64) -> String {
     let key: String = (0..key.min(MAX_KEY))
         .map(|j| char::from(b'a' + ((index + j) % 26) as u8))
         .collect();
-    format!("/rpc/{index}/{value}?k={key}")
+    format!("{RPC_PREFIX}/{index}/{value}?k={key}")
 }
 
-/// The server side of the RPC workload: answers `/rpc/<index>/<size>`
-/// (any query) with [`FileContent`] of `index` and `size` bytes, size at
-/// most [`MAX_VALUE`].
+/// A server's content with the RPC endpoint mounted at [`RPC_PREFIX`].
+pub fn rpc_content(seed: u64) -> crate::content::Mounts {
+    crate::content::Mounts::new().mount(RPC_PREFIX, Box::new(RpcContent { seed }))
+}
+
+/// The server side of the RPC workload: answers `/<index>/<size>` below
+/// its mount point ([`RPC_PREFIX`]; any query) with [`FileContent`] of
+/// `index` and `size` bytes, size at most [`MAX_VALUE`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RpcContent {
     /// Content seed (see [`FileContent`]).
@@ -158,7 +168,7 @@ pub struct RpcContent {
 impl Content for RpcContent {
     fn resolve(&mut self, _now: Instant, target: &str) -> Result<Resource, Refusal> {
         let path = target.split(['?', '#']).next().unwrap_or("");
-        let rest = path.strip_prefix("/rpc/").ok_or(Refusal::NotFound)?;
+        let rest = path.strip_prefix('/').ok_or(Refusal::NotFound)?;
         let (index, size) = rest.split_once('/').ok_or(Refusal::NotFound)?;
         let index: u64 = index.parse().map_err(|_| Refusal::NotFound)?;
         let size: u64 = size.parse().map_err(|_| Refusal::NotFound)?;
@@ -584,7 +594,7 @@ mod tests {
 
     #[test]
     fn content_answers_call_paths_only() {
-        let mut c = RpcContent { seed: 1 };
+        let mut c = rpc_content(1);
         let now = Instant::ZERO;
         let r = c.resolve(now, &call_path(4, 30, 500)).expect("a call path");
         assert_eq!(r.length, Some(500));

@@ -21,7 +21,7 @@ use crate::content::GeneratedFiles;
 use crate::files::{ClientError, FileTimes, FilesClient, Paths, VerifySink};
 use crate::messages::{MessageParams, MessageReceiver, MessageReport, MessageSender};
 use crate::protocol::Protocol;
-use crate::rpc::{RpcClient, RpcContent, MAX_RATE};
+use crate::rpc::{RpcClient, MAX_RATE};
 use crate::server::{HttpServer, ServerOptions};
 use crate::video::dash::{DashPlayer, DashReport};
 use crate::video::live::{LiveParams, LivePlayer, LiveReport};
@@ -266,7 +266,7 @@ impl Workload {
                 ServerOptions::default(),
             )),
             Workload::Rpc { .. } => Box::new(HttpServer::new(
-                Box::new(RpcContent { seed: content_seed }),
+                Box::new(crate::rpc::rpc_content(content_seed)),
                 ServerOptions::default(),
             )),
             Workload::Messages { params } => Box::new(MessageSender::new(params, content_seed)),

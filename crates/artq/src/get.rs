@@ -13,10 +13,11 @@ use std::time::Duration as StdDuration;
 
 use anyhow::{bail, Context, Result};
 use apps::files::{FilesClient, Paths, WriteSink};
+use apps::rpc::{RpcClient, RPC_PREFIX};
 use apps::video::dash::DashPlayer;
 use apps::video::live::LivePlayer;
 use apps::workload::Playback;
-use apps::{Host, Observer, Protocol};
+use apps::{App, Host, Observer, Protocol};
 use transport::crypto::ServerVerification;
 use transport::events::QlogWriter;
 use transport::{
@@ -62,6 +63,24 @@ pub enum GetMode {
     },
     /// Play a DASH video from its manifest (`.../manifest.mpd`).
     Dash,
+    /// Make RPC calls to the server's `/rpc` endpoint: ETC-sized requests
+    /// and responses, Poisson arrivals (docs/apps.md), one FCT per call.
+    Rpc {
+        /// Number of calls.
+        calls: u64,
+        /// Calls per second.
+        rate: u64,
+    },
+}
+
+/// What `artq get --rpc` measured.
+#[derive(Clone, Debug)]
+pub struct RpcOutcome {
+    /// Calls completed.
+    pub calls: u64,
+    /// Their completion times, from when each was due to its last
+    /// response byte (`rpc_fct_ms` of `artq sim --json`).
+    pub fct: Option<lab::Summary>,
 }
 
 /// Outcome of a download.
@@ -75,6 +94,8 @@ pub struct GetReport {
     pub stats: Option<transport::ConnectionStats>,
     /// The player's statistics (`--live`, `--dash`).
     pub playback: Option<Playback>,
+    /// The calls' completion times (`--rpc`).
+    pub rpc: Option<RpcOutcome>,
 }
 
 /// Split `https://host:port/path` into (host, port, path).
@@ -146,23 +167,47 @@ pub fn run(opts: GetOptions) -> Result<GetReport> {
     } else {
         format!("{host_name}:{port}")
     };
-    let app = match opts.mode {
-        GetMode::File => FilesClient::new(
+    let app: Box<dyn App> = match opts.mode {
+        GetMode::File => Box::new(FilesClient::new(
             opts.protocol,
             Some(authority),
             Paths::List(vec![path]),
             Box::new(WriteSink::new(sink)),
-        ),
-        GetMode::Live { startup } => FilesClient::with_fetcher(
+        )),
+        GetMode::Live { startup } => Box::new(FilesClient::with_fetcher(
             opts.protocol,
             Some(authority),
             Box::new(LivePlayer::new(path, startup)),
-        ),
-        GetMode::Dash => FilesClient::with_fetcher(
+        )),
+        GetMode::Dash => Box::new(FilesClient::with_fetcher(
             opts.protocol,
             Some(authority),
             Box::new(DashPlayer::new(path)),
-        ),
+        )),
+        GetMode::Rpc { calls, rate } => {
+            let endpoint = path.trim_end_matches('/');
+            if endpoint != RPC_PREFIX {
+                bail!(
+                    "--rpc calls the server's RPC endpoint: the URL's path must be {RPC_PREFIX} \
+                     (artq serve's), not '{path}'"
+                );
+            }
+            if calls == 0 || rate == 0 || rate > apps::rpc::MAX_RATE {
+                bail!(
+                    "--rpcs must be at least 1 and --rpc-rate in 1..={}",
+                    apps::rpc::MAX_RATE
+                );
+            }
+            // The server generates its answers from its content seed; the
+            // calls' sizes and schedule derive from the same seed.
+            Box::new(RpcClient::new(
+                opts.protocol,
+                Some(authority),
+                crate::serve::CONTENT_SEED,
+                calls,
+                rate,
+            ))
+        }
     };
     let qlog = match &opts.qlog {
         Some(q) => {
@@ -172,13 +217,28 @@ pub fn run(opts: GetOptions) -> Result<GetReport> {
     };
     let mut driver = Driver::bind(bind).context("cannot bind a UDP socket")?;
     let endpoint = Endpoint::new(EndpointConfig::new(opts.seed, None));
-    let mut host = Host::new(endpoint, Box::new(app)).with_observer(Box::new(GetObserver { qlog }));
+    let mut host = Host::new(endpoint, app).with_observer(Box::new(GetObserver { qlog }));
     let started = driver.clock().now();
     let h = host.connect(started, &client, remote)?;
     let deadline = std::time::Instant::now() + opts.timeout;
-    let report = |host: &Host| {
+    let report = |host: &Host| -> Progress {
+        if let Some(c) = host.app::<RpcClient>() {
+            let r = c.report();
+            return Progress {
+                bytes_received: r.bytes_received,
+                done_at: r.done_at,
+                error: r.error.clone(),
+            };
+        }
         host.app::<FilesClient>()
-            .map(|c| c.report().clone())
+            .map(|c| {
+                let r = c.report();
+                Progress {
+                    bytes_received: r.bytes_received,
+                    done_at: r.done_at,
+                    error: r.error.clone(),
+                }
+            })
             .unwrap_or_default()
     };
     match driver.run(
@@ -203,8 +263,20 @@ pub fn run(opts: GetOptions) -> Result<GetReport> {
     if let Some(e) = r.error {
         bail!(explain(&e));
     }
+    let rpc = host.app::<RpcClient>().map(|c| {
+        let mut fct: Vec<wire::time::Duration> = c
+            .report()
+            .calls
+            .iter()
+            .map(|t| t.completed.saturating_duration_since(t.requested))
+            .collect();
+        RpcOutcome {
+            calls: fct.len() as u64,
+            fct: lab::Summary::of(&mut fct),
+        }
+    });
     let playback = host.app::<FilesClient>().and_then(|c| match opts.mode {
-        GetMode::File => None,
+        GetMode::File | GetMode::Rpc { .. } => None,
         GetMode::Live { .. } => c
             .fetcher::<LivePlayer>()
             .map(|p| Playback::Live(p.report(None))),
@@ -220,7 +292,37 @@ pub fn run(opts: GetOptions) -> Result<GetReport> {
         elapsed: done.saturating_duration_since(started),
         stats: host.endpoint().connection(h).map(Connection::stats),
         playback,
+        rpc,
     })
+}
+
+/// What the client has done so far, whichever application it runs.
+#[derive(Default)]
+struct Progress {
+    bytes_received: u64,
+    done_at: Option<wire::time::Instant>,
+    error: Option<apps::files::ClientError>,
+}
+
+/// The RPC calls' outcome as one JSON object (`artq get --rpc --stats`),
+/// with the metric names of `artq sim --json`.
+pub fn rpc_json(r: &RpcOutcome) -> serde_json::Value {
+    serde_json::json!({
+        "workload": "rpc",
+        "rpcs": r.calls,
+        "rpc_fct_ms": r.fct,
+    })
+}
+
+/// The RPC calls' outcome in words (one line).
+pub fn rpc_line(r: &RpcOutcome) -> String {
+    match &r.fct {
+        Some(s) => format!(
+            "rpc: {} calls, FCT p50 {:.1} ms, p95 {:.1} ms, p99 {:.1} ms, max {:.1} ms, mean {:.1} ms",
+            r.calls, s.p50, s.p95, s.p99, s.max, s.mean
+        ),
+        None => "rpc: no call completed".into(),
+    }
 }
 
 /// A player's statistics as one JSON object (`artq get --stats`), with

@@ -30,6 +30,8 @@ struct Cli {
     command: Command,
 }
 
+// Parsed once per process: the size of the largest variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Serve a directory over HTTP/3 (ALPN "h3") and hq-interop (ALPN
@@ -58,10 +60,10 @@ enum Command {
     /// Defaults: 10 MB over 100 Mbit/s, 30 ms RTT, 1% loss both ways,
     /// scheme quic, Cubic, seed 1. `--json` prints one JSON object.
     Sim(Box<sim::SimArgs>),
-    /// Regenerate the ART paper's evaluation (Figs. 16-24) in simulation:
-    /// CSV, results.json and report.md beside the paper's numbers.
+    /// Regenerate the papers' evaluations in simulation: CSV, charts,
+    /// results.json and report.md beside the papers' numbers.
     ///
-    /// Experiments: fig19, fig20, fig21, fig22, fig24, ablation (all when
+    /// The experiments are named in `artq reproduce --help` (all run when
     /// none is named). Deterministic: the same command gives the same files.
     Reproduce(reproduce::ReproduceArgs),
 }
@@ -85,12 +87,22 @@ struct LinkCmdArgs {
     /// the client's SSLKEYLOGFILE).
     #[arg(long, value_name = "FILE")]
     pcap: Option<std::path::PathBuf>,
+    /// Simulate a NAT rebinding every MS milliseconds: the relay's side
+    /// toward --to moves to a new port (the server sees its client move)
+    /// and datagrams sent to the old one are lost.
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
+    rebind_every: Option<u64>,
+    /// With --rebind-every: change the address too (127.0.0.2, .3, ...;
+    /// loopback servers only), as the interop runner's rebind-addr does.
+    #[arg(long, requires = "rebind_every")]
+    rebind_address: bool,
 }
 
 /// Transport options shared by `serve` and `get`.
 #[derive(Args, Debug, Clone)]
 struct TransportArgs {
-    /// Congestion control: cubic, newreno or bbr.
+    /// Congestion control: cubic, newreno, bbr or none. The message
+    /// schemes set their own (none for rcp, udp and arq, newreno for tcp).
     #[arg(long, default_value = "cubic")]
     cc: CongestionAlgorithm,
     /// The receiver's flow-control window (its receive buffer), e.g. 8MB.
@@ -99,6 +111,11 @@ struct TransportArgs {
     /// Largest UDP payload to send, bytes (1200..=65527).
     #[arg(long, default_value_t = 1350, value_parser = clap::value_parser!(u16).range(1200..=65527))]
     max_datagram_size: u16,
+    /// Use ECN: mark what we send ECT(0), validate the peer's ECN counts
+    /// and treat its CE reports as congestion (RFC 9000 §13.4, RFC 9002
+    /// §7.1). Received ECN is counted and reported either way.
+    #[arg(long)]
+    ecn: bool,
     /// Fix the seed of connection IDs, stateless reset tokens, token keys
     /// and every random choice of the stack, for reproducible tests. It
     /// makes all of them guessable: without it they come from the OS RNG.
@@ -119,10 +136,11 @@ impl TransportArgs {
     fn config(&self, recovery: &str) -> Result<TransportConfig> {
         let mut c = TransportConfig {
             congestion: self.cc,
-            policy: schemes::factory(recovery)?,
+            ecn: self.ecn,
             max_datagram_size: self.max_datagram_size,
             ..TransportConfig::default()
         };
+        schemes::scheme(recovery)?.configure(&mut c);
         if let Some(w) = self.recv_window {
             anyhow::ensure!(w >= 1200, "--recv-window must be at least 1200 bytes");
             c.streams.receive_window = w;
@@ -152,6 +170,12 @@ struct ServeArgs {
     /// Write a qlog (JSON-SEQ) file per connection into this directory.
     #[arg(long)]
     qlog: Option<PathBuf>,
+    /// Append one JSON object per ended connection to FILE (`-`: stdout,
+    /// after the listening line): its counters with the field names of
+    /// `artq sim --json` (lost_packets, replicas, n_hist, n_max, k_max, ...),
+    /// computed by the same code from the same recovery records.
+    #[arg(long, value_name = "FILE")]
+    stats_json: Option<PathBuf>,
     /// The alt-svc header of every HTTP/3 response [default: h3 on the
     /// bound port, e.g. `h3=":4433"; ma=86400`]; an empty value sends none.
     #[arg(long, value_name = "VALUE")]
@@ -205,6 +229,18 @@ struct GetArgs {
     /// the quality of experience (bitrate, rebuffering, start-up, switches).
     #[arg(long, conflicts_with = "output")]
     dash: bool,
+    /// Call the server's RPC endpoint (the URL's path must be /rpc, as
+    /// `artq serve` has it): --rpcs calls with memcached ETC request and
+    /// response sizes at --rpc-rate calls per second (Poisson), one
+    /// connection; prints the calls' completion times (FCT p50/p95/p99).
+    #[arg(long, conflicts_with_all = ["live", "dash", "output"])]
+    rpc: bool,
+    /// --rpc: number of calls.
+    #[arg(long, value_name = "N", default_value_t = 1000, requires = "rpc")]
+    rpcs: u64,
+    /// --rpc: calls per second.
+    #[arg(long, value_name = "PER_S", default_value_t = 100, requires = "rpc")]
+    rpc_rate: u64,
     /// --live: the player's start-up delay, ms.
     #[arg(long, value_name = "MS", default_value_t = 1000, requires = "live")]
     startup_delay: u64,
@@ -259,6 +295,7 @@ fn run(cli: Cli) -> Result<()> {
                 transport,
                 cert: a.cert.zip(a.key),
                 qlog: a.qlog,
+                stats_json: a.stats_json,
                 alt_svc: a.alt_svc,
                 retry: if a.retry {
                     RetryMode::Always
@@ -290,6 +327,11 @@ fn run(cli: Cli) -> Result<()> {
                     }
                 } else if a.dash {
                     get::GetMode::Dash
+                } else if a.rpc {
+                    get::GetMode::Rpc {
+                        calls: a.rpcs,
+                        rate: a.rpc_rate,
+                    }
                 } else {
                     get::GetMode::File
                 },
@@ -309,6 +351,13 @@ fn run(cli: Cli) -> Result<()> {
                     println!("{}", get::playback_json(p));
                 } else {
                     println!("{}", get::playback_line(p));
+                }
+            }
+            if let Some(r) = &report.rpc {
+                if a.stats {
+                    println!("{}", get::rpc_json(r));
+                } else {
+                    println!("{}", get::rpc_line(r));
                 }
             }
             if a.stats {
@@ -334,6 +383,10 @@ fn run_link(a: LinkCmdArgs) -> Result<()> {
         down,
         seed: a.seed,
         pcap: a.pcap,
+        rebind: a.rebind_every.map(|ms| netem::relay::Rebind {
+            every: wire::time::Duration::from_millis(ms),
+            address: a.rebind_address,
+        }),
     };
     let handle = netem::relay::spawn(config)
         .map_err(|e| anyhow::anyhow!("cannot start the relay on {}: {e}", a.listen))?;

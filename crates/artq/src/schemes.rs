@@ -1,14 +1,12 @@
-//! `--recovery` names to policy factories (the registry lives in the
-//! recovery crate).
-
-use std::sync::Arc;
+//! `--recovery` names to schemes (the registry lives in the recovery
+//! crate).
 
 use anyhow::Result;
-use transport::policy::PolicyFactory;
+use recovery::Scheme;
 
-/// The factory for a scheme name. `help` (or `list`) prints the schemes
+/// The scheme for a name. `help` (or `list`) prints the schemes
 /// on stdout and ends the program successfully: it is what the user asked.
-pub fn factory(name: &str) -> Result<Arc<dyn PolicyFactory>> {
+pub fn scheme(name: &str) -> Result<Scheme> {
     if name == "help" || name == "list" {
         println!("available recovery schemes:");
         for (n, d) in recovery::SCHEMES {

@@ -22,9 +22,10 @@ use transport::{
 
 use crate::udp::{Driver, Stop};
 
-/// Seed of the generated videos' frame and segment sizes: fixed, so every
-/// `artq serve` serves the same streams (a client checks them without it).
-pub const VIDEO_SEED: u64 = 1;
+/// Seed of the generated content (video frame and segment sizes, RPC
+/// response bytes): fixed, so every `artq serve` serves the same streams
+/// and answers (a client checks them without being told).
+pub const CONTENT_SEED: u64 = 1;
 
 /// Settings of `artq serve`.
 pub struct ServeOptions {
@@ -39,6 +40,9 @@ pub struct ServeOptions {
     pub cert: Option<(PathBuf, PathBuf)>,
     /// Write one qlog file per connection here.
     pub qlog: Option<PathBuf>,
+    /// Append one JSON line of statistics per ended connection here (`-`:
+    /// stdout).
+    pub stats_json: Option<PathBuf>,
     /// The `alt-svc` header value; `None` for the default (`h3` on the
     /// bound port), `Some("")` for none.
     pub alt_svc: Option<String>,
@@ -91,9 +95,15 @@ pub fn run(opts: ServeOptions) -> Result<()> {
         Some(v) if v.is_empty() => None,
         Some(v) => Some(v),
     };
-    // Generated video beside the directory: /live/<kbps>/<seconds> and
-    // /dash/<seconds>/manifest.mpd (docs/video.md).
-    let content = apps::video::video_content(VIDEO_SEED).mount("/", Box::new(directory));
+    // Generated content beside the directory: /live/<kbps>/<seconds> and
+    // /dash/<seconds>/manifest.mpd (docs/video.md), and the RPC endpoint
+    // /rpc/<index>/<size> (docs/apps.md).
+    let content = apps::video::video_content(CONTENT_SEED)
+        .mount(
+            apps::rpc::RPC_PREFIX,
+            Box::new(apps::rpc::RpcContent { seed: CONTENT_SEED }),
+        )
+        .mount("/", Box::new(directory));
     let app = HttpServer::new(Box::new(content), ServerOptions { alt_svc });
     let admission = AdmissionConfig {
         retry: opts.retry,
@@ -103,8 +113,21 @@ pub fn run(opts: ServeOptions) -> Result<()> {
     };
     let endpoint =
         Endpoint::new(EndpointConfig::new(opts.seed, Some(server)).with_admission(admission));
+    let stats_json: Option<Box<dyn Write>> = match &opts.stats_json {
+        None => None,
+        Some(p) if p.as_os_str() == "-" => Some(Box::new(io::stdout())),
+        Some(p) => Some(Box::new(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p)
+                .with_context(|| format!("cannot open --stats-json {}", p.display()))?,
+        )),
+    };
     let observer = ServeObserver {
         qlog: opts.qlog,
+        stats_json,
+        scheme: scheme.clone(),
         accepted: 0,
     };
     let mut host = Host::new(endpoint, Box::new(app)).with_observer(Box::new(observer));
@@ -153,10 +176,28 @@ fn spki_sha256_base64(spki_der: &[u8]) -> String {
 }
 
 /// What `artq serve` does beside serving: a qlog file per connection, and
-/// one statistics line on stderr when a connection ends.
+/// one statistics line on stderr (and a JSON line with `--stats-json`)
+/// when a connection ends.
 struct ServeObserver {
     qlog: Option<PathBuf>,
+    stats_json: Option<Box<dyn Write>>,
+    scheme: String,
     accepted: u64,
+}
+
+/// One line of `--stats-json`: who the connection was, and its counters
+/// (the transport's [`ConnectionStats`], whose recovery figures come from
+/// the retransmission engine's records as `artq sim`'s do).
+#[derive(serde::Serialize)]
+struct ConnectionSummary<'a> {
+    connection: usize,
+    remote: String,
+    alpn: &'a str,
+    scheme: &'a str,
+    ended: String,
+    retried: bool,
+    #[serde(flatten)]
+    stats: &'a transport::ConnectionStats,
 }
 
 impl Observer for ServeObserver {
@@ -183,6 +224,24 @@ impl Observer for ServeObserver {
             .alpn_protocol()
             .map(|a| String::from_utf8_lossy(a).into_owned())
             .unwrap_or_else(|| "-".into());
+        if let Some(out) = &mut self.stats_json {
+            let line = ConnectionSummary {
+                connection: h.0,
+                remote: conn.remote_address().to_string(),
+                alpn: &alpn,
+                scheme: &self.scheme,
+                ended: reason.to_string(),
+                retried: conn.was_retried(),
+                stats: &s,
+            };
+            let written = serde_json::to_string(&line)
+                .map_err(io::Error::other)
+                .and_then(|text| writeln!(out, "{text}"))
+                .and_then(|()| out.flush());
+            if let Err(e) = written {
+                eprintln!("warning: cannot write --stats-json: {e}");
+            }
+        }
         let retried = if conn.was_retried() {
             ", after Retry"
         } else {

@@ -119,9 +119,15 @@ pub struct SimArgs {
     /// h3; the server speaks both.
     #[arg(long, value_name = "PROTOCOL", default_value = "hq-interop")]
     alpn: Protocol,
-    /// Congestion control of both ends: cubic, newreno or bbr.
+    /// Congestion control of both ends: cubic, newreno, bbr or none. The
+    /// message schemes set their own (none for rcp, udp and arq, newreno
+    /// for tcp: the senders of RCP's evaluation), whatever --cc says.
     #[arg(long, default_value = "cubic")]
     cc: CongestionAlgorithm,
+    /// Both ends use ECN: mark ECT(0), report and react to CE (RFC 9000
+    /// §13.4); links mark CE with --ecn-mark.
+    #[arg(long)]
+    ecn: bool,
     /// Loss recovery scheme of the sender (the server); `--scheme help`
     /// lists them.
     #[arg(long, alias = "recovery", default_value = "quic")]
@@ -142,7 +148,7 @@ pub struct SimArgs {
         conflicts_with_all = [
             "bw", "up_bw", "down_bw", "trace", "up_trace", "down_trace", "rtt", "loss", "up_loss",
             "down_loss", "loss_model", "burst", "loss_std", "loss_interval", "loss_pattern", "queue",
-            "queue_bytes", "size", "files", "rpcs", "rpc_rate", "recv_window", "cc", "scheme",
+            "queue_bytes", "ecn_mark", "size", "files", "rpcs", "rpc_rate", "recv_window", "cc", "ecn", "scheme",
             "time_limit", "workload", "alpn", "burst_reset", "bitrate", "fps", "duration", "gop",
             "iratio", "audio", "startup_delay", "video_duration", "messages", "message_size",
             "message_rate", "drain",
@@ -156,6 +162,12 @@ pub struct SimArgs {
     /// len, n, k, first_sent_ms, t_wait_ms, recovery_latency_ms) to FILE.
     #[arg(long, value_name = "FILE")]
     per_packet: Option<PathBuf>,
+    /// Write qlog traces of the run into DIR (created if missing):
+    /// server.sqlog (the sender, with the recovery policy's
+    /// artq:policy_state and artq:policy_event) and client.sqlog; open them
+    /// in qvis.
+    #[arg(long, value_name = "DIR")]
+    qlog: Option<PathBuf>,
     /// Also measure the sender's CPU time (`cpu_ms`: wall time spent in the
     /// server's code; varies from run to run).
     #[arg(long)]
@@ -177,11 +189,27 @@ fn workload_kind(s: &str) -> Result<String, String> {
         })
 }
 
+/// `--qlog DIR`: the two trace files, buffered.
+fn qlog_sinks(dir: &std::path::Path) -> Result<lab::QlogSinks> {
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("cannot create --qlog {}", dir.display()))?;
+    let open = |name: &str| -> Result<Box<dyn std::io::Write + Send>> {
+        let path = dir.join(name);
+        let file = File::create(&path)
+            .with_context(|| format!("cannot create --qlog {}", path.display()))?;
+        Ok(Box::new(BufWriter::new(file)))
+    };
+    Ok(lab::QlogSinks {
+        server: open("server.sqlog")?,
+        client: open("client.sqlog")?,
+    })
+}
+
 /// Runs `artq sim`.
 pub fn run(a: SimArgs) -> Result<()> {
     let (scenario, links) = scenario_of(&a)?;
     // The registry's error lists the schemes (`--scheme help` too).
-    schemes::factory(&scenario.scheme)?;
+    schemes::scheme(&scenario.scheme)?;
     let link_text = describe_links(&links.0, &links.1);
     let started = StdInstant::now();
     let mut last_shown: Option<StdInstant> = None;
@@ -212,10 +240,15 @@ pub fn run(a: SimArgs) -> Result<()> {
             eprintln!("{line}");
         }
     };
+    let qlog = match &a.qlog {
+        Some(dir) => Some(qlog_sinks(dir)?),
+        None => None,
+    };
     let options = RunOptions {
         links: Some(links),
         measure_cpu: a.measure_cpu,
         progress: Some(&mut show),
+        qlog,
     };
     let result = lab::run_with(&scenario, options);
     if last_shown.is_some() && terminal {
@@ -259,6 +292,7 @@ fn scenario_of(a: &SimArgs) -> Result<(Scenario, (LinkConfig, LinkConfig))> {
         cc: a.cc,
         seed: a.seed.unwrap_or(defaults.seed),
         recv_window: a.recv_window,
+        ecn: a.ecn,
         time_limit: a.time_limit.unwrap_or(defaults.time_limit),
         alpn: a.alpn,
         workload: workload_of(a)?,

@@ -22,6 +22,7 @@ use std::time::{Duration as StdDuration, Instant as StdInstant};
 use apps::Host;
 use mio::net::UdpSocket;
 use mio::{Events, Interest, Poll, Token};
+use wire::ecn::Ecn;
 use wire::time::Instant;
 
 const SOCKET: Token = Token(0);
@@ -82,9 +83,11 @@ pub struct Driver {
     /// The batch being assembled: equal-size datagrams to one destination.
     batch: Vec<u8>,
     batch_dst: Option<SocketAddr>,
+    /// The ECN codepoint of every datagram of the batch (one per send call).
+    batch_ecn: Option<Ecn>,
     batch_segment: usize,
     /// A datagram that did not fit the previous batch.
-    stash: Option<(SocketAddr, Vec<u8>)>,
+    stash: Option<(SocketAddr, Option<Ecn>, Vec<u8>)>,
     /// The batch could not be sent (socket buffer full): retry it first.
     blocked: bool,
 }
@@ -115,6 +118,7 @@ impl Driver {
             one: Vec::with_capacity(MAX_DATAGRAM),
             batch: Vec::with_capacity(MAX_DATAGRAM),
             batch_dst: None,
+            batch_ecn: None,
             batch_segment: 0,
             stash: None,
             blocked: false,
@@ -213,7 +217,12 @@ impl Driver {
                     let mut start = 0;
                     while start < len {
                         let end = (start + stride).min(len);
-                        host.handle_datagram(now, m.addr, &mut self.recv_buf[start..end]);
+                        host.handle_datagram_ecn(
+                            now,
+                            m.addr,
+                            m.ecn.map(netem::ecn_from_udp),
+                            &mut self.recv_buf[start..end],
+                        );
                         start = end;
                     }
                 }
@@ -236,7 +245,7 @@ impl Driver {
         let segments = self.batch.len().div_ceil(self.batch_segment.max(1));
         let transmit = quinn_udp::Transmit {
             destination: dst,
-            ecn: None,
+            ecn: self.batch_ecn.map(netem::ecn_to_udp),
             contents: &self.batch,
             segment_size: (segments > 1).then_some(self.batch_segment),
             src_ip: None,
@@ -267,28 +276,29 @@ impl Driver {
         // Interleave reads so a fast sender does not starve its own ACK input.
         let mut budget = 64;
         loop {
-            let (dst, size) = match self.stash.take() {
-                Some((dst, data)) => {
+            let (dst, ecn, size) = match self.stash.take() {
+                Some((dst, ecn, data)) => {
                     self.one.clear();
                     self.one.extend_from_slice(&data);
-                    (dst, data.len())
+                    (dst, ecn, data.len())
                 }
                 None => {
                     let now = self.clock.now();
                     match host.poll_transmit(now, &mut self.one) {
-                        Some(t) => (t.destination, t.size),
+                        Some(t) => (t.destination, t.ecn, t.size),
                         None => return Ok(self.send_batch()),
                     }
                 }
             };
             let fits = self.batch_dst == Some(dst)
+                && self.batch_ecn == ecn
                 && size <= self.batch_segment
                 && self.batch.len() % self.batch_segment.max(1) == 0
                 && self.batch.len() + size <= MAX_BATCH_BYTES
                 && self.batch.len() / self.batch_segment.max(1) < max_segments;
             if !fits && self.batch_dst.is_some() {
                 // Send the current batch, then start a new one with this.
-                self.stash = Some((dst, self.one[..size].to_vec()));
+                self.stash = Some((dst, ecn, self.one[..size].to_vec()));
                 if !self.send_batch() {
                     return Ok(false);
                 }
@@ -301,6 +311,7 @@ impl Driver {
             }
             if self.batch_dst.is_none() {
                 self.batch_dst = Some(dst);
+                self.batch_ecn = ecn;
                 self.batch_segment = size;
             }
             self.batch.extend_from_slice(&self.one[..size]);

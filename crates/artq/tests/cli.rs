@@ -69,6 +69,194 @@ fn qlog_files_are_valid_json_seq() {
     assert_eq!(entries.len(), 1, "one qlog per connection");
 }
 
+/// `--stats-json FILE`: one JSON line per ended connection, with the field
+/// names of `artq sim --json`; through a lossy `artq link`, its recovery
+/// figures add up (every lost item recovered in some round).
+#[test]
+fn serve_writes_one_stats_json_line_per_connection() {
+    let scratch = Scratch::new();
+    scratch.served_file("f", 1_000_000, 5);
+    let stats_path = scratch.path().join("stats.jsonl");
+    let stats_s = stats_path.to_string_lossy().into_owned();
+    let (_server, server_addr) = common::spawn_artq_serve(
+        &scratch.root(),
+        &scratch.logs(),
+        &["--recovery", "art", "--stats-json", &stats_s],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let mut link = artq();
+    link.args(["link", "--listen", "127.0.0.1:0", "--to"])
+        .arg(server_addr.to_string())
+        .args([
+            "--bw",
+            "50",
+            "--rtt",
+            "20",
+            "--down-loss",
+            "0.05",
+            "--up-loss",
+            "0",
+        ]);
+    let (_link, addr) =
+        process::spawn_listening(link, "artq-link", &scratch.logs(), Duration::from_secs(20))
+            .unwrap_or_else(|e| panic!("{e}"));
+    let mut get = artq();
+    get.arg("get")
+        .arg(format!("https://{addr}/f"))
+        .args(["--insecure", "-o"])
+        .arg(scratch.out("f"));
+    let out = process::run_with_deadline(get, DEADLINE).unwrap_or_else(|e| panic!("{e}"));
+    assert!(out.status.success(), "get failed: {}", out.stderr);
+    // The server's connection ends after its draining period.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let text = loop {
+        let text = std::fs::read_to_string(&stats_path).unwrap_or_default();
+        if text.ends_with('\n') {
+            break text;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no --stats-json line within 20 s"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 1, "{text}");
+    let v: serde_json::Value = serde_json::from_str(lines[0]).expect("one JSON object");
+    assert_eq!(v["scheme"], "art");
+    assert_eq!(v["alpn"], "h3");
+    let u = |k: &str| v[k].as_u64().unwrap_or_else(|| panic!("{k} missing: {v}"));
+    assert!(u("data_packets") > 500, "{v}");
+    assert!(u("lost_packets") > 0, "5% loss, none lost: {v}");
+    let n_hist: Vec<u64> = v["n_hist"]
+        .as_array()
+        .expect("n_hist")
+        .iter()
+        .filter_map(serde_json::Value::as_u64)
+        .collect();
+    assert_eq!(n_hist.iter().sum::<u64>(), u("recovered_items"), "{v}");
+    assert!(
+        u("recovered_items") > 0 && u("replicas") >= u("recovered_items"),
+        "{v}"
+    );
+    assert_eq!(u("n_max") as usize + 1, n_hist.len(), "{v}");
+}
+
+/// `artq get --rpc` over real UDP through a lossy `artq link` against
+/// `artq serve --recovery art`: every call answered and checked byte for
+/// byte, the FCTs reported with `artq sim`'s names; a wrong path is a clear
+/// error.
+#[test]
+fn rpc_calls_over_real_udp() {
+    let scratch = Scratch::new();
+    let (_server, server_addr) =
+        common::spawn_artq_serve(&scratch.root(), &scratch.logs(), &["--recovery", "art"])
+            .unwrap_or_else(|e| panic!("{e}"));
+    let mut link = artq();
+    link.args(["link", "--listen", "127.0.0.1:0", "--to"])
+        .arg(server_addr.to_string())
+        .args(["--bw", "20", "--rtt", "30", "--loss", "0.05"]);
+    let (_link, addr) =
+        process::spawn_listening(link, "artq-link", &scratch.logs(), Duration::from_secs(20))
+            .unwrap_or_else(|e| panic!("{e}"));
+    let mut get = artq();
+    get.arg("get").arg(format!("https://{addr}/rpc")).args([
+        "--insecure",
+        "--rpc",
+        "--rpcs",
+        "60",
+        "--rpc-rate",
+        "200",
+        "--stats",
+    ]);
+    let out = process::run_with_deadline(get, DEADLINE).unwrap_or_else(|e| panic!("{e}"));
+    assert!(out.status.success(), "get --rpc failed: {}", out.stderr);
+    let v: serde_json::Value =
+        serde_json::from_str(out.stdout.trim()).expect("one JSON object on stdout");
+    assert_eq!(v["workload"], "rpc");
+    assert_eq!(v["rpcs"], 60, "{v}");
+    let fct = &v["rpc_fct_ms"];
+    let p50 = fct["p50"].as_f64().expect("p50");
+    let max = fct["max"].as_f64().expect("max");
+    // At least one round trip each; the slowest no faster than the median.
+    assert!(p50 >= 30.0 && max >= p50, "{fct}");
+
+    let mut wrong = artq();
+    wrong
+        .arg("get")
+        .arg(format!("https://{addr}/f"))
+        .args(["--insecure", "--rpc", "--rpcs", "5"]);
+    let out = process::run_with_deadline(wrong, DEADLINE).unwrap_or_else(|e| panic!("{e}"));
+    assert!(!out.status.success());
+    assert!(out.stderr.contains("must be /rpc"), "{}", out.stderr);
+}
+
+/// ECN over real UDP (issue 16): `artq serve --ecn` to `artq get --ecn`
+/// through `artq link` with a 50-packet queue that marks CE from 20
+/// waiting. The CE marks reach the sender (the relay and the driver carry
+/// the codepoints), and Cubic, reacting to them as to loss, loses fewer
+/// packets than the same transfer without ECN.
+#[test]
+fn ecn_through_a_marking_link_means_fewer_drops() {
+    let run = |ecn: bool| -> serde_json::Value {
+        let scratch = Scratch::new();
+        scratch.served_file("f", 4_000_000, 9);
+        let stats_path = scratch.path().join("stats.jsonl");
+        let stats_s = stats_path.to_string_lossy().into_owned();
+        let mut serve_args = vec!["--stats-json", stats_s.as_str()];
+        let mut link_args = vec!["--bw", "20", "--rtt", "40", "--loss", "0", "--queue", "50"];
+        let mut get_args = vec!["--insecure"];
+        if ecn {
+            serve_args.push("--ecn");
+            link_args.extend(["--ecn-mark", "20"]);
+            get_args.push("--ecn");
+        }
+        let (_server, server_addr) =
+            common::spawn_artq_serve(&scratch.root(), &scratch.logs(), &serve_args)
+                .unwrap_or_else(|e| panic!("{e}"));
+        let mut link = artq();
+        link.args(["link", "--listen", "127.0.0.1:0", "--to"])
+            .arg(server_addr.to_string())
+            .args(&link_args);
+        let (_link, addr) =
+            process::spawn_listening(link, "artq-link", &scratch.logs(), Duration::from_secs(20))
+                .unwrap_or_else(|e| panic!("{e}"));
+        let mut get = artq();
+        get.arg("get")
+            .arg(format!("https://{addr}/f"))
+            .args(&get_args)
+            .arg("-o")
+            .arg(scratch.out("f"));
+        let out = process::run_with_deadline(get, DEADLINE).unwrap_or_else(|e| panic!("{e}"));
+        assert!(out.status.success(), "get failed: {}", out.stderr);
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let text = std::fs::read_to_string(&stats_path).unwrap_or_default();
+            if text.ends_with('\n') {
+                break serde_json::from_str(text.lines().next().unwrap_or("")).expect("JSON");
+            }
+            assert!(std::time::Instant::now() < deadline, "no --stats-json line");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    let plain = run(false);
+    let marked = run(true);
+    let u = |v: &serde_json::Value, k: &str| v[k].as_u64().unwrap_or_else(|| panic!("{k}: {v}"));
+    assert_eq!(u(&plain, "ecn_marked_sent"), 0);
+    assert!(u(&marked, "ecn_marked_sent") > 1000, "{marked}");
+    assert_eq!(marked["ecn_validation_failed"], false, "{marked}");
+    assert!(
+        u(&marked, "ecn_ce_reported") > 0,
+        "no CE reached the sender: {marked}"
+    );
+    assert!(
+        u(&marked, "lost_packets") < u(&plain, "lost_packets"),
+        "{} lost with ECN, {} without",
+        u(&marked, "lost_packets"),
+        u(&plain, "lost_packets")
+    );
+}
+
 #[test]
 fn unknown_recovery_scheme_is_a_clear_error() {
     let scratch = Scratch::new();

@@ -105,3 +105,16 @@ fn amplificationlimit() {
 fn keyupdate_after_corruption() {
     matrix::run(&matrix::KEYUPDATE_AFTER_CORRUPTION, Artq);
 }
+
+/// A NAT gives the client a new port every second; the server follows.
+#[test]
+fn rebind_port() {
+    matrix::run(&matrix::REBIND_PORT, Artq);
+}
+
+/// A NAT gives the client a new address every second; the server
+/// validates each path and follows.
+#[test]
+fn rebind_addr() {
+    matrix::run(&matrix::REBIND_ADDR, Artq);
+}

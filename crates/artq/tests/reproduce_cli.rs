@@ -135,6 +135,9 @@ fn unknown_experiment_is_a_clear_error_listing_the_valid_ones() {
         "art-fig23",
         "art-fig24a",
         "art-fig26",
+        "autorec-fig11",
+        "autorec-fig12",
+        "autorec-fig13",
     ] {
         assert!(stderr.contains(name), "{stderr}");
     }

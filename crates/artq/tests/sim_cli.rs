@@ -159,6 +159,43 @@ fn lossy_run_recovers_and_writes_the_per_packet_csv() {
     }
 }
 
+/// `--qlog DIR`: both vantage points' traces, the sender's with ART's
+/// state and round events; tracing changes no result.
+#[test]
+fn qlog_traces_both_ends_and_the_policy() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let qlog = dir.path().join("traces");
+    let args = [
+        &LINK[..],
+        &["--size", "1MB", "--loss", "0.05", "--scheme", "art"],
+    ]
+    .concat();
+    let (plain, _) = sim_json(&args);
+    let traced_args = [
+        &args[..],
+        &["--qlog", qlog.to_str().expect("utf-8 temp path")],
+    ]
+    .concat();
+    let (traced, _) = sim_json(&traced_args);
+    assert_eq!(plain, traced, "tracing changed the results");
+    let records = |name: &str| -> Vec<Value> {
+        let text = std::fs::read_to_string(qlog.join(name)).expect("trace written");
+        text.split('\x1e')
+            .filter(|r| !r.trim().is_empty())
+            .map(|r| serde_json::from_str(r.trim()).expect("JSON-SEQ record"))
+            .collect()
+    };
+    let server = records("server.sqlog");
+    let client = records("client.sqlog");
+    assert_eq!(server[0]["trace"]["vantage_point"]["type"], "server");
+    assert_eq!(client[0]["trace"]["vantage_point"]["type"], "client");
+    let named = |recs: &[Value], name: &str| recs.iter().filter(|r| r["name"] == name).count();
+    assert!(named(&server, "recovery:packet_lost") > 0);
+    assert!(named(&server, "artq:policy_state") > 0);
+    assert!(named(&server, "artq:policy_event") > 0);
+    assert!(named(&client, "transport:packet_received") > 0);
+}
+
 #[test]
 fn many_files_over_one_connection() {
     let (_, v) = sim_json(

@@ -18,7 +18,7 @@ use apps::video::live::{LiveBody, LiveParams};
 use common::{process, Scratch};
 use wire::time::Instant;
 
-/// `artq serve`'s seed of generated video sizes (`serve::VIDEO_SEED`).
+/// `artq serve`'s seed of generated content (`serve::CONTENT_SEED`).
 const VIDEO_SEED: u64 = 1;
 
 /// The shared traces, or `None` (after a note) when they are missing
@@ -223,5 +223,72 @@ fn quinn_receives_the_live_stream_byte_exact() {
     );
     let got = std::fs::read(&out).unwrap_or_else(|e| panic!("{}: {e}", out.display()));
     assert_eq!(fetched.bytes, got.len() as u64);
+    check_live(&got, 3000, 3, 90);
+}
+
+/// `artq serve --recovery autorec` behind `artq link` at AutoRec's setting
+/// (8 Mbit/s, 50 ms, 5% loss both ways): returns the guards and the link's
+/// address.
+fn autorec_behind_lossy_link(
+    scratch: &Scratch,
+) -> (
+    process::ChildGuard,
+    process::ChildGuard,
+    std::net::SocketAddr,
+) {
+    let (server, server_addr) = common::spawn_artq_serve(
+        &scratch.root(),
+        &scratch.logs(),
+        &["--recovery", "autorec", "--cc", "bbr"],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let link_args: Vec<String> = ["--bw", "8", "--rtt", "50", "--loss", "0.05", "--seed", "7"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let (link, link_addr) = spawn_link(scratch, server_addr, &link_args);
+    (server, link, link_addr)
+}
+
+#[test]
+fn quinn_receives_autorecs_live_stream_through_a_lossy_link() {
+    let scratch = Scratch::new();
+    let (mut server, mut link, addr) = autorec_behind_lossy_link(&scratch);
+    let rt = common::runtime();
+    let out = scratch.out("live");
+    let fetched = common::quinn_download(&rt, addr, "/live/3000/3", &out, Duration::from_secs(60))
+        .unwrap_or_else(|e| {
+            panic!(
+                "{e}\nlink: {}\nserver: {}",
+                link.describe(),
+                server.describe()
+            )
+        });
+    let got = std::fs::read(&out).unwrap_or_else(|e| panic!("{}: {e}", out.display()));
+    assert_eq!(fetched.bytes, got.len() as u64);
+    check_live(&got, 3000, 3, 90);
+}
+
+#[test]
+fn aioquic_receives_autorecs_live_stream_through_a_lossy_link() {
+    common::interop_python().unwrap_or_else(|e| panic!("{e}"));
+    let scratch = Scratch::new();
+    let (mut server, mut link, addr) = autorec_behind_lossy_link(&scratch);
+    let out = scratch.out("live");
+    let run = common::aioquic_download(
+        &format!("https://{addr}/live/3000/3"),
+        &out,
+        Duration::from_secs(60),
+    )
+    .unwrap_or_else(|e| panic!("{e}\nserver: {}", server.describe()));
+    assert!(
+        run.status.success(),
+        "aioquic client failed ({}):\n{}\nlink: {}\nserver: {}",
+        run.status,
+        run.stderr,
+        link.describe(),
+        server.describe()
+    );
+    let got = std::fs::read(&out).unwrap_or_else(|e| panic!("{}: {e}", out.display()));
     check_live(&got, 3000, 3, 90);
 }

@@ -35,5 +35,5 @@ pub use apps::workload::Workload;
 pub use metrics::{ItemRecord, RunMetrics, Summary};
 pub use netem::LinkSpec;
 pub use node::QuicNode;
-pub use run::{run, run_with, Progress, RunOptions, RunResult};
+pub use run::{run, run_with, Progress, QlogSinks, RunOptions, RunResult};
 pub use scenario::{FlowSpec, Scenario, ScenarioError};

@@ -11,12 +11,14 @@
 //! ([`QuicNode::set_measure_cpu`]), which only times the node's own methods.
 
 use std::cell::RefCell;
+use std::io::Write;
 use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::{Arc, OnceLock};
 
 use apps::{Host, Observer, Protocol};
 use netem::{Datagram, Node};
+use transport::events::QlogWriter;
 use transport::streams::StreamEvent;
 use transport::{Connection, ConnectionHandle, ConnectionStats, Event};
 use wire::time::Instant;
@@ -143,9 +145,20 @@ impl Node for QuicNode {
         _to: SocketAddr,
         payload: &mut [u8],
     ) {
+        self.handle_datagram_ecn(now, from, _to, None, payload);
+    }
+
+    fn handle_datagram_ecn(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        _to: SocketAddr,
+        ecn: Option<netem::Ecn>,
+        payload: &mut [u8],
+    ) {
         self.timed(|n| {
             // Decrypted in place: the simulator hands the buffer over.
-            n.host.handle_datagram(now, from, payload);
+            n.host.handle_datagram_ecn(now, from, ecn, payload);
             n.host.drive(now);
         });
     }
@@ -156,7 +169,9 @@ impl Node for QuicNode {
             // Hand the buffer itself over (no copy); the next one is fresh.
             let mut payload = std::mem::replace(&mut n.tx, Vec::with_capacity(TX_CAPACITY));
             payload.truncate(t.size);
-            Some(Datagram::new(n.addr, t.destination, payload))
+            let mut d = Datagram::new(n.addr, t.destination, payload);
+            d.ecn = t.ecn;
+            Some(d)
         })
     }
 
@@ -194,12 +209,29 @@ pub struct SenderFacts {
 pub struct SenderObserver {
     recorder: Recorder,
     facts: Rc<RefCell<SenderFacts>>,
+    qlog: Option<QlogSink>,
 }
+
+/// Where a qlog trace is written.
+pub type QlogSink = Box<dyn Write + Send>;
+
+/// The title of the traces of simulated runs.
+const QLOG_TITLE: &str = "artq sim";
 
 impl SenderObserver {
     /// An observer feeding `recorder`; `facts` is shared with the caller.
     pub fn new(recorder: Recorder, facts: Rc<RefCell<SenderFacts>>) -> SenderObserver {
-        SenderObserver { recorder, facts }
+        SenderObserver {
+            recorder,
+            facts,
+            qlog: None,
+        }
+    }
+
+    /// Also trace the measured connection as qlog into `sink`.
+    pub fn with_qlog(mut self, sink: Option<QlogSink>) -> SenderObserver {
+        self.qlog = sink;
+        self
     }
 }
 
@@ -210,6 +242,9 @@ impl Observer for SenderObserver {
             facts.first = Some(h);
             facts.scheme = Some(conn.recovery_scheme());
             conn.subscribe(self.recorder.sender_subscriber());
+            if let Some(sink) = self.qlog.take() {
+                conn.subscribe(Box::new(QlogWriter::new(sink, QLOG_TITLE, true)));
+            }
         }
     }
 
@@ -230,18 +265,31 @@ impl Observer for SenderObserver {
 /// client's connection as the receiver.
 pub struct ReceiverObserver {
     recorder: Recorder,
+    qlog: Option<QlogSink>,
 }
 
 impl ReceiverObserver {
     /// An observer feeding `recorder`.
     pub fn new(recorder: Recorder) -> ReceiverObserver {
-        ReceiverObserver { recorder }
+        ReceiverObserver {
+            recorder,
+            qlog: None,
+        }
+    }
+
+    /// Also trace the client's (first) connection as qlog into `sink`.
+    pub fn with_qlog(mut self, sink: Option<QlogSink>) -> ReceiverObserver {
+        self.qlog = sink;
+        self
     }
 }
 
 impl Observer for ReceiverObserver {
     fn on_connection(&mut self, _h: ConnectionHandle, conn: &mut Connection) {
         conn.subscribe(self.recorder.receiver_subscriber());
+        if let Some(sink) = self.qlog.take() {
+            conn.subscribe(Box::new(QlogWriter::new(sink, QLOG_TITLE, false)));
+        }
     }
 }
 

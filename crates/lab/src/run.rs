@@ -65,6 +65,19 @@ pub struct RunOptions<'a> {
     pub measure_cpu: bool,
     /// Called every 250 ms of virtual time.
     pub progress: Option<&'a mut dyn FnMut(&Progress)>,
+    /// Write qlog traces of the measured connection (both vantage points)
+    /// here: the transport's events plus the recovery policy's
+    /// `artq:policy_state` and `artq:policy_event`s.
+    pub qlog: Option<QlogSinks>,
+}
+
+/// Where a run's qlog traces go: the caller opens them (this crate writes
+/// no files), the run writes JSON-SEQ into them.
+pub struct QlogSinks {
+    /// The sender's (server's) trace.
+    pub server: Box<dyn std::io::Write + Send>,
+    /// The receiver's (client's) trace.
+    pub client: Box<dyn std::io::Write + Send>,
 }
 
 /// Everything one run produced.
@@ -153,6 +166,7 @@ pub fn run_with(scenario: &Scenario, options: RunOptions<'_>) -> Result<RunResul
         links,
         measure_cpu,
         mut progress,
+        mut qlog,
     } = options;
     let (up, down) = match links {
         Some(l) => l,
@@ -179,6 +193,8 @@ pub fn run_with(scenario: &Scenario, options: RunOptions<'_>) -> Result<RunResul
             flow,
             (up_id, down_id),
             measure_cpu,
+            // Only the measured flow is traced.
+            if i == 0 { qlog.take() } else { None },
         )?);
     }
     let first = &placed[0];
@@ -215,13 +231,13 @@ pub fn run_with(scenario: &Scenario, options: RunOptions<'_>) -> Result<RunResul
     let down_stats = sim.link_stats(down_id).unwrap_or_default();
     let mut results = Vec::with_capacity(placed.len());
     for (i, (flow, nodes)) in flows.iter().zip(&placed).enumerate() {
-        let measured = measure_flow(&sim, seed, flow, nodes, outcome, end);
+        let measured = measure_flow(&sim, scenario, flow, nodes, outcome, end);
         match measured {
             Ok(m) => results.push(m),
             // The scenario's own flow must complete; an extra flow that did
             // not is reported with what it got.
             Err(e) if i == 0 => return Err(e),
-            Err(_) => results.push(measure_flow_anyway(&sim, seed, flow, nodes, end)?),
+            Err(_) => results.push(measure_flow_anyway(&sim, scenario, flow, nodes, end)?),
         }
     }
     let mut results = results.into_iter();
@@ -251,6 +267,9 @@ struct PlacedFlow {
     client_id: netem::NodeId,
     recorder: Recorder,
     sender: Rc<RefCell<SenderFacts>>,
+    /// The congestion controller both ends use: the flow's, unless its
+    /// scheme sets one.
+    cc: transport::congestion::CongestionAlgorithm,
 }
 
 /// Flow `index`'s addresses: the scenario's own flow (0) at
@@ -283,10 +302,15 @@ fn add_flow(
     flow: &FlowSpec,
     (up_id, down_id): (netem::LinkId, netem::LinkId),
     measure_cpu: bool,
+    qlog: Option<QlogSinks>,
 ) -> Result<PlacedFlow, ScenarioError> {
     let seed = scenario.seed;
-    let factory =
+    let scheme =
         recovery::parse_scheme(&flow.scheme).map_err(|e| ScenarioError::Scheme(e.to_string()))?;
+    let (server_qlog, client_qlog) = match qlog {
+        Some(q) => (Some(q.server), Some(q.client)),
+        None => (None, None),
+    };
     let (server_addr, client_addr) = flow_addrs(index);
     let route = |e: netem::RouteError| ScenarioError::Setup(e.to_string());
     sim.route(client_addr, server_addr, &[up_id])
@@ -294,13 +318,18 @@ fn add_flow(
     sim.route(server_addr, client_addr, &[down_id])
         .map_err(route)?;
     let (server_tls, client_tls) = tls_configs(scenario.alpn).map_err(ScenarioError::Setup)?;
-    let server_transport = TransportConfig {
+    let mut server_transport = TransportConfig {
         congestion: flow.cc,
-        policy: factory,
+        ecn: scenario.ecn,
         ..TransportConfig::default()
     };
+    // The scheme may set the congestion controller (RCP's message schemes
+    // do: `recovery::Scheme::congestion`); both ends then use its choice.
+    scheme.configure(&mut server_transport);
+    let cc = server_transport.congestion;
     let mut client_transport = TransportConfig {
-        congestion: flow.cc,
+        congestion: cc,
+        ecn: scenario.ecn,
         ..TransportConfig::default()
     };
     if let Some(w) = scenario.recv_window {
@@ -316,9 +345,9 @@ fn add_flow(
             transport: Arc::new(server_transport),
         },
     ));
-    let server_host =
-        Host::new(server_endpoint, flow.workload.server_app(content_seed)).with_observer(Box::new(
-            SenderObserver::new(recorder.clone(), sender.clone()),
+    let server_host = Host::new(server_endpoint, flow.workload.server_app(content_seed))
+        .with_observer(Box::new(
+            SenderObserver::new(recorder.clone(), sender.clone()).with_qlog(server_qlog),
         ));
     let mut server = QuicNode::new(server_addr, server_host);
     server.set_measure_cpu(measure_cpu);
@@ -335,8 +364,9 @@ fn add_flow(
         .workload
         .client_app(content_seed, scenario.alpn)
         .map_err(ScenarioError::Setup)?;
-    let mut client_host = Host::new(client_endpoint, client_app)
-        .with_observer(Box::new(ReceiverObserver::new(recorder.clone())));
+    let mut client_host = Host::new(client_endpoint, client_app).with_observer(Box::new(
+        ReceiverObserver::new(recorder.clone()).with_qlog(client_qlog),
+    ));
     client_host
         .connect(Instant::ZERO, &client_config, server_addr)
         .map_err(|e| ScenarioError::Setup(e.to_string()))?;
@@ -349,6 +379,7 @@ fn add_flow(
         client_id,
         recorder,
         sender,
+        cc,
     })
 }
 
@@ -367,7 +398,7 @@ struct FlowResult {
 /// The metrics of a flow that must have completed.
 fn measure_flow(
     sim: &Simulator,
-    seed: u64,
+    scenario: &Scenario,
     flow: &FlowSpec,
     nodes: &PlacedFlow,
     outcome: RunOutcome,
@@ -381,17 +412,18 @@ fn measure_flow(
         .client_report(client.host())
         .unwrap_or_default();
     check_complete(&report, outcome, end, flow.workload.items())?;
-    measure_flow_anyway(sim, seed, flow, nodes, end)
+    measure_flow_anyway(sim, scenario, flow, nodes, end)
 }
 
 /// The metrics of a flow, complete or not (an unfinished one ends at `end`).
 fn measure_flow_anyway(
     sim: &Simulator,
-    seed: u64,
+    scenario: &Scenario,
     flow: &FlowSpec,
     nodes: &PlacedFlow,
     end: Instant,
 ) -> Result<FlowResult, ScenarioError> {
+    let (seed, ecn) = (scenario.seed, scenario.ecn);
     let workload = flow.workload;
     let server = sim
         .node::<QuicNode>(nodes.server_id)
@@ -414,7 +446,7 @@ fn measure_flow_anyway(
     let facts = RunFacts {
         scheme: facts.scheme.unwrap_or_else(|| flow.scheme.clone()),
         seed,
-        cc: flow.cc.name().to_string(),
+        cc: nodes.cc.name().to_string(),
         files: workload.items(),
         // Workloads whose size only the run knows (a video's adaptation,
         // rpc's drawn sizes) count what arrived.
@@ -437,7 +469,8 @@ fn measure_flow_anyway(
         .and_then(Result::ok)
         .map(|c| c.utility);
     let metrics = RunMetrics::compute(facts, &stats, &items)
-        .with_playback(report.playback.as_ref())
+        .with_playback(report.playback.as_ref(), &items)
+        .with_ecn(ecn, &stats)
         .with_messages(
             report.messages.as_ref(),
             nodes.recorder.message_decisions(),

@@ -33,7 +33,7 @@
 //!
 //! [[flows]]                # extra flows sharing the link (a dumbbell), each
 //! scheme = "udp"           # with its own scheme, cc and workload; repeat the
-//! cc = "newreno"           # table for more. Their metrics are reported apart.
+//! cc = "none"              # table for more. Their metrics are reported apart.
 //! [flows.workload]
 //! kind = "messages"
 //! messages = 10000
@@ -143,7 +143,8 @@ fn is_hq_interop(p: &Protocol) -> bool {
 pub struct Scenario {
     /// Recovery scheme of the sender (DESIGN.md names: `quic`, `art`, ...).
     pub scheme: String,
-    /// Congestion controller of both ends.
+    /// Congestion controller of both ends, unless the scheme sets its own
+    /// (RCP's message schemes: `recovery::Scheme::congestion`).
     pub cc: CongestionAlgorithm,
     /// Master seed: every random component's seed derives from it.
     pub seed: u64,
@@ -154,6 +155,10 @@ pub struct Scenario {
         skip_serializing_if = "Option::is_none"
     )]
     pub recv_window: Option<u64>,
+    /// Both ends use ECN (RFC 9000 §13.4): they mark ECT(0) and react to
+    /// CE, which a link marks with `ecn_mark`. Default off.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub ecn: bool,
     /// Virtual seconds after which an unfinished run is abandoned.
     pub time_limit: f64,
     /// The application protocol the client speaks (the server speaks all
@@ -185,7 +190,8 @@ pub struct FlowSpec {
     /// The flow's recovery scheme.
     #[serde(default = "default_scheme")]
     pub scheme: String,
-    /// The flow's congestion controller.
+    /// The flow's congestion controller, unless its scheme sets its own
+    /// (as for [`Scenario::cc`]).
     #[serde(default)]
     pub cc: CongestionAlgorithm,
     /// What the flow's client fetches.
@@ -205,6 +211,7 @@ impl Default for Scenario {
             cc: CongestionAlgorithm::default(),
             seed: 1,
             recv_window: None,
+            ecn: false,
             time_limit: DEFAULT_TIME_LIMIT_S,
             alpn: Protocol::HqInterop,
             workload: Workload::default(),

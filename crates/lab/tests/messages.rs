@@ -116,3 +116,17 @@ fn extra_flows_share_the_bottleneck_and_are_measured_apart() {
         crowded
     );
 }
+
+#[test]
+fn a_message_scheme_runs_with_its_own_congestion_control() {
+    // The scheme sets the controller over the scenario's (Cubic here), and
+    // the metrics name the one that ran; same run as with `cc = none`.
+    let mut cubic = scenario("udp", 300);
+    cubic.cc = CongestionAlgorithm::Cubic;
+    let m = run(&cubic).expect("udp under a cubic scenario").metrics;
+    assert_eq!(m.cc, "none");
+    assert_eq!(m, metrics("udp", 300));
+    let mut tcp = scenario("tcp", 300);
+    tcp.cc = CongestionAlgorithm::Bbr;
+    assert_eq!(run(&tcp).expect("tcp").metrics.cc, "newreno");
+}

@@ -56,6 +56,7 @@ pub mod trace;
 pub use faults::{Blackholes, Corruption, DropList};
 pub use link::{Capacity, Datagram, Ecn, Link, LinkConfig, LinkStats, QueueLimit};
 pub use loss::{LossModel, LossProcess};
+pub use relay::{ecn_from_udp, ecn_to_udp};
 pub use relay::{RelayConfig, RelayHandle, RelayStats};
 pub use seed::derive_seed;
 pub use sim::{LinkId, Node, NodeId, RouteError, RunOutcome, SimStats, Simulator};

@@ -77,19 +77,7 @@ pub struct Datagram {
     pub ecn: Option<Ecn>,
 }
 
-/// An ECN codepoint other than Not-ECT (RFC 3168 §5).
-///
-/// Exists so senders that use ECN (RFC 9000 §13.4) keep their marking through
-/// the emulator.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub enum Ecn {
-    /// ECT(0).
-    Ect0,
-    /// ECT(1).
-    Ect1,
-    /// Congestion Experienced.
-    Ce,
-}
+pub use wire::ecn::Ecn;
 
 impl Datagram {
     /// A datagram without ECN marking.
@@ -196,6 +184,11 @@ pub struct LinkConfig {
     pub drop_list: DropList,
     /// Damage to delivered datagrams; `None`: none.
     pub corrupt: Option<Corruption>,
+    /// ECN marking (RFC 3168): an ECN-capable datagram arriving when at
+    /// least this many datagrams wait in the queue is marked CE instead of
+    /// waiting for the queue to overflow (a step threshold, as DCTCP's K).
+    /// Not-ECT datagrams are only ever dropped. `None`: no marking.
+    pub ce_threshold: Option<u64>,
 }
 
 impl LinkConfig {
@@ -210,6 +203,7 @@ impl LinkConfig {
             blackholes: Blackholes::default(),
             drop_list: DropList::default(),
             corrupt: None,
+            ce_threshold: None,
         }
     }
 
@@ -271,6 +265,8 @@ pub struct LinkStats {
     pub max_queue_pkts: u64,
     /// Largest number of IP bytes ever waiting in the queue.
     pub max_queue_bytes: u64,
+    /// ECN-capable datagrams marked Congestion Experienced by the queue.
+    pub ce_marked: u64,
 }
 
 /// A datagram with its size on the wire, as stages hold it.
@@ -290,17 +286,23 @@ struct WaitQueue {
 
 impl WaitQueue {
     /// Appends `q` unless that would exceed the limit; gives it back if not.
-    fn try_push(&mut self, q: Queued, stats: &mut LinkStats) -> Result<(), Queued> {
+    /// Whether a datagram of `wire_len` bytes would find room.
+    fn fits(&self, wire_len: u64) -> bool {
         let pkts = self.items.len() as u64 + 1;
-        let bytes = self.bytes.saturating_add(q.wire_len);
-        let fits = match self.limit {
+        let bytes = self.bytes.saturating_add(wire_len);
+        match self.limit {
             QueueLimit::Unlimited => true,
             QueueLimit::Packets(n) => pkts <= n,
             QueueLimit::Bytes(n) => bytes <= n,
-        };
-        if !fits {
+        }
+    }
+
+    fn try_push(&mut self, q: Queued, stats: &mut LinkStats) -> Result<(), Queued> {
+        if !self.fits(q.wire_len) {
             return Err(q);
         }
+        let pkts = self.items.len() as u64 + 1;
+        let bytes = self.bytes.saturating_add(q.wire_len);
         self.bytes = bytes;
         self.items.push_back(q);
         stats.max_queue_pkts = stats.max_queue_pkts.max(pkts);
@@ -354,6 +356,7 @@ pub struct Link {
     drop_list: DropList,
     /// Present only when corruption is on: off, it draws nothing.
     corrupter: Option<Corrupter>,
+    ce_threshold: Option<u64>,
     queue: WaitQueue,
     server: Server,
     line: DelayLine,
@@ -377,6 +380,7 @@ impl Link {
             blackholes: config.blackholes,
             drop_list: config.drop_list,
             corrupter,
+            ce_threshold: config.ce_threshold,
             queue: WaitQueue {
                 items: VecDeque::new(),
                 bytes: 0,
@@ -418,6 +422,13 @@ impl Link {
         // arrival is not available to it.
         self.server.advance(now, &mut self.queue, &mut self.line);
         let wire_len = datagram.wire_len();
+        let mut datagram = datagram;
+        if let (Some(k), Some(Ecn::Ect0 | Ecn::Ect1)) = (self.ce_threshold, datagram.ecn) {
+            if self.queue.items.len() as u64 >= k && self.queue.fits(wire_len) {
+                datagram.ecn = Some(Ecn::Ce);
+                self.stats.ce_marked = self.stats.ce_marked.saturating_add(1);
+            }
+        }
         let q = Queued { datagram, wire_len };
         let q = match self.server.start_if_idle(now, q, &mut self.line) {
             Ok(()) => return,

@@ -48,6 +48,20 @@ pub trait Node {
         to: SocketAddr,
         payload: &mut [u8],
     );
+    /// A datagram arrived whose IP header carried the ECN codepoint `ecn`
+    /// (ECT as its sender marked it, or CE from a queue on the way). Nodes
+    /// that use ECN override this; the default ignores the codepoint.
+    fn handle_datagram_ecn(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        to: SocketAddr,
+        ecn: Option<crate::Ecn>,
+        payload: &mut [u8],
+    ) {
+        let _ = ecn;
+        self.handle_datagram(now, from, to, payload);
+    }
     /// The next datagram this node wants to send now, if any. Called after
     /// every input until it returns `None`. The datagram's `src` should be
     /// the node's address; routing uses `(src, dst)` as given.
@@ -72,6 +86,16 @@ impl Node for Box<dyn Node> {
         payload: &mut [u8],
     ) {
         (**self).handle_datagram(now, from, to, payload);
+    }
+    fn handle_datagram_ecn(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        to: SocketAddr,
+        ecn: Option<crate::Ecn>,
+        payload: &mut [u8],
+    ) {
+        (**self).handle_datagram_ecn(now, from, to, ecn, payload);
     }
     fn poll_transmit(&mut self, now: Instant) -> Option<Datagram> {
         (**self).poll_transmit(now)
@@ -546,8 +570,13 @@ impl Simulator {
             return;
         };
         self.stats.delivered = self.stats.delivered.saturating_add(1);
-        slot.node
-            .handle_datagram(self.now, datagram.src, datagram.dst, &mut datagram.payload);
+        slot.node.handle_datagram_ecn(
+            self.now,
+            datagram.src,
+            datagram.dst,
+            datagram.ecn,
+            &mut datagram.payload,
+        );
         self.poll_node(n);
     }
 

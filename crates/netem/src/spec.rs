@@ -334,6 +334,12 @@ pub struct LinkSpec {
     #[cfg_attr(feature = "cli", arg(long, value_name = "BYTES"))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub corrupt_span: Option<u32>,
+    /// Mark ECN-capable datagrams Congestion Experienced when at least PKTS
+    /// wait in the queue, both directions (RFC 3168; default: never mark).
+    /// Needs a queue limit: marking is how a full queue is avoided.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "PKTS"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ecn_mark: Option<u64>,
     /// Drop these datagrams of each direction by position, counting from 1
     /// (`2-7,10`).
     #[cfg_attr(feature = "cli", arg(long, value_name = "N[-M],..."))]
@@ -372,6 +378,7 @@ impl Default for LinkSpec {
             loss_max_burst: None,
             corrupt: None,
             corrupt_span: None,
+            ecn_mark: None,
             drop: None,
             blackhole: None,
             up: UpSpec::default(),
@@ -395,6 +402,9 @@ impl LinkSpec {
             (None, Some(b)) => QueueLimit::Bytes(b),
             (None, None) => QueueLimit::Unlimited,
         };
+        if self.ecn_mark == Some(0) {
+            return Err(SpecError::Link("ecn_mark must be at least 1 packet".into()));
+        }
         let (up, down) = (self.up.overrides(), self.down.overrides());
         if self.corrupt_span.is_some() && [self.corrupt, up.corrupt, down.corrupt] == [None; 3] {
             return Err(SpecError::Link(
@@ -414,6 +424,7 @@ impl LinkSpec {
                 .unwrap_or_default(),
             drop_list: up.drop.or(self.drop.as_ref()).cloned().unwrap_or_default(),
             corrupt: self.corruption(up.corrupt),
+            ce_threshold: self.ecn_mark,
         };
         let down = LinkConfig {
             capacity: self.capacity(&down)?,
@@ -432,6 +443,7 @@ impl LinkSpec {
                 .cloned()
                 .unwrap_or_default(),
             corrupt: self.corruption(down.corrupt),
+            ce_threshold: self.ecn_mark,
         };
         up.validate()
             .map_err(|e| SpecError::Link(format!("client-to-server: {e}")))?;

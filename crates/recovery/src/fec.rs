@@ -4,21 +4,22 @@
 //! packet"), with plain QUIC retransmission as the fallback when a block
 //! loses more than one packet.
 //!
-//! The transport builds the repair packets (`transport::connection::fec`).
+//! The transport builds and decodes the repair packets (`transport::fec`).
 //! Unlike every other scheme this one needs the receiver's help: the repair
 //! frame is private to artq, so it is sent only to receivers that advertise
 //! the `artq_fec` transport parameter. Against quinn, aioquic or any other
 //! unmodified client, `fec:K` degrades to plain QUIC, which is the papers'
 //! argument for sender-only ARQ.
 
-use rand::RngCore;
-use transport::policy::{DataKind, Decision, LostData, PathView, RecoveryPolicy};
+use transport::policy::{Decision, LostData, PolicyContext, QuicPolicy, RecoveryPolicy};
 use wire::frame::MAX_FEC_BLOCK;
-use wire::time::Instant;
 
 use crate::registry::SchemeError;
 
-/// K data packets, then one repair packet; ARQ for what FEC cannot rebuild.
+/// The retransmission half of `fec:K`: plain QUIC's (one replica per loss,
+/// DATAGRAM data given up), under the scheme's name. The coding half is the
+/// transport's (`transport::fec`), switched on by [`crate::Scheme::configure`]
+/// with [`FecPolicy::block_size`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FecPolicy {
     k: u16,
@@ -47,21 +48,8 @@ impl RecoveryPolicy for FecPolicy {
         format!("fec:{}", self.k)
     }
 
-    fn on_data_lost(
-        &mut self,
-        now: Instant,
-        lost: &LostData,
-        _path: &PathView,
-        _rng: &mut dyn RngCore,
-    ) -> Decision {
-        match lost.kind {
-            DataKind::Stream => Decision::single(now),
-            DataKind::Datagram => Decision::Drop,
-        }
-    }
-
-    fn fec_block_size(&self) -> Option<u16> {
-        Some(self.k)
+    fn on_data_lost(&mut self, cx: &mut PolicyContext<'_>, lost: &LostData) -> Decision {
+        QuicPolicy.on_data_lost(cx, lost)
     }
 }
 
@@ -71,10 +59,10 @@ mod tests {
     use transport::policy::PolicyFactory;
 
     #[test]
-    fn block_sizes_are_validated() {
+    fn validates_k() {
         assert!(FecPolicy::new(0).is_err());
         assert!(FecPolicy::new(256).is_err());
-        assert_eq!(FecPolicy::new(9).unwrap().build().fec_block_size(), Some(9));
+        assert_eq!(FecPolicy::new(9).unwrap().block_size(), 9);
         assert_eq!(FecPolicy::new(9).unwrap().build().name(), "fec:9");
     }
 }

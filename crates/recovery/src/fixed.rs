@@ -8,9 +8,9 @@
 //! `fixed:1` behaves exactly like plain QUIC. Lost DATAGRAM-only data is
 //! given up, as plain QUIC does (RFC 9221: unreliable by nature).
 
-use rand::RngCore;
-use transport::policy::{DataKind, Decision, LostData, PathView, RecoveryPolicy, MAX_REPLICAS};
-use wire::time::Instant;
+use transport::policy::{
+    DataKind, Decision, LostData, PolicyContext, RecoveryPolicy, MAX_REPLICAS,
+};
 
 use crate::registry::SchemeError;
 
@@ -46,13 +46,8 @@ impl RecoveryPolicy for FixedPolicy {
         format!("fixed:{}", self.r)
     }
 
-    fn on_data_lost(
-        &mut self,
-        now: Instant,
-        lost: &LostData,
-        _path: &PathView,
-        _rng: &mut dyn RngCore,
-    ) -> Decision {
+    fn on_data_lost(&mut self, cx: &mut PolicyContext<'_>, lost: &LostData) -> Decision {
+        let now = cx.now;
         if lost.kind == DataKind::Datagram {
             return Decision::Drop;
         }
@@ -70,6 +65,8 @@ mod tests {
     use rand_chacha::ChaCha8Rng;
     use transport::policy::ItemId;
     use transport::policy::PolicyFactory;
+    use transport::policy::{with_context, PathView};
+    use wire::time::Instant;
 
     fn lost(round: u32) -> LostData {
         LostData {
@@ -90,7 +87,9 @@ mod tests {
         for r in [1, 3, 32] {
             let mut p = FixedPolicy::new(r).unwrap().build();
             for round in [1, 2, 7, u32::MAX] {
-                let d = p.on_data_lost(now, &lost(round), &PathView::default(), &mut rng);
+                let d = with_context(now, &PathView::default(), &mut rng, |cx| {
+                    p.on_data_lost(cx, &lost(round))
+                });
                 assert_eq!(
                     d,
                     Decision::Retransmit {
@@ -112,7 +111,8 @@ mod tests {
             ..lost(1)
         };
         assert_eq!(
-            p.on_data_lost(Instant::ZERO, &l, &PathView::default(), &mut rng),
+            with_context(Instant::ZERO, &PathView::default(), &mut rng, |cx| p
+                .on_data_lost(cx, &l)),
             Decision::Drop
         );
     }

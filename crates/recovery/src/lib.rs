@@ -22,6 +22,9 @@
 //!   an artq receiver.
 //! - [`rcp`]: RCP's retransmit-or-drop decisions for messages (Double
 //!   DQN) and its baselines `udp`, `arq`, `tcp`.
+//! - [`autorec`]: AutoRec (autorec.md §4): ARQ plus reinjection of
+//!   retransmitted, unacknowledged data in off-mode and opportunistically,
+//!   with its Redundancy Adapter.
 //! - [`registry`]: scheme names (`art-fix:3`) to factories, with strict
 //!   parsing and helpful errors.
 //!
@@ -30,6 +33,7 @@
 #![warn(missing_docs)]
 
 pub mod art;
+pub mod autorec;
 pub mod fec;
 pub mod fixed;
 pub mod rcp;
@@ -37,7 +41,8 @@ pub mod registry;
 pub mod rounds;
 
 pub use art::{ArtConfig, ArtFactory, ArtPolicy, BanditConfig, BanditStrategy};
+pub use autorec::{AutorecConfig, AutorecPolicy};
 pub use fec::FecPolicy;
 pub use fixed::FixedPolicy;
-pub use registry::{parse_scheme, SchemeError, SCHEMES};
+pub use registry::{parse_scheme, Scheme, SchemeError, SCHEMES};
 pub use rounds::{RoundRule, RoundsPolicy};

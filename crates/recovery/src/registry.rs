@@ -7,9 +7,14 @@
 
 use std::sync::Arc;
 
+use transport::congestion::CongestionAlgorithm;
 use transport::policy::{PolicyFactory, QuicPolicy, MAX_REPLICAS};
+use transport::TransportConfig;
 
 use crate::art::{ArtConfig, ArtFactory, BanditConfig, MAX_L_QUEUE};
+use crate::autorec::{
+    AutorecConfig, AutorecPolicy, Variant as AutorecVariant, A_MAX as AUTOREC_A_MAX,
+};
 use crate::fec::FecPolicy;
 use crate::fixed::FixedPolicy;
 use crate::rounds::{RoundRule, RoundsPolicy};
@@ -60,16 +65,35 @@ pub const SCHEMES: &[(&str, &str)] = &[
     ),
     (
         "rcp",
-        "RCP: a Double DQN decides per timed-out message whether to retransmit (rcp.md); rcp:beta=B,alpha=A,norm=simple|tuned,... sets the utility",
+        "RCP: a Double DQN decides per timed-out message whether to retransmit (rcp.md); rcp:beta=B,alpha=A,norm=simple|tuned,... sets the utility; no congestion control",
     ),
-    ("udp", "messages never retransmitted (rcp.md's UDP baseline)"),
+    (
+        "udp",
+        "messages never retransmitted, no congestion control (rcp.md's UDP baseline)",
+    ),
     (
         "arq",
-        "messages always retransmitted at RCP's timeout (rcp.md's ARQ baseline)",
+        "messages always retransmitted at RCP's timeout, no congestion control (rcp.md's ARQ baseline)",
     ),
     (
         "tcp",
-        "messages on one reliable stream (rcp.md's TCP baseline; use --cc newreno)",
+        "messages on one reliable stream, NewReno (rcp.md's TCP baseline)",
+    ),
+    (
+        "autorec",
+        "AutoRec: ARQ + off-mode and opportunistic reinjection, A_thres adapted online (autorec.md §4); autorec:theta=MS,alpha=X sets Θ_thres (default 50 ms) and α (default 0.1)",
+    ),
+    (
+        "autorec-offmode",
+        "AutoRec with off-mode reinjection only (Fig. 12's AutoRec (1))",
+    ),
+    (
+        "autorec-fixed:R",
+        "AutoRec without the adapter: A_thres fixed at R in 0..=4 (Fig. 12's AutoRec (2): R = 2)",
+    ),
+    (
+        "autorec-nogate",
+        "AutoRec without the E_waiting gate (Fig. 12's AutoRec (3))",
     ),
     (
         "fec:K",
@@ -130,8 +154,71 @@ fn available() -> String {
         .join(", ")
 }
 
-/// The factory for a scheme name.
-pub fn parse_scheme(name: &str) -> Result<Arc<dyn PolicyFactory>, SchemeError> {
+/// A parsed scheme: its recovery policy and what it needs of the transport
+/// besides (block FEC for `fec:K`; the congestion controller of RCP's
+/// message schemes).
+///
+/// Exists so that a scheme that is more than a policy is still configured
+/// in one call ([`Scheme::configure`]), and the generic policy trait has no
+/// scheme-specific method.
+#[derive(Clone, Debug)]
+pub struct Scheme {
+    policy: Arc<dyn PolicyFactory>,
+    fec_block: Option<u16>,
+    congestion: Option<CongestionAlgorithm>,
+}
+
+impl Scheme {
+    fn policy_only(policy: Arc<dyn PolicyFactory>) -> Self {
+        Scheme {
+            policy,
+            fec_block: None,
+            congestion: None,
+        }
+    }
+
+    /// The scheme's name as on the command line.
+    pub fn name(&self) -> String {
+        self.policy.name()
+    }
+
+    /// The policy factory (for a connection's `TransportConfig::policy`).
+    pub fn policy(&self) -> Arc<dyn PolicyFactory> {
+        self.policy.clone()
+    }
+
+    /// Data packets per FEC block, for `fec:K`.
+    pub fn fec_block(&self) -> Option<u16> {
+        self.fec_block
+    }
+
+    /// The congestion controller the scheme runs with, when it is part of
+    /// the scheme: `None` (no controller) for `udp`, `arq` and `rcp`, and
+    /// NewReno for `tcp`, the senders of RCP's evaluation (rcp.md §V).
+    /// [`Scheme::configure`] sets it over any controller already in the
+    /// configuration.
+    pub fn congestion(&self) -> Option<CongestionAlgorithm> {
+        self.congestion
+    }
+
+    /// Set the policy and the scheme's transport options in `config`,
+    /// including its congestion controller when it has one
+    /// ([`Scheme::congestion`]).
+    pub fn configure(&self, config: &mut TransportConfig) {
+        config.policy = self.policy.clone();
+        if let Some(cc) = self.congestion {
+            config.congestion = cc;
+        }
+        config.fec = match self.fec_block {
+            // In range by construction (`FecPolicy::new`).
+            Some(k) => config.fec.with_block(u64::from(k)).unwrap_or(config.fec),
+            None => config.fec.without_sending(),
+        };
+    }
+}
+
+/// The scheme for a name.
+pub fn parse_scheme(name: &str) -> Result<Scheme, SchemeError> {
     let (base, param) = match name.split_once(':') {
         Some((b, p)) => (b, Some(p)),
         None => (name, None),
@@ -166,13 +253,55 @@ pub fn parse_scheme(name: &str) -> Result<Arc<dyn PolicyFactory>, SchemeError> {
             art(ArtConfig::bandit(BanditConfig::ucb()))?
         }
         "fixed" => Arc::new(FixedPolicy::new(level(name, param, "fixed")?)?),
-        "fec" => Arc::new(FecPolicy::new(block(name, param)?)?),
+        "fec" => {
+            let policy = FecPolicy::new(block(name, param)?)?;
+            return Ok(Scheme {
+                fec_block: Some(policy.block_size()),
+                policy: Arc::new(policy),
+                congestion: None,
+            });
+        }
+        "autorec" => Arc::new(AutorecPolicy::new(autorec_options(name, param)?)?),
+        "autorec-offmode" => {
+            no_param(name, param, "autorec-offmode")?;
+            Arc::new(AutorecPolicy::new(AutorecConfig {
+                variant: AutorecVariant::OffModeOnly,
+                ..AutorecConfig::default()
+            })?)
+        }
+        "autorec-nogate" => {
+            no_param(name, param, "autorec-nogate")?;
+            Arc::new(AutorecPolicy::new(AutorecConfig {
+                variant: AutorecVariant::NoGate,
+                ..AutorecConfig::default()
+            })?)
+        }
+        "autorec-fixed" => {
+            let form = format!("autorec-fixed:R with R an integer in 0..={AUTOREC_A_MAX}");
+            let bad = |reason: String| SchemeError::BadParameter {
+                name: name.into(),
+                reason,
+                form: form.clone(),
+            };
+            let p = param.ok_or_else(|| bad("the level R is missing".into()))?;
+            if p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(bad(format!("'{p}' is not a number")));
+            }
+            let a = match p.parse::<u32>() {
+                Ok(a) if a <= AUTOREC_A_MAX => a,
+                _ => return Err(bad(format!("R = {p} is out of range"))),
+            };
+            Arc::new(AutorecPolicy::new(AutorecConfig {
+                variant: AutorecVariant::Fixed(a),
+                ..AutorecConfig::default()
+            })?)
+        }
         "art-fix" => art(ArtConfig::fixed(level(name, param, "art-fix")?))?,
         "art-norand" => match param {
             None => art(ArtConfig::norand())?,
             Some(_) => art(ArtConfig::fixed_norand(level(name, param, "art-norand")?))?,
         },
-        "rcp" | "udp" | "arq" | "tcp" => message_scheme(name)?,
+        "rcp" | "udp" | "arq" | "tcp" => return message_scheme(name),
         _ => {
             if let Some((_, reason)) = PLANNED.iter().find(|(n, _)| *n == name) {
                 return Err(SchemeError::NotImplemented {
@@ -186,11 +315,14 @@ pub fn parse_scheme(name: &str) -> Result<Arc<dyn PolicyFactory>, SchemeError> {
             });
         }
     };
-    Ok(factory)
+    Ok(Scheme::policy_only(factory))
 }
 
-/// `rcp`, `udp`, `arq`, `tcp` and their options (parsed in [`crate::rcp`]).
-fn message_scheme(name: &str) -> Result<Arc<dyn PolicyFactory>, SchemeError> {
+/// `rcp`, `udp`, `arq`, `tcp` and their options (parsed in [`crate::rcp`]),
+/// each with the congestion controller of the paper's senders: none for
+/// `rcp`, `udp` and `arq` (the paper's slotted senders send every message
+/// at once), NewReno for `tcp`.
+fn message_scheme(name: &str) -> Result<Scheme, SchemeError> {
     let bad = |reason: String| SchemeError::BadParameter {
         name: name.into(),
         reason,
@@ -199,9 +331,15 @@ fn message_scheme(name: &str) -> Result<Arc<dyn PolicyFactory>, SchemeError> {
     let config = crate::rcp::parse(name)
         .ok_or_else(|| bad("not a message scheme".into()))?
         .map_err(bad)?;
-    Ok(Arc::new(
-        crate::rcp::policy::MessageFactory::new(config).map_err(bad)?,
-    ))
+    let congestion = match config.rule {
+        crate::rcp::policy::Rule::Reliable => CongestionAlgorithm::NewReno,
+        _ => CongestionAlgorithm::None,
+    };
+    Ok(Scheme {
+        policy: Arc::new(crate::rcp::policy::MessageFactory::new(config).map_err(bad)?),
+        fec_block: None,
+        congestion: Some(congestion),
+    })
 }
 
 fn art(config: ArtConfig) -> Result<Arc<dyn PolicyFactory>, SchemeError> {
@@ -243,6 +381,45 @@ fn art_options(name: &str, param: Option<&str>) -> Result<usize, SchemeError> {
         Ok(n) if (1..=MAX_L_QUEUE).contains(&n) => Ok(n),
         _ => Err(bad(format!("l_queue = {v} is out of range"))),
     }
+}
+
+/// The options of `autorec:KEY=VALUE,...`: `theta=MS` (Θ_thres in
+/// milliseconds, 0..=10000) and `alpha=X` (α, a positive number up to 100).
+fn autorec_options(name: &str, param: Option<&str>) -> Result<AutorecConfig, SchemeError> {
+    let mut config = AutorecConfig::default();
+    let form = "autorec or autorec:theta=MS,alpha=X (MS an integer in 0..=10000, X in (0, 100])";
+    let bad = |reason: String| SchemeError::BadParameter {
+        name: name.into(),
+        reason,
+        form: form.into(),
+    };
+    let Some(p) = param else {
+        return Ok(config);
+    };
+    for opt in p.split(',') {
+        let Some((key, v)) = opt.split_once('=') else {
+            return Err(bad(format!("'{opt}' is not KEY=VALUE")));
+        };
+        match key {
+            "theta" => {
+                if v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit()) {
+                    return Err(bad(format!("'{v}' is not a number of milliseconds")));
+                }
+                match v.parse::<u64>() {
+                    Ok(ms) if ms <= 10_000 => {
+                        config.adapter.theta = wire::time::Duration::from_millis(ms)
+                    }
+                    _ => return Err(bad(format!("theta = {v} is out of range"))),
+                }
+            }
+            "alpha" => match v.parse::<f64>() {
+                Ok(a) if a > 0.0 && a <= 100.0 => config.adapter.alpha = a,
+                _ => return Err(bad(format!("alpha = {v} is not in (0, 100]"))),
+            },
+            _ => return Err(bad(format!("unknown option '{key}'"))),
+        }
+    }
+    Ok(config)
 }
 
 /// The block size K of `fec:K`.
@@ -297,8 +474,65 @@ mod tests {
         for (pattern, _) in SCHEMES {
             let name = pattern.replace('R', "3").replace('K', "9");
             let f = parse_scheme(&name).unwrap_or_else(|e| panic!("{name}: {e}"));
-            assert_eq!(f.name(), name, "the factory echoes its name");
-            assert_eq!(f.build().name(), name);
+            assert_eq!(f.name(), name, "the scheme echoes its name");
+            assert_eq!(f.policy().build().name(), name);
+            let mut config = TransportConfig::default();
+            f.configure(&mut config);
+            assert_eq!(config.policy.name(), name);
+            let fec = name.starts_with("fec:").then_some(9);
+            assert_eq!(config.fec.send_block(), fec, "{name}");
+            assert_eq!(f.fec_block(), fec, "{name}");
+        }
+    }
+
+    #[test]
+    fn message_schemes_bring_the_papers_congestion_control() {
+        for (name, cc) in [
+            ("udp", Some(CongestionAlgorithm::None)),
+            ("arq", Some(CongestionAlgorithm::None)),
+            ("rcp:beta=0.3", Some(CongestionAlgorithm::None)),
+            ("tcp", Some(CongestionAlgorithm::NewReno)),
+            ("quic", None),
+            ("art", None),
+            ("fec:4", None),
+        ] {
+            let s = parse_scheme(name).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(s.congestion(), cc, "{name}");
+            let mut config = TransportConfig {
+                congestion: CongestionAlgorithm::Bbr,
+                ..TransportConfig::default()
+            };
+            s.configure(&mut config);
+            // Set over the configured one; left alone without one.
+            assert_eq!(
+                config.congestion,
+                cc.unwrap_or(CongestionAlgorithm::Bbr),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn autorec_names_and_options() {
+        for name in [
+            "autorec-fixed:0",
+            "autorec-fixed:4",
+            "autorec:theta=100",
+            "autorec:alpha=0.5",
+            "autorec:theta=20,alpha=1",
+        ] {
+            assert_eq!(parse_scheme(name).unwrap().name(), name);
+        }
+        for name in [
+            "autorec-fixed:5",
+            "autorec-fixed",
+            "autorec:theta=x",
+            "autorec:alpha=0",
+            "autorec:beta=1",
+            "autorec-offmode:1",
+            "autorec:theta",
+        ] {
+            assert!(parse_scheme(name).is_err(), "{name} accepted");
         }
     }
 

@@ -10,9 +10,9 @@
 //! transport's [`MAX_REPLICAS`]. Lost DATAGRAM-only data is given up, as
 //! plain QUIC does (RFC 9221).
 
-use rand::RngCore;
-use transport::policy::{DataKind, Decision, LostData, PathView, RecoveryPolicy, MAX_REPLICAS};
-use wire::time::Instant;
+use transport::policy::{
+    DataKind, Decision, LostData, PolicyContext, RecoveryPolicy, MAX_REPLICAS,
+};
 
 /// Which function of the round n gives R_n.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,13 +65,8 @@ impl RecoveryPolicy for RoundsPolicy {
         self.rule.name().into()
     }
 
-    fn on_data_lost(
-        &mut self,
-        now: Instant,
-        lost: &LostData,
-        _path: &PathView,
-        _rng: &mut dyn RngCore,
-    ) -> Decision {
+    fn on_data_lost(&mut self, cx: &mut PolicyContext<'_>, lost: &LostData) -> Decision {
+        let now = cx.now;
         if lost.kind == DataKind::Datagram {
             return Decision::Drop;
         }
@@ -91,6 +86,8 @@ mod tests {
     use rand_chacha::ChaCha8Rng;
     use transport::policy::ItemId;
     use transport::policy::PolicyFactory;
+    use transport::policy::{with_context, PathView};
+    use wire::time::Instant;
 
     fn lost(round: u32) -> LostData {
         LostData {
@@ -123,7 +120,9 @@ mod tests {
         let mut rng = ChaCha8Rng::seed_from_u64(0);
         let now = Instant::from_millis(9);
         let mut p = RoundsPolicy::new(RoundRule::Or3).build();
-        let d = p.on_data_lost(now, &lost(2), &PathView::default(), &mut rng);
+        let d = with_context(now, &PathView::default(), &mut rng, |cx| {
+            p.on_data_lost(cx, &lost(2))
+        });
         assert_eq!(
             d,
             Decision::Retransmit {
@@ -132,7 +131,9 @@ mod tests {
             }
         );
         let mut p = RoundsPolicy::new(RoundRule::TwoNPlusOne).build();
-        let d = p.on_data_lost(now, &lost(1), &PathView::default(), &mut rng);
+        let d = with_context(now, &PathView::default(), &mut rng, |cx| {
+            p.on_data_lost(cx, &lost(1))
+        });
         assert_eq!(
             d,
             Decision::Retransmit {
@@ -146,7 +147,8 @@ mod tests {
             ..lost(1)
         };
         assert_eq!(
-            p.on_data_lost(now, &l, &PathView::default(), &mut rng),
+            with_context(now, &PathView::default(), &mut rng, |cx| p
+                .on_data_lost(cx, &l)),
             Decision::Drop
         );
     }

@@ -42,7 +42,7 @@ fn run(scheme: &str, seed: u64) -> Outcome {
 fn run_with(scheme: &str, seed: u64, loss: f64, outages: Option<Outages>) -> Outcome {
     let record = Arc::new(Mutex::new(Record::default()));
     let factory = Recorded {
-        inner: parse_scheme(scheme).expect("scheme"),
+        inner: parse_scheme(scheme).expect("scheme").policy(),
         record: record.clone(),
     };
     let server = transport_with(Arc::new(factory));

@@ -8,7 +8,8 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use recovery::{parse_scheme, RoundRule};
 use transport::policy::{
-    DataKind, Decision, ItemId, LostData, PacketFate, PathView, ReplicaRef, SentView, MAX_REPLICAS,
+    with_context, DataKind, Decision, ItemId, LostData, PacketFate, PathView, ReplicaRef, SentView,
+    MAX_REPLICAS,
 };
 use wire::time::{Duration, Instant};
 
@@ -16,7 +17,12 @@ use wire::time::{Duration, Instant};
 fn names() -> Vec<String> {
     let mut v = Vec::new();
     for (pattern, _) in recovery::SCHEMES {
-        if pattern.contains('R') {
+        if pattern.starts_with("autorec-fixed") {
+            // AutoRec's levels are 0..=4 (autorec.md eq. 1).
+            for r in [0, 2, 4] {
+                v.push(pattern.replace('R', &r.to_string()));
+            }
+        } else if pattern.contains('R') {
             for r in [1, 3, 32] {
                 v.push(pattern.replace('R', &r.to_string()));
             }
@@ -91,9 +97,28 @@ fn check(
     path: &PathView,
     kind: DataKind,
 ) -> Result<(), TestCaseError> {
+    let base = name.split(':').next().unwrap_or(name);
     if kind == DataKind::Datagram {
-        // Every scheme gives up DATAGRAM-only data, as plain QUIC does.
-        prop_assert_eq!(d, &Decision::Drop, "{}: datagram", name);
+        match base {
+            // RCP's message schemes decide about DATAGRAM-only data: udp
+            // drops it, arq and tcp retransmit it (one copy, at RCP's
+            // timeout: never before now), rcp does either.
+            "udp" => prop_assert_eq!(d, &Decision::Drop, "{}: datagram", name),
+            "arq" | "tcp" | "rcp" => match d {
+                Decision::Drop => prop_assert_eq!(base, "rcp", "{} dropped a datagram", name),
+                Decision::Retransmit {
+                    send_at,
+                    opportunistic,
+                } => {
+                    prop_assert_eq!(send_at.len(), 1, "{}: datagram copies", name);
+                    prop_assert!(send_at[0] >= now, "{name}: copy before now");
+                    prop_assert!(!*opportunistic, "{name}: opportunistic");
+                }
+            },
+            // Every other scheme gives up DATAGRAM-only data, as plain
+            // QUIC does.
+            _ => prop_assert_eq!(d, &Decision::Drop, "{}: datagram", name),
+        }
         return Ok(());
     }
     let Decision::Retransmit {
@@ -152,7 +177,7 @@ proptest! {
         seed in any::<u64>(),
     ) {
         for name in names() {
-            let mut p = parse_scheme(&name).unwrap().build();
+            let mut p = parse_scheme(&name).unwrap().policy().build();
             prop_assert_eq!(p.name(), name.clone());
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
             let mut now = Instant::from_nanos(start);
@@ -166,7 +191,7 @@ proptest! {
                         pn += 1;
                         let replica = replica.map(|(item, round, index)| ReplicaRef { item: ItemId(item), round, index });
                         let view = SentView { pn, size: 1250, replica, carries_new_data: replica.is_none() };
-                        let tag = p.on_packet_sent(now, &view);
+                        let tag = with_context(now, &path, &mut rng, |cx| p.on_packet_sent(cx, &view));
                         outstanding.push(PacketFate { pn, time_sent: now, size: 1250, tag, replica, carries_new_data: replica.is_none() });
                     }
                     Op::Acked { back } | Op::Lost { back } => {
@@ -174,19 +199,19 @@ proptest! {
                         let i = outstanding.len() - 1 - back % outstanding.len();
                         let fate = outstanding.remove(i);
                         if matches!(op, Op::Acked { .. }) {
-                            p.on_packet_acked(now, &fate, &path);
+                            with_context(now, &path, &mut rng, |cx| p.on_packet_acked(cx, &fate));
                         } else {
-                            p.on_packet_lost(now, &fate, &path);
+                            with_context(now, &path, &mut rng, |cx| p.on_packet_lost(cx, &fate));
                             // A spurious loss: acknowledged after all, sometimes.
                             if back % 5 == 0 {
-                                p.on_packet_acked(now, &fate, &path);
+                                with_context(now, &path, &mut rng, |cx| p.on_packet_acked(cx, &fate));
                             }
                         }
                     }
                     Op::DataLost { item, round, datagram } => {
                         let kind = if *datagram { DataKind::Datagram } else { DataKind::Stream };
                         let lost = LostData { item: ItemId(*item), first_sent: now, first_lost: now, round: *round, retransmissions: 0, bytes: 1200, kind };
-                        let d = p.on_data_lost(now, &lost, &path, &mut rng);
+                        let d = with_context(now, &path, &mut rng, |cx| p.on_data_lost(cx, &lost));
                         check(&name, &d, now, *round, &path, kind)?;
                     }
                     Op::Advance { nanos } => now += Duration::from_nanos(*nanos),
@@ -202,7 +227,7 @@ proptest! {
 #[test]
 fn decisions_are_deterministic() {
     let run = |name: &str| {
-        let mut p = parse_scheme(name).unwrap().build();
+        let mut p = parse_scheme(name).unwrap().policy().build();
         let mut rng = ChaCha8Rng::seed_from_u64(99);
         let path = PathView {
             srtt: Duration::from_millis(40),
@@ -214,15 +239,13 @@ fn decisions_are_deterministic() {
         let mut out = Vec::new();
         for i in 0..200u64 {
             let now = Instant::from_millis(i);
-            let tag = p.on_packet_sent(
-                now,
-                &SentView {
-                    pn: i,
-                    size: 1250,
-                    replica: None,
-                    carries_new_data: true,
-                },
-            );
+            let view = SentView {
+                pn: i,
+                size: 1250,
+                replica: None,
+                carries_new_data: true,
+            };
+            let tag = with_context(now, &path, &mut rng, |cx| p.on_packet_sent(cx, &view));
             let replica = (i % 3 == 0).then_some(ReplicaRef {
                 item: ItemId(i / 7),
                 round: 1,
@@ -237,7 +260,7 @@ fn decisions_are_deterministic() {
                 carries_new_data: true,
             };
             if i % 4 == 0 {
-                p.on_packet_lost(now, &fate, &path);
+                with_context(now, &path, &mut rng, |cx| p.on_packet_lost(cx, &fate));
                 let lost = LostData {
                     item: ItemId(i),
                     first_sent: now,
@@ -247,9 +270,11 @@ fn decisions_are_deterministic() {
                     bytes: 1,
                     kind: DataKind::Stream,
                 };
-                out.push(p.on_data_lost(now, &lost, &path, &mut rng));
+                out.push(with_context(now, &path, &mut rng, |cx| {
+                    p.on_data_lost(cx, &lost)
+                }));
             } else {
-                p.on_packet_acked(now, &fate, &path);
+                with_context(now, &path, &mut rng, |cx| p.on_packet_acked(cx, &fate));
             }
         }
         out

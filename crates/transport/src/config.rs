@@ -5,6 +5,7 @@ use std::sync::Arc;
 use wire::time::Duration;
 
 use crate::congestion::CongestionAlgorithm;
+use crate::fec::FecConfig;
 use crate::policy::{PolicyFactory, QuicPolicy};
 use crate::rng::RngSeed;
 use crate::streams::StreamsConfig;
@@ -41,9 +42,12 @@ pub struct TransportConfig {
     pub datagram_receive_buffer: usize,
     /// How many connection IDs we keep issued to the peer (at most).
     pub active_connection_id_limit: u64,
-    /// Advertise that we decode artq's private FEC repair frames (the
-    /// `fec:K` baseline). Off makes us look like any unmodified receiver.
-    pub accept_fec: bool,
+    /// Block FEC (the `fec:K` baseline), as sender and as receiver.
+    pub fec: FecConfig,
+    /// Mark what we send ECT(0) and react to the peer's CE reports (RFC
+    /// 9000 §13.4, RFC 9002 §7.1). Off by default; received ECN is always
+    /// counted and reported.
+    pub ecn: bool,
 }
 
 impl Default for TransportConfig {
@@ -61,7 +65,8 @@ impl Default for TransportConfig {
             datagram_receive_frames: 1024,
             datagram_receive_buffer: 1 << 20,
             active_connection_id_limit: 4,
-            accept_fec: true,
+            fec: FecConfig::default(),
+            ecn: false,
         }
     }
 }

@@ -16,7 +16,7 @@ use wire::time::Instant;
 use wire::StreamId;
 
 use crate::connection::SpaceId;
-use crate::policy::{ItemId, PathView, PolicyState};
+use crate::policy::{ItemId, PathView, PolicyEvent, PolicyState};
 use crate::streams::StreamChunk;
 
 /// How one lost item left recovery: one record per item, written by the
@@ -58,6 +58,11 @@ pub enum RecoveryOutcome {
         round: u32,
         /// When that packet was sent.
         recovery_sent: Instant,
+        /// Retransmissions sent up to and including that packet, in the
+        /// order the rounds and their replicas went out (0 when the
+        /// original got through): AutoRec's "recovery requires two or more
+        /// retransmissions" is `needed >= 2`.
+        needed: u32,
         /// When its acknowledgement arrived.
         acked_at: Instant,
     },
@@ -129,6 +134,9 @@ pub trait Subscriber: Send {
     /// The recovery policy's reported state changed (sender side, artq
     /// extension event; see [`RecoveryPolicy::report_state`](crate::policy::RecoveryPolicy::report_state)).
     fn policy_state(&mut self, _now: Instant, _state: &PolicyState) {}
+    /// The recovery policy published an event (sender side, artq extension
+    /// event; see [`PolicyContext::publish`](crate::policy::PolicyContext::publish)).
+    fn policy_event(&mut self, _now: Instant, _event: &PolicyEvent) {}
     /// STREAM payload arrived (receiver side; duplicates included, before
     /// reassembly).
     fn stream_data_received(&mut self, _now: Instant, _id: StreamId, _offset: u64, _len: u64) {}
@@ -300,6 +308,17 @@ impl<W: Write + Send> Subscriber for QlogWriter<W> {
             .map(|&(k, v)| (k.to_string(), json!(v)))
             .collect();
         self.event(now, "artq:policy_state", serde_json::Value::Object(fields));
+    }
+
+    fn policy_event(&mut self, now: Instant, event: &PolicyEvent) {
+        let mut fields: serde_json::Map<String, serde_json::Value> = event
+            .fields
+            .fields()
+            .iter()
+            .map(|&(k, v)| (k.to_string(), json!(v)))
+            .collect();
+        fields.insert("name".into(), json!(event.name));
+        self.event(now, "artq:policy_event", serde_json::Value::Object(fields));
     }
 
     fn connection_id_issued(

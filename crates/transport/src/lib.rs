@@ -30,6 +30,7 @@ pub mod crypto;
 pub mod endpoint;
 pub mod error;
 pub mod events;
+pub mod fec;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod pacing;

@@ -21,10 +21,36 @@
 //! - `Drop` gives up DATAGRAM payloads (RFC 9221: unreliable by nature, so
 //!   RCP may abandon a late message); it is refused for reliable stream data,
 //!   which is then sent once, now.
+//!
+//! # Reinjection and off-mode
+//!
+//! Besides answering losses, a policy may *reinject*: ask for one more
+//! replica of an item that is still being recovered (its data retransmitted
+//! and not yet acknowledged), at a moment of its choosing. This is what
+//! AutoRec (autorec.md §4.2) builds on. The transport offers the chance at
+//! two moments, and only when congestion control and pacing would let a
+//! packet go (a reinjection is a regular, congestion-controlled packet):
+//! - [`RecoveryPolicy::on_app_limited`]: the sender is *application-limited*
+//!   (off-mode): no stream data, due replica or control frame waits, and
+//!   neither the window nor pacing holds anything back;
+//! - [`RecoveryPolicy::on_reinjection_timer`]: the time the policy gave in
+//!   [`RecoveryPolicy::next_reinjection`] has come (on-mode included).
+//!
+//! Either returns the [`ItemId`] to reinject, or `None`. The replica joins
+//! the item's current round (the round ends when it too is declared lost)
+//! and leaves before new data, through the same path as every replica
+//! ([`RecoveryPolicy::on_packet_sent`] reports it). The transport refuses
+//! silently an item that has left recovery or still has a replica queued;
+//! [`RecoveryPolicy::on_recovery_ended`] tells the policy when an item
+//! leaves, so it can forget it. A policy that implements none of these
+//! methods (every scheme but AutoRec) is asked nothing that changes what it
+//! sends.
 
 use core::fmt;
 
 use rand::RngCore;
+
+use crate::events::RecoveryRecord;
 use wire::time::{Duration, Instant};
 
 /// Upper bound on replicas per round, whatever a policy asks for.
@@ -183,6 +209,149 @@ impl Decision {
     }
 }
 
+/// What every [`RecoveryPolicy`] callback gets besides its own arguments:
+/// the time, the path, the connection's seeded RNG and a publisher for the
+/// policy's own trace events.
+///
+/// One context rather than a parameter list per callback, so that a policy
+/// can draw randomness or trace a decision wherever it makes one (the
+/// seam's promise), and so that adding to what policies may see changes one
+/// struct, not every policy.
+pub struct PolicyContext<'a> {
+    /// The time of the event (the caller's clock: virtual in the simulator).
+    pub now: Instant,
+    /// The path as it stands.
+    pub path: &'a PathView,
+    /// The connection's RNG: seeded, so a simulated run is repeatable.
+    pub rng: &'a mut dyn RngCore,
+    events: &'a mut PolicyEvents,
+}
+
+impl<'a> PolicyContext<'a> {
+    /// A context over `events` (the connection keeps one [`PolicyEvents`]
+    /// and hands its content to its subscribers after each callback).
+    pub fn new(
+        now: Instant,
+        path: &'a PathView,
+        rng: &'a mut dyn RngCore,
+        events: &'a mut PolicyEvents,
+    ) -> Self {
+        PolicyContext {
+            now,
+            path,
+            rng,
+            events,
+        }
+    }
+
+    /// Whether anyone listens to [`PolicyContext::publish`]: a policy can
+    /// skip building trace data when nobody reads it.
+    pub fn tracing(&self) -> bool {
+        self.events.listening
+    }
+
+    /// Publish a named event of the policy with named numbers (qlog event
+    /// `artq:policy_event`, `{"name": name, ...fields}`). Dropped when
+    /// nobody listens; at most [`MAX_EVENTS_PER_CALLBACK`] per callback.
+    pub fn publish(&mut self, name: &'static str, fields: &[(&'static str, f64)]) {
+        self.events.push(name, fields);
+    }
+}
+
+impl fmt::Debug for PolicyContext<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PolicyContext")
+            .field("now", &self.now)
+            .field("path", self.path)
+            .field("tracing", &self.events.listening)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Bound on the events one policy callback may publish: a policy bug must
+/// not grow the trace without limit.
+pub const MAX_EVENTS_PER_CALLBACK: usize = 16;
+
+/// One event a policy published ([`PolicyContext::publish`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PolicyEvent {
+    /// What happened, in the policy's words (`"level_changed"`).
+    pub name: &'static str,
+    /// Its numbers.
+    pub fields: PolicyState,
+}
+
+/// The events published during one callback, for the connection to hand to
+/// its subscribers; bounded by [`MAX_EVENTS_PER_CALLBACK`].
+#[derive(Debug, Default)]
+pub struct PolicyEvents {
+    listening: bool,
+    pending: Vec<PolicyEvent>,
+    /// Events refused because a callback published too many.
+    dropped: u64,
+}
+
+impl PolicyEvents {
+    /// An empty buffer; `listening` says whether events are wanted at all.
+    pub fn new(listening: bool) -> Self {
+        PolicyEvents {
+            listening,
+            ..Default::default()
+        }
+    }
+
+    /// Whether events are wanted.
+    pub fn set_listening(&mut self, listening: bool) {
+        self.listening = listening;
+    }
+
+    fn push(&mut self, name: &'static str, fields: &[(&'static str, f64)]) {
+        if !self.listening {
+            return;
+        }
+        if self.pending.len() >= MAX_EVENTS_PER_CALLBACK {
+            self.dropped += 1;
+            return;
+        }
+        let mut state = PolicyState::default();
+        for &(k, v) in fields {
+            state.set(k, v);
+        }
+        self.pending.push(PolicyEvent {
+            name,
+            fields: state,
+        });
+    }
+
+    /// Take the events published since the last call.
+    pub fn drain(&mut self) -> std::vec::Drain<'_, PolicyEvent> {
+        self.pending.drain(..)
+    }
+
+    /// Whether an event waits.
+    pub fn is_empty(&self) -> bool {
+        self.pending.is_empty()
+    }
+
+    /// Events refused for exceeding [`MAX_EVENTS_PER_CALLBACK`].
+    pub fn dropped(&self) -> u64 {
+        self.dropped
+    }
+}
+
+/// Run `f` with a context that publishes nowhere: for driving a policy
+/// outside a connection (unit tests, benchmarks, offline training).
+pub fn with_context<R>(
+    now: Instant,
+    path: &PathView,
+    rng: &mut dyn RngCore,
+    f: impl FnOnce(&mut PolicyContext<'_>) -> R,
+) -> R {
+    let mut events = PolicyEvents::default();
+    let mut cx = PolicyContext::new(now, path, rng, &mut events);
+    f(&mut cx)
+}
+
 /// A sender-side loss recovery policy. One instance per connection.
 ///
 /// Calling protocol: `on_packet_sent` for every ack-eliciting 1-RTT packet;
@@ -192,47 +361,69 @@ impl Decision {
 /// correct what it recorded). The connection remembers a lost packet for
 /// four PTOs after its loss (RFC 9002 §6.1); an acknowledgement later than
 /// that is not reported. `on_data_lost` when a round of an item ends with
-/// its data still unacknowledged.
+/// its data still unacknowledged. Every callback gets a [`PolicyContext`].
 pub trait RecoveryPolicy: Send + fmt::Debug {
     /// The scheme's name as on the command line (`quic`, `art`, `fixed:3`).
     fn name(&self) -> String;
 
     /// Decide how to retransmit lost data.
-    fn on_data_lost(
-        &mut self,
-        now: Instant,
-        lost: &LostData,
-        path: &PathView,
-        rng: &mut dyn RngCore,
-    ) -> Decision;
+    fn on_data_lost(&mut self, cx: &mut PolicyContext<'_>, lost: &LostData) -> Decision;
 
     /// A packet was sent; the returned tag, if any, comes back in its
     /// [`PacketFate`].
-    fn on_packet_sent(&mut self, _now: Instant, _sent: &SentView) -> Option<PacketTag> {
+    fn on_packet_sent(
+        &mut self,
+        _cx: &mut PolicyContext<'_>,
+        _sent: &SentView,
+    ) -> Option<PacketTag> {
         None
     }
 
     /// A packet was acknowledged.
-    fn on_packet_acked(&mut self, _now: Instant, _fate: &PacketFate, _path: &PathView) {}
+    fn on_packet_acked(&mut self, _cx: &mut PolicyContext<'_>, _fate: &PacketFate) {}
 
     /// A packet was declared lost.
-    fn on_packet_lost(&mut self, _now: Instant, _fate: &PacketFate, _path: &PathView) {}
+    fn on_packet_lost(&mut self, _cx: &mut PolicyContext<'_>, _fate: &PacketFate) {}
+
+    /// The peer moved to another address (or back, after a failed path
+    /// validation; RFC 9000 §9): what the policy learned about the old
+    /// path (loss bursts, say) no longer describes the one its packets now
+    /// take. `cx.path` is the new path's (RTT and congestion state reset
+    /// when the IP address changed). The default keeps everything.
+    fn on_path_change(&mut self, _cx: &mut PolicyContext<'_>) {}
+
+    /// The sender is application-limited (off-mode, see the module doc):
+    /// return an item to reinject now, or `None`. Asked again each time the
+    /// sender finds itself idle, so one item per call is enough.
+    fn on_app_limited(&mut self, _cx: &mut PolicyContext<'_>) -> Option<ItemId> {
+        None
+    }
+
+    /// When the policy wants [`RecoveryPolicy::on_reinjection_timer`]
+    /// called, whatever the sender is doing; `None` (the default): never.
+    fn next_reinjection(&self) -> Option<Instant> {
+        None
+    }
+
+    /// The time of [`RecoveryPolicy::next_reinjection`] has come and a
+    /// packet may go: return an item to reinject now, or `None`.
+    fn on_reinjection_timer(&mut self, _cx: &mut PolicyContext<'_>) -> Option<ItemId> {
+        None
+    }
+
+    /// An item left recovery (delivered or abandoned), with the record the
+    /// statistics get (the round that delivered it, when that packet was
+    /// sent): the transport refuses to reinject it from now on.
+    fn on_recovery_ended(&mut self, _cx: &mut PolicyContext<'_>, _record: &RecoveryRecord) {}
 
     /// Write what the policy wants traced about its own state (ART's
     /// redundancy levels, say) into `out`, as named numbers. The connection
     /// asks after each ACK frame and loss-detection pass, only when a
     /// subscriber listens, and publishes the state to subscribers (qlog
-    /// event `artq:policy_state`) when it changed. The default reports
-    /// nothing.
+    /// event `artq:policy_state`) when it changed: a time series of the
+    /// policy's variables, where [`PolicyContext::publish`] is for discrete
+    /// events. The default reports nothing.
     fn report_state(&self, _out: &mut PolicyState) {}
-
-    /// Block FEC (the `fec:K` baseline): send one repair packet after every
-    /// `K` packets of new stream data. Honoured only when the peer
-    /// advertised the `artq_fec` transport parameter (artq's receiver); the
-    /// default, `None`, sends no repair packets.
-    fn fec_block_size(&self) -> Option<u16> {
-        None
-    }
 }
 
 /// A policy's state as named numbers, for traces
@@ -301,15 +492,9 @@ impl RecoveryPolicy for QuicPolicy {
         "quic".into()
     }
 
-    fn on_data_lost(
-        &mut self,
-        now: Instant,
-        lost: &LostData,
-        _path: &PathView,
-        _rng: &mut dyn RngCore,
-    ) -> Decision {
+    fn on_data_lost(&mut self, cx: &mut PolicyContext<'_>, lost: &LostData) -> Decision {
         match lost.kind {
-            DataKind::Stream => Decision::single(now),
+            DataKind::Stream => Decision::single(cx.now),
             DataKind::Datagram => Decision::Drop,
         }
     }

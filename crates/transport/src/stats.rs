@@ -37,6 +37,10 @@ pub struct ConnectionStats {
     pub replicas: u64,
     /// Replicas beyond one per round (`extra_replicas`).
     pub extra_replicas: u64,
+    /// Replicas sent because the policy asked for them outside a loss
+    /// decision (AutoRec's reinjections, policy.rs "Reinjection and
+    /// off-mode"); they are also counted in `replicas` and `extra_replicas`.
+    pub reinjections: u64,
     /// DATAGRAM payloads given up by the policy after a loss.
     pub datagrams_dropped: u64,
     /// FEC repair packets sent (sender, `fec:K`).
@@ -49,6 +53,19 @@ pub struct ConnectionStats {
     /// flattened into this struct's JSON.
     #[serde(flatten)]
     pub recovery: RecoveryTally,
+    /// Times the peer moved to a new address and we followed (RFC 9000 §9;
+    /// NAT rebindings included).
+    pub path_changes: u64,
+    /// Validations of a peer's new address that timed out (we went back
+    /// to the last validated one, RFC 9000 §9.3.2).
+    pub path_validations_failed: u64,
+    /// Packets the peer reported as CE-marked in its ACK frames (RFC 9000
+    /// §13.4): the path's queues signalled congestion without dropping.
+    pub ecn_ce_reported: u64,
+    /// Our ECN marking failed validation and stopped (§13.4.2).
+    pub ecn_validation_failed: bool,
+    /// Datagrams we sent marked ECT(0).
+    pub ecn_marked_sent: u64,
     /// Congestion events (window reductions).
     pub congestion_events: u64,
     /// PTO expirations.
@@ -141,6 +158,7 @@ mod tests {
                 round,
                 recovery_sent: t,
                 acked_at: t,
+                needed: k,
             },
             k,
         )

@@ -45,6 +45,10 @@ struct InFlight {
     seq: u64,
     to_server: bool,
     from: SocketAddr,
+    /// Where it is addressed.
+    to: SocketAddr,
+    /// Its ECN codepoint.
+    ecn: Option<wire::ecn::Ecn>,
     data: Vec<u8>,
 }
 
@@ -90,6 +94,11 @@ pub struct Pair {
     pub rng: ChaCha8Rng,
     /// How long [`Pair::connect`] waits for the handshake, in virtual time.
     pub handshake_limit: Duration,
+    /// At this time the client's NAT binding moves it to this address
+    /// ([`Pair::rebind_client`]).
+    pub rebind: Option<(Instant, SocketAddr)>,
+    /// The network clears every datagram's ECN bits.
+    pub bleach_ecn: bool,
     /// The client's connection.
     pub client_conn: Option<ConnectionHandle>,
     /// The server's connection, once the first client datagram arrived.
@@ -253,6 +262,8 @@ impl Pair {
             outages: None,
             rng: ChaCha8Rng::seed_from_u64(rng_seed),
             handshake_limit: Duration::from_secs(10),
+            rebind: None,
+            bleach_ecn: false,
             client_conn: None,
             server_conn: None,
             delivered: [0; 2],
@@ -310,12 +321,12 @@ impl Pair {
             let mut any = false;
             while let Some(t) = self.client.poll_transmit(self.now, &mut self.buf) {
                 let data = self.buf[..t.size].to_vec();
-                self.enqueue(true, self.client_addr, data);
+                self.enqueue(true, self.client_addr, t.destination, t.ecn, data);
                 any = true;
             }
             while let Some(t) = self.server.poll_transmit(self.now, &mut self.buf) {
                 let data = self.buf[..t.size].to_vec();
-                self.enqueue(false, self.server_addr, data);
+                self.enqueue(false, self.server_addr, t.destination, t.ecn, data);
                 any = true;
             }
             if !any {
@@ -324,8 +335,29 @@ impl Pair {
         }
     }
 
-    fn enqueue(&mut self, to_server: bool, from: SocketAddr, data: Vec<u8>) {
+    /// The client's NAT binding changes: from now on its datagrams come
+    /// from `addr`, and datagrams sent to its old address are lost
+    /// (those already on their way still arrive).
+    pub fn rebind_client(&mut self, addr: SocketAddr) {
+        self.client_addr = addr;
+    }
+
+    fn enqueue(
+        &mut self,
+        to_server: bool,
+        from: SocketAddr,
+        to: SocketAddr,
+        ecn: Option<wire::ecn::Ecn>,
+        data: Vec<u8>,
+    ) {
+        // A path that clears the ECN bits, as some middleboxes do.
+        let ecn = ecn.filter(|_| !self.bleach_ecn);
         let dir = usize::from(to_server);
+        if !to_server && to != self.client_addr {
+            // Sent to a binding the client's NAT no longer has.
+            self.dropped[dir] += 1;
+            return;
+        }
         let dropped = match self.drop.as_mut() {
             Some(hook) => hook(self.now, to_server, &data, &mut self.rng),
             None => false,
@@ -357,6 +389,8 @@ impl Pair {
             seq: self.seq,
             to_server,
             from,
+            to,
+            ecn,
             data,
         }));
     }
@@ -369,6 +403,8 @@ impl Pair {
             seq: self.seq,
             to_server: true,
             from: self.client_addr,
+            to: self.server_addr,
+            ecn: None,
             data,
         }));
     }
@@ -390,17 +426,27 @@ impl Pair {
             return false;
         };
         self.now = self.now.max(next.min(limit));
+        if let Some((at, addr)) = self.rebind {
+            if self.now >= at {
+                self.rebind = None;
+                self.rebind_client(addr);
+            }
+        }
         while self.queue.peek().is_some_and(|Reverse(p)| p.at <= self.now) {
             let Some(Reverse(mut p)) = self.queue.pop() else {
                 break;
             };
             self.delivered[usize::from(p.to_server)] += 1;
             if p.to_server {
-                if let Some(h) = self.server.handle_datagram(self.now, p.from, &mut p.data) {
+                if let Some(h) =
+                    self.server
+                        .handle_datagram_ecn(self.now, p.from, p.ecn, &mut p.data)
+                {
                     self.server_conn.get_or_insert(h);
                 }
             } else {
-                self.client.handle_datagram(self.now, p.from, &mut p.data);
+                self.client
+                    .handle_datagram_ecn(self.now, p.from, p.ecn, &mut p.data);
             }
         }
         self.client.handle_timeout(self.now);

@@ -62,7 +62,7 @@ fn fec_repair_frames_need_the_transport_parameter() {
     // The server never advertised `artq_fec`: a repair frame is a protocol
     // violation, as an unnegotiated DATAGRAM frame is (RFC 9221 §3).
     let refusing = TransportConfig {
-        accept_fec: false,
+        fec: transport::fec::FecConfig::off(),
         ..TransportConfig::default()
     };
     let pair = Pair::new(refusing, TransportConfig::default());

@@ -4,10 +4,10 @@
 
 use std::sync::{Arc, Mutex};
 
-use rand::RngCore;
+use transport::fec::FecConfig;
 use transport::policy::{
-    DataKind, Decision, LostData, PacketFate, PacketTag, PathView, PolicyFactory, RecoveryPolicy,
-    SentView,
+    DataKind, Decision, LostData, PacketFate, PacketTag, PolicyContext, PolicyFactory,
+    RecoveryPolicy, SentView,
 };
 use transport::test_pair::{content, transport_with, Pair};
 use transport::TransportConfig;
@@ -35,13 +35,8 @@ impl RecoveryPolicy for Spread {
         format!("spread:{}", self.r)
     }
 
-    fn on_data_lost(
-        &mut self,
-        now: Instant,
-        lost: &LostData,
-        _path: &PathView,
-        _rng: &mut dyn RngCore,
-    ) -> Decision {
+    fn on_data_lost(&mut self, cx: &mut PolicyContext<'_>, lost: &LostData) -> Decision {
+        let now = cx.now;
         let mut log = self.log.lock().unwrap();
         log.decisions.push((lost.round, now));
         log.decided_at.insert((lost.item.0, lost.round), now);
@@ -51,7 +46,8 @@ impl RecoveryPolicy for Spread {
         }
     }
 
-    fn on_packet_sent(&mut self, now: Instant, sent: &SentView) -> Option<PacketTag> {
+    fn on_packet_sent(&mut self, cx: &mut PolicyContext<'_>, sent: &SentView) -> Option<PacketTag> {
+        let now = cx.now;
         if let Some(r) = sent.replica {
             self.log
                 .lock()
@@ -62,7 +58,7 @@ impl RecoveryPolicy for Spread {
         Some(PacketTag(sent.pn))
     }
 
-    fn on_packet_acked(&mut self, _now: Instant, fate: &PacketFate, _path: &PathView) {
+    fn on_packet_acked(&mut self, _cx: &mut PolicyContext<'_>, fate: &PacketFate) {
         assert_eq!(
             fate.tag,
             Some(PacketTag(fate.pn)),
@@ -73,7 +69,7 @@ impl RecoveryPolicy for Spread {
         }
     }
 
-    fn on_packet_lost(&mut self, _now: Instant, fate: &PacketFate, _path: &PathView) {
+    fn on_packet_lost(&mut self, _cx: &mut PolicyContext<'_>, fate: &PacketFate) {
         if fate.replica.is_some() {
             self.log.lock().unwrap().replicas_lost += 1;
         }
@@ -149,13 +145,8 @@ impl RecoveryPolicy for DatagramRetry {
     fn name(&self) -> String {
         "datagram-retry".into()
     }
-    fn on_data_lost(
-        &mut self,
-        now: Instant,
-        lost: &LostData,
-        _path: &PathView,
-        _rng: &mut dyn RngCore,
-    ) -> Decision {
+    fn on_data_lost(&mut self, cx: &mut PolicyContext<'_>, lost: &LostData) -> Decision {
+        let now = cx.now;
         if lost.kind == DataKind::Datagram && lost.round > self.rounds {
             Decision::Drop
         } else {
@@ -208,32 +199,18 @@ fn lost_datagrams_are_dropped_by_quic_and_retransmitted_on_request() {
     assert!(s.replicas > 0);
 }
 
-/// Block FEC with ARQ fallback (the `fec:K` baseline's transport side).
-#[derive(Debug, Clone)]
-struct Fec(u16);
-
-impl RecoveryPolicy for Fec {
-    fn name(&self) -> String {
-        format!("fec:{}", self.0)
-    }
-    fn on_data_lost(
-        &mut self,
-        now: Instant,
-        _lost: &LostData,
-        _path: &PathView,
-        _rng: &mut dyn RngCore,
-    ) -> Decision {
-        Decision::single(now)
-    }
-    fn fec_block_size(&self) -> Option<u16> {
-        Some(self.0)
+/// Block FEC with plain QUIC's ARQ as the fallback (the `fec:K`
+/// baseline's transport side).
+fn fec_server(k: u64) -> TransportConfig {
+    TransportConfig {
+        fec: FecConfig::default().with_block(k).expect("k in range"),
+        ..TransportConfig::default()
     }
 }
 
 #[test]
 fn fec_repairs_single_losses_at_an_artq_receiver() {
-    let mut pair = Pair::new(transport_with(Arc::new(Fec(9))), TransportConfig::default())
-        .with_random_loss(0.02);
+    let mut pair = Pair::new(fec_server(9), TransportConfig::default()).with_random_loss(0.02);
     let data = content(2_000_000, 21);
     let got = pair.download(&data, Duration::from_secs(60));
     assert!(got == data, "corrupted transfer");
@@ -255,10 +232,10 @@ fn fec_repairs_single_losses_at_an_artq_receiver() {
 #[test]
 fn fec_is_never_sent_to_a_receiver_that_does_not_decode_it() {
     let client = TransportConfig {
-        accept_fec: false,
+        fec: FecConfig::off(),
         ..TransportConfig::default()
     };
-    let mut pair = Pair::new(transport_with(Arc::new(Fec(9))), client).with_random_loss(0.02);
+    let mut pair = Pair::new(fec_server(9), client).with_random_loss(0.02);
     let data = content(500_000, 22);
     let got = pair.download(&data, Duration::from_secs(60));
     assert!(got == data);
@@ -271,7 +248,7 @@ fn fec_is_never_sent_to_a_receiver_that_does_not_decode_it() {
 /// buffer never frees and the transfer stalls once it is full.
 #[test]
 fn late_acknowledged_losses_free_the_send_buffer() {
-    let mut server = transport_with(Arc::new(Fec(9)));
+    let mut server = fec_server(9);
     server.streams.send_buffer = 256 * 1024;
     let mut pair = Pair::new(server, TransportConfig::default()).with_random_loss(0.03);
     let data = content(3_000_000, 23);
@@ -299,26 +276,25 @@ impl RecoveryPolicy for Recorder {
     fn name(&self) -> String {
         "recorder".into()
     }
-    fn on_data_lost(
-        &mut self,
-        now: Instant,
-        lost: &LostData,
-        _path: &PathView,
-        _rng: &mut dyn RngCore,
-    ) -> Decision {
+    fn on_data_lost(&mut self, cx: &mut PolicyContext<'_>, lost: &LostData) -> Decision {
+        let now = cx.now;
         Decision::Retransmit {
             send_at: vec![now, now + Duration::from_millis(3)],
             opportunistic: lost.round % 2 == 0,
         }
     }
-    fn on_packet_sent(&mut self, _now: Instant, sent: &SentView) -> Option<PacketTag> {
+    fn on_packet_sent(
+        &mut self,
+        _cx: &mut PolicyContext<'_>,
+        sent: &SentView,
+    ) -> Option<PacketTag> {
         // A tag the transport cannot guess: it must hand back what it got.
         Some(PacketTag(sent.pn.wrapping_mul(0x9e37_79b9_7f4a_7c15)))
     }
-    fn on_packet_acked(&mut self, _now: Instant, fate: &PacketFate, _path: &PathView) {
+    fn on_packet_acked(&mut self, _cx: &mut PolicyContext<'_>, fate: &PacketFate) {
         self.0.lock().unwrap().calls.push((fate.pn, true, *fate));
     }
-    fn on_packet_lost(&mut self, _now: Instant, fate: &PacketFate, _path: &PathView) {
+    fn on_packet_lost(&mut self, _cx: &mut PolicyContext<'_>, fate: &PacketFate) {
         self.0.lock().unwrap().calls.push((fate.pn, false, *fate));
     }
 }
@@ -446,4 +422,121 @@ impl SmallTransfer {
             }
         }
     }
+}
+
+/// What the reinjecting policy saw.
+#[derive(Debug, Default)]
+struct ReinjectLog {
+    /// Items whose data was retransmitted and not yet seen to end.
+    waiting: Vec<(transport::policy::ItemId, Instant)>,
+    app_limited_calls: u64,
+    /// (asked for, called at) of each timer call.
+    timer_calls: Vec<(Instant, Instant)>,
+    asked: u64,
+    ended: u64,
+    /// Window and in-flight bytes at each off-mode call.
+    windows: Vec<(u64, u64, u64)>,
+}
+
+/// ARQ plus one reinjection per item: in off-mode, or 5 ms after its
+/// retransmission.
+#[derive(Debug, Clone)]
+struct Reinjector {
+    log: Arc<Mutex<ReinjectLog>>,
+}
+
+impl RecoveryPolicy for Reinjector {
+    fn name(&self) -> String {
+        "reinjector".into()
+    }
+
+    fn on_data_lost(&mut self, cx: &mut PolicyContext<'_>, _lost: &LostData) -> Decision {
+        Decision::single(cx.now)
+    }
+
+    fn on_packet_sent(&mut self, cx: &mut PolicyContext<'_>, sent: &SentView) -> Option<PacketTag> {
+        if let Some(r) = sent.replica {
+            let mut log = self.log.lock().unwrap();
+            if r.index == 0 && !log.waiting.iter().any(|(i, _)| *i == r.item) {
+                log.waiting.push((r.item, cx.now));
+            }
+        }
+        None
+    }
+
+    fn on_app_limited(&mut self, cx: &mut PolicyContext<'_>) -> Option<transport::policy::ItemId> {
+        let mut log = self.log.lock().unwrap();
+        log.app_limited_calls += 1;
+        log.windows
+            .push((cx.path.cwnd, cx.path.bytes_in_flight, cx.path.mtu));
+        let (item, _) = log.waiting.pop()?;
+        log.asked += 1;
+        Some(item)
+    }
+
+    fn next_reinjection(&self) -> Option<Instant> {
+        let log = self.log.lock().unwrap();
+        log.waiting
+            .first()
+            .map(|(_, t)| *t + Duration::from_millis(5))
+    }
+
+    fn on_reinjection_timer(
+        &mut self,
+        cx: &mut PolicyContext<'_>,
+    ) -> Option<transport::policy::ItemId> {
+        let mut log = self.log.lock().unwrap();
+        let (item, t) = *log.waiting.first()?;
+        log.timer_calls.push((t + Duration::from_millis(5), cx.now));
+        log.waiting.remove(0);
+        log.asked += 1;
+        Some(item)
+    }
+
+    fn on_recovery_ended(
+        &mut self,
+        _cx: &mut PolicyContext<'_>,
+        record: &transport::events::RecoveryRecord,
+    ) {
+        let mut log = self.log.lock().unwrap();
+        log.ended += 1;
+        log.waiting.retain(|(i, _)| *i != record.item);
+    }
+}
+
+#[test]
+fn a_policy_reinjects_in_off_mode_and_on_its_timer() {
+    let log = Arc::new(Mutex::new(ReinjectLog::default()));
+    let policy = Reinjector { log: log.clone() };
+    let mut pair = Pair::new(transport_with(Arc::new(policy)), TransportConfig::default())
+        .with_random_loss(0.05);
+    let data = content(400_000, 5);
+    let got = pair.download(&data, Duration::from_secs(60));
+    assert!(got == data, "corrupted transfer");
+    let stats = pair.server().stats();
+    let log = log.lock().unwrap();
+    assert!(log.app_limited_calls > 0, "the sender was never idle");
+    assert!(stats.reinjections > 0, "{stats:?}");
+    assert!(stats.reinjections <= log.asked);
+    assert!(stats.extra_replicas >= stats.reinjections);
+    assert!(log.ended > 0, "no item was reported as ended");
+    // Off-mode: the window was never the limit when the policy was asked.
+    for &(cwnd, in_flight, mtu) in &log.windows {
+        assert!(in_flight + mtu <= cwnd, "{in_flight} + {mtu} > {cwnd}");
+    }
+    // The timer is never early.
+    for &(due, at) in &log.timer_calls {
+        assert!(at >= due, "asked for {due:?}, called at {at:?}");
+    }
+}
+
+#[test]
+fn plain_quic_never_reinjects() {
+    let mut pair =
+        Pair::new(TransportConfig::default(), TransportConfig::default()).with_random_loss(0.05);
+    let data = content(200_000, 6);
+    assert!(pair.download(&data, Duration::from_secs(60)) == data);
+    let stats = pair.server().stats();
+    assert!(stats.replicas > 0);
+    assert_eq!((stats.reinjections, stats.extra_replicas), (0, 0));
 }

@@ -23,6 +23,7 @@
 
 pub mod cid;
 pub mod coding;
+pub mod ecn;
 pub mod error;
 pub mod frame;
 pub mod fuzzing;

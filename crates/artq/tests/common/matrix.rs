@@ -314,6 +314,37 @@ pub const AMPLIFICATIONLIMIT: Case = Case {
     ],
 };
 
+/// `rebind-port`: a 5 MB file (4.2 s at 10 Mbit/s) through the runner's
+/// link, whose NAT gives the client a new port every second: the server
+/// must follow each move (RFC 9000 §9) or lose everything it sends to the
+/// old binding.
+pub const REBIND_PORT: Case = Case {
+    name: "rebind-port",
+    client_testcase: "transfer",
+    server_testcase: "transfer",
+    files: &[(1, 5 * MIB)],
+    link: runner_link!("--rebind-every", "1000"),
+    artq_args: &[],
+    long_chain: false,
+    deadline: Duration::from_secs(90),
+    checks: &[Check::Connections(1)],
+};
+
+/// `rebind-addr`: as `rebind-port`, with a new address each time
+/// (127.0.0.2, .3, ...): the server validates each new path and starts its
+/// congestion control afresh there.
+pub const REBIND_ADDR: Case = Case {
+    name: "rebind-addr",
+    client_testcase: "transfer",
+    server_testcase: "transfer",
+    files: &[(1, 5 * MIB)],
+    link: runner_link!("--rebind-every", "1000", "--rebind-address"),
+    artq_args: &[],
+    long_chain: false,
+    deadline: Duration::from_secs(90),
+    checks: &[Check::Connections(1)],
+};
+
 /// Not a runner case (issue 15): the `keyupdate` client (its first key
 /// update after 100 packets) downloads 3 MB while 10% of its datagrams
 /// reach the server corrupted in their first 51 bytes, often in the header

@@ -33,6 +33,9 @@ pub const EXPERIMENTS: &[&str] = &[
     "rcp-fig7",
     "rcp-fig8",
     "rcp-fig9",
+    "autorec-fig11",
+    "autorec-fig12",
+    "autorec-fig13",
 ];
 
 /// Virtual-time limit of each run, seconds: large enough for 1000 files at
@@ -59,6 +62,9 @@ pub fn experiment(name: &str, scale: Scale) -> Option<Experiment> {
         "rcp-fig7" => Some(super::rcp::fig7(scale)),
         "rcp-fig8" => Some(super::rcp::fig8(scale)),
         "rcp-fig9" => Some(super::rcp::fig9(scale)),
+        "autorec-fig11" => Some(super::autorec::fig11(scale)),
+        "autorec-fig12" => Some(super::autorec::fig12(scale)),
+        "autorec-fig13" => Some(super::autorec::fig13(scale)),
         _ => None,
     }
 }

@@ -629,6 +629,7 @@ mod tests {
             len: 1000,
             n,
             k: 1,
+            needed: n.min(1),
             first_sent: Instant::ZERO,
             first_lost: Instant::ZERO,
             t_wait: t_wait_ms.map(Duration::from_millis),

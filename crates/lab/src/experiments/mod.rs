@@ -17,6 +17,7 @@
 //! [`report`] the writers; this module the data types, running and
 //! aggregation.
 
+pub mod autorec;
 pub mod defs;
 pub mod deploy;
 pub mod design;
@@ -230,6 +231,26 @@ pub const METRICS: &[(&str, &str)] = &[
         "retransmission_probability",
         "messages: share of timed-out messages retransmitted",
     ),
+    (
+        "recovery_latency_mean_ms",
+        "live: mean recovery_latency of all recovered data (first loss detection to the send of the copy that got through), ms",
+    ),
+    (
+        "recovery_latency_multi_mean_ms",
+        "live: mean recovery_latency of the data whose recovery needed >= 2 retransmissions (AutoRec's displayed latency), ms",
+    ),
+    (
+        "recovery_latency_multi_p95_ms",
+        "live: 95th percentile of that latency, ms",
+    ),
+    (
+        "recovery_latency_multi_max_ms",
+        "live: largest such latency, ms",
+    ),
+    (
+        "retransmission_ratio",
+        "live: replicas / data_packets (AutoRec's retran_ratio)",
+    ),
 ];
 
 /// Metrics that only some workloads or experiments produce: a run row
@@ -252,6 +273,11 @@ const OPTIONAL_METRICS: &[&str] = &[
     "mean_latency_ms",
     "utility",
     "retransmission_probability",
+    "recovery_latency_mean_ms",
+    "recovery_latency_multi_mean_ms",
+    "recovery_latency_multi_p95_ms",
+    "recovery_latency_multi_max_ms",
+    "retransmission_ratio",
 ];
 
 /// One run: a case with one seed, and its metrics (or why it failed).
@@ -331,6 +357,21 @@ impl RunRow {
             if let Some(v) = v {
                 metrics.insert(name.to_string(), round6(v));
             }
+        }
+        if m.freeze_count.is_some() {
+            // Live streams: AutoRec's figures.
+            let mut put = |name: &str, v: f64| {
+                metrics.insert(name.to_string(), round6(v));
+            };
+            if let Some(l) = &m.recovery_latency_ms {
+                put("recovery_latency_mean_ms", l.mean);
+            }
+            if let Some(l) = &m.recovery_latency_multi_ms {
+                put("recovery_latency_multi_mean_ms", l.mean);
+                put("recovery_latency_multi_p95_ms", l.p95);
+                put("recovery_latency_multi_max_ms", l.max);
+            }
+            put("retransmission_ratio", m.retransmission_ratio);
         }
         RunRow {
             group: case.group.clone(),

@@ -55,6 +55,10 @@ pub struct ItemRecord {
     pub n: u32,
     /// Retransmissions sent for the data (every replica counts).
     pub k: u32,
+    /// Retransmissions sent up to and including the copy that delivered
+    /// the data (0 for `n = 0`); `needed >= 2` is AutoRec's "recovery
+    /// requires two or more retransmissions".
+    pub needed: u32,
     /// First transmission of the data.
     pub first_sent: Instant,
     /// First loss detection.
@@ -77,6 +81,7 @@ impl ItemRecord {
         let RecoveryOutcome::Delivered {
             round,
             recovery_sent,
+            needed,
             ..
         } = r.outcome
         else {
@@ -108,6 +113,7 @@ impl ItemRecord {
             len,
             n: round,
             k: r.retransmissions,
+            needed,
             first_sent: r.first_sent,
             first_lost: r.first_lost,
             t_wait,
@@ -336,6 +342,11 @@ pub struct RunMetrics {
     pub recovery_latency_ms: Option<Summary>,
     /// Share of recovered items that needed two rounds or more.
     pub recovery_deterioration_rate: f64,
+    /// Live: `recovery_latency` of the items whose recovery needed two or
+    /// more retransmissions (`needed >= 2`), what AutoRec reports (§5);
+    /// absent for other workloads and when there were none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery_latency_multi_ms: Option<Summary>,
     /// `replicas / data_packets`.
     pub retransmission_ratio: f64,
     /// Packets declared lost and acknowledged afterwards.
@@ -388,6 +399,10 @@ pub struct RunMetrics {
     /// retransmitted (rcp.md Fig. 6); absent when none timed out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retransmission_probability: Option<f64>,
+    /// ECN runs only: packets the receiver reported CE-marked to the
+    /// sender (RFC 9000 §13.4), each a congestion signal without a loss.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ecn_ce_reported: Option<u64>,
 }
 
 /// The inputs of [`RunMetrics::compute`] that are not counters.
@@ -457,6 +472,7 @@ impl RunMetrics {
             t_wait_ms: Summary::of(&mut t_wait),
             recovery_latency_ms: Summary::of(&mut latency),
             recovery_deterioration_rate: tally.deterioration_rate(),
+            recovery_latency_multi_ms: None,
             retransmission_ratio: ratio(stats.replicas, stats.data_packets),
             spurious_retransmissions: stats.spurious_retransmissions,
             cpu_ms: facts.cpu.map(|d| d.as_secs_f64() * 1e3),
@@ -472,7 +488,16 @@ impl RunMetrics {
             mean_latency_ms: None,
             utility: None,
             retransmission_probability: None,
+            ecn_ce_reported: None,
         }
+    }
+
+    /// Adds the ECN figures of an ECN run (other runs' JSON is unchanged).
+    pub fn with_ecn(mut self, ecn: bool, stats: &ConnectionStats) -> RunMetrics {
+        if ecn {
+            self.ecn_ce_reported = Some(stats.ecn_ce_reported);
+        }
+        self
     }
 
     /// Adds the messages workload's metrics: the receiver's `report`, the
@@ -496,11 +521,22 @@ impl RunMetrics {
     }
 
     /// Adds a video player's statistics (only video workloads have them:
-    /// the other workloads' JSON is unchanged).
-    pub fn with_playback(mut self, playback: Option<&Playback>) -> RunMetrics {
+    /// the other workloads' JSON is unchanged); a live stream also gets
+    /// `recovery_latency_multi_ms` over `items`.
+    pub fn with_playback(
+        mut self,
+        playback: Option<&Playback>,
+        items: &[ItemRecord],
+    ) -> RunMetrics {
         match playback {
             None => {}
             Some(Playback::Live(r)) => {
+                let mut multi: Vec<Duration> = items
+                    .iter()
+                    .filter(|i| i.needed >= 2)
+                    .filter_map(|i| i.recovery_latency)
+                    .collect();
+                self.recovery_latency_multi_ms = Summary::of(&mut multi);
                 self.avg_bitrate_kbps = Some(r.avg_bitrate_kbps);
                 self.startup_ms = r.playout.startup.map(ms);
                 self.freeze_count = Some(r.freeze_count);
@@ -572,6 +608,7 @@ mod tests {
             outcome: RecoveryOutcome::Delivered {
                 round,
                 recovery_sent: Instant::from_millis(170),
+                needed: 1,
                 acked_at: Instant::from_millis(220),
             },
         }

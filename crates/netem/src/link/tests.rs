@@ -792,3 +792,46 @@ fn loss_max_burst_caps_runs_of_losses() {
     .validate()
     .is_err());
 }
+
+/// ECN marking: an ECN-capable datagram arriving when at least K wait is
+/// marked CE (and still queued); Not-ECT datagrams never are; a full queue
+/// still drops.
+#[test]
+fn ecn_capable_arrivals_are_marked_above_the_threshold() {
+    let mut config = LinkConfig::new(
+        Capacity::Constant {
+            bits_per_sec: 1_000_000,
+        },
+        Duration::ZERO,
+    );
+    config.queue = QueueLimit::Packets(6);
+    config.ce_threshold = Some(3);
+    let mut link = Link::new(config, 1);
+    let t0 = Instant::ZERO;
+    for seq in 0..10u32 {
+        let mut d = dgram(seq, 1000);
+        // Every other datagram is ECN-capable.
+        d.ecn = (seq % 2 == 0).then_some(Ecn::Ect0);
+        link.send(t0, d);
+    }
+    let mut out = Vec::new();
+    while let Some(t) = link.next_event() {
+        while let Some(d) = link.poll_deliver(t) {
+            out.push((seq_of(&d), d.ecn));
+        }
+    }
+    // 0 goes straight to the server; 1..=6 queue (4 is the first ECT one
+    // arriving with 3 waiting); 7..=9 find the queue full.
+    let expected: Vec<(u32, Option<Ecn>)> = vec![
+        (0, Some(Ecn::Ect0)),
+        (1, None),
+        (2, Some(Ecn::Ect0)),
+        (3, None),
+        (4, Some(Ecn::Ce)),
+        (5, None),
+        (6, Some(Ecn::Ce)),
+    ];
+    assert_eq!(out, expected);
+    let s = link.stats();
+    assert_eq!((s.ce_marked, s.dropped_queue), (2, 3));
+}

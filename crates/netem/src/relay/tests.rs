@@ -59,6 +59,7 @@ fn relay_applies_delay_and_loss_both_ways() {
         down: LinkConfig::new(Capacity::Unlimited, Duration::from_millis(20)),
         seed: 1,
         pcap: None,
+        rebind: None,
     };
     let relay = spawn(config).expect("relay starts");
     assert!(relay.local_addr().ip().is_loopback());
@@ -150,6 +151,7 @@ fn relay_achieves_20_mbps_in_real_time() {
         ),
         seed: 2,
         pcap: None,
+        rebind: None,
     };
     let relay = spawn(config).expect("relay starts");
     let epoch = StdInstant::now();
@@ -205,6 +207,7 @@ fn new_client_address_replaces_the_old_and_strangers_are_ignored() {
         down: LinkConfig::ideal(),
         seed: 3,
         pcap: None,
+        rebind: None,
     };
     let relay = spawn(config).expect("relay starts");
     let (a, b) = (local_socket(), local_socket());
@@ -257,6 +260,7 @@ fn run_stops_on_the_flag_and_bind_errors_are_reported() {
         down: LinkConfig::ideal(),
         seed: 0,
         pcap: None,
+        rebind: None,
     };
     assert!(spawn(config.clone()).is_err(), "listen address in use");
 
@@ -318,6 +322,7 @@ fn capture_records_the_server_side_with_the_runner_faults_applied() {
         down,
         seed: 5,
         pcap: Some(pcap.clone()),
+        rebind: None,
     };
     let relay = spawn(config).expect("relay starts");
     let upstream = relay.upstream_addr();
@@ -373,4 +378,122 @@ fn capture_records_the_server_side_with_the_runner_faults_applied() {
         records.windows(2).all(|w| w[0].0 <= w[1].0),
         "in time order"
     );
+}
+
+/// NAT rebinding: after each interval the server sees the client's
+/// datagrams from a new upstream port (and, with `address`, a new loopback
+/// address); what it sends to the old one is lost, what it sends to the new
+/// one reaches the client.
+#[test]
+fn rebinding_moves_the_upstream_side() {
+    for address in [false, true] {
+        let server = local_socket();
+        let config = RelayConfig {
+            listen: "127.0.0.1:0".parse().expect("addr"),
+            to: server.local_addr().expect("addr"),
+            up: LinkConfig::ideal(),
+            down: LinkConfig::ideal(),
+            seed: 3,
+            pcap: None,
+            rebind: Some(Rebind {
+                every: Duration::from_millis(300),
+                address,
+            }),
+        };
+        let relay = spawn(config).expect("relay starts");
+        let client = local_socket();
+        let mut buf = [0u8; 64];
+        client
+            .send_to(&1u32.to_be_bytes(), relay.local_addr())
+            .expect("send");
+        let (_, first) = server.recv_from(&mut buf).expect("first datagram");
+        std::thread::sleep(StdDuration::from_millis(450));
+        client
+            .send_to(&2u32.to_be_bytes(), relay.local_addr())
+            .expect("send");
+        let (n, second) = server.recv_from(&mut buf).expect("second datagram");
+        assert_eq!(seq_of(&buf[..n]), 2);
+        assert_ne!(first.port(), second.port(), "the port moved");
+        assert_eq!(first.ip() != second.ip(), address, "{first} -> {second}");
+        // The old binding is gone; the new one reaches the client.
+        server.send_to(&3u32.to_be_bytes(), first).expect("send");
+        server.send_to(&4u32.to_be_bytes(), second).expect("send");
+        let (n, _) = client
+            .recv_from(&mut buf)
+            .expect("reply via the new binding");
+        assert_eq!(seq_of(&buf[..n]), 4);
+        let stats = relay.stop().expect("stats");
+        assert!(stats.rebinds >= 1, "{stats:?}");
+    }
+}
+
+/// ECN through the relay: ECT(0) marks cross it both ways, and a link
+/// whose queue marks turns some of a burst's marks into CE.
+#[test]
+fn ecn_codepoints_cross_the_relay_and_queues_mark_ce() {
+    let server = local_socket();
+    server
+        .set_read_timeout(Some(StdDuration::from_secs(2)))
+        .expect("timeout");
+    let server_state = quinn_udp::UdpSocketState::new((&server).into()).expect("state");
+    server.set_nonblocking(false).expect("blocking again");
+    let mut up = LinkConfig::new(
+        Capacity::Constant {
+            bits_per_sec: 2_000_000,
+        },
+        Duration::ZERO,
+    );
+    up.queue = QueueLimit::Packets(100);
+    up.ce_threshold = Some(5);
+    let config = RelayConfig {
+        listen: "127.0.0.1:0".parse().expect("addr"),
+        to: server.local_addr().expect("addr"),
+        up,
+        down: LinkConfig::ideal(),
+        seed: 3,
+        pcap: None,
+        rebind: None,
+    };
+    let relay = spawn(config).expect("relay starts");
+    let client = local_socket();
+    let client_state = quinn_udp::UdpSocketState::new((&client).into()).expect("state");
+    let payload = [7u8; 1000];
+    for _ in 0..30 {
+        let t = quinn_udp::Transmit {
+            destination: relay.local_addr(),
+            ecn: Some(quinn_udp::EcnCodepoint::Ect0),
+            contents: &payload,
+            segment_size: None,
+            src_ip: None,
+        };
+        client_state.send((&client).into(), &t).expect("send");
+    }
+    let mut seen = Vec::new();
+    let mut buf = vec![0u8; 2000];
+    while seen.len() < 30 {
+        let mut meta = [quinn_udp::RecvMeta::default()];
+        let mut bufs = [io::IoSliceMut::new(&mut buf)];
+        match server_state.recv((&server).into(), &mut bufs, &mut meta) {
+            Ok(_) => {
+                let m = meta[0];
+                let stride = if m.stride == 0 { m.len } else { m.stride };
+                for _ in 0..m.len.div_ceil(stride.max(1)) {
+                    seen.push(m.ecn);
+                }
+            }
+            Err(e) => panic!("after {} datagrams: {e}", seen.len()),
+        }
+    }
+    let ce = seen
+        .iter()
+        .filter(|e| **e == Some(quinn_udp::EcnCodepoint::Ce))
+        .count();
+    let ect0 = seen
+        .iter()
+        .filter(|e| **e == Some(quinn_udp::EcnCodepoint::Ect0))
+        .count();
+    assert_eq!(ce + ect0, 30, "{seen:?}");
+    assert!(ce >= 10 && ect0 >= 5, "{ce} CE, {ect0} ECT(0)");
+    let stats = relay.stop().expect("stats");
+    assert_eq!(stats.up.ce_marked as usize, ce);
 }

@@ -142,6 +142,14 @@ impl BanditAdapter {
         &self.arms
     }
 
+    /// The arm with the highest mean reward (the lowest level among equals)
+    /// and its level: what exploitation would pull now.
+    pub fn best_arm(&self) -> (u32, Arm) {
+        let i = self.best_by(|a| a.mean);
+        // i < arms.len() ≤ MAX_REPLICAS, so it fits a u32.
+        (i as u32 + 1, self.arms.get(i).copied().unwrap_or_default())
+    }
+
     /// Pull an arm for round `round` of `item`; returns the level to send.
     pub fn on_data_lost(&mut self, item: ItemId, round: u32, rng: &mut dyn RngCore) -> u32 {
         if round > 1 {

@@ -28,12 +28,10 @@ pub mod dqn;
 pub mod mab;
 pub mod scheduler;
 
-use rand::RngCore;
 use transport::policy::{
-    DataKind, Decision, LostData, PacketFate, PacketTag, PathView, PolicyFactory, PolicyState,
+    DataKind, Decision, LostData, PacketFate, PacketTag, PolicyContext, PolicyFactory, PolicyState,
     RecoveryPolicy, SentView, MAX_REPLICAS,
 };
-use wire::time::Instant;
 
 pub use adapter::{RedundancyAdapter, ReplicaWindow, StartLevels};
 pub use mab::{BanditAdapter, BanditConfig, BanditStrategy};
@@ -327,24 +325,43 @@ impl RecoveryPolicy for ArtPolicy {
         self.config.name()
     }
 
-    fn on_data_lost(
-        &mut self,
-        now: Instant,
-        lost: &LostData,
-        path: &PathView,
-        rng: &mut dyn RngCore,
-    ) -> Decision {
+    fn on_data_lost(&mut self, cx: &mut PolicyContext<'_>, lost: &LostData) -> Decision {
+        let now = cx.now;
+        let path = cx.path;
         if lost.kind == DataKind::Datagram {
             return Decision::Drop;
         }
         let r = match &mut self.level {
             Level::Adaptive(a) => a.on_data_lost(lost.round),
             Level::Fixed(r) => *r,
-            Level::Bandit(b) => b.on_data_lost(lost.item, lost.round, rng),
+            Level::Bandit(b) => b.on_data_lost(lost.item, lost.round, cx.rng),
         };
         let r = (r.clamp(1, self.config.r_max) as usize).min(MAX_REPLICAS);
+        if cx.tracing() {
+            // B_max and the escape space this round's replicas spread over
+            // (journal §6.2). Reading them expires old bursts at `now`,
+            // which `schedule` below does anyway: tracing changes nothing.
+            let (b_max, space) = if self.config.scheduler {
+                (
+                    self.scheduler.max_burst(now, path),
+                    self.scheduler.escape_space(now, path),
+                )
+            } else {
+                (0, 1)
+            };
+            cx.publish(
+                "round_level",
+                &[
+                    ("item", lost.item.0 as f64),
+                    ("round", f64::from(lost.round)),
+                    ("level", r as f64),
+                    ("b_max", b_max as f64),
+                    ("escape_space", space as f64),
+                ],
+            );
+        }
         let send_at = if self.config.scheduler {
-            self.scheduler.schedule(now, r, path, rng)
+            self.scheduler.schedule(now, r, path, cx.rng)
         } else {
             vec![now; r]
         };
@@ -355,9 +372,20 @@ impl RecoveryPolicy for ArtPolicy {
         }
     }
 
+    /// B_max and the escape space describe the path's loss bursts (journal
+    /// §6.2): a new path starts with no burst history. The redundancy
+    /// levels and the replica-fate window stay: they adapt within L_queue
+    /// fates on any path, and the journal ties them to no path.
+    fn on_path_change(&mut self, cx: &mut PolicyContext<'_>) {
+        self.scheduler = ReplicaScheduler::new(self.config.alpha, self.config.burst_window_rtts);
+        cx.publish("path_changed", &[]);
+    }
+
     /// For qlog (`artq:policy_state`): the Redundancy Adapter's levels R_1..R_3
-    /// and the replica-loss share p_r of its window (journal §6.1), or the
-    /// fixed level.
+    /// and the replica-loss share p_r of its window (journal §6.1); the
+    /// bandit's best arm, its mean reward and the pulls so far (Appendix
+    /// A.1); or the fixed level. Each round's level, B_max and escape space
+    /// are `artq:policy_event`s named `round_level` (see `on_data_lost`).
     fn report_state(&self, out: &mut PolicyState) {
         match &self.level {
             Level::Adaptive(a) => {
@@ -368,16 +396,28 @@ impl RecoveryPolicy for ArtPolicy {
                 out.set("window_len", a.window().len() as f64);
             }
             Level::Fixed(r) => out.set("r_1", f64::from(*r)),
-            Level::Bandit(_) => {}
+            Level::Bandit(b) => {
+                let (level, arm) = b.best_arm();
+                out.set("best_level", f64::from(level));
+                out.set("best_mean_reward", arm.mean);
+                out.set(
+                    "pulls",
+                    b.arms().iter().map(|a| a.pulls).sum::<u64>() as f64,
+                );
+            }
         }
     }
 
-    fn on_packet_sent(&mut self, _now: Instant, _sent: &SentView) -> Option<PacketTag> {
+    fn on_packet_sent(
+        &mut self,
+        _cx: &mut PolicyContext<'_>,
+        _sent: &SentView,
+    ) -> Option<PacketTag> {
         self.sent = self.sent.saturating_add(1);
         Some(PacketTag(self.sent))
     }
 
-    fn on_packet_acked(&mut self, _now: Instant, fate: &PacketFate, _path: &PathView) {
+    fn on_packet_acked(&mut self, _cx: &mut PolicyContext<'_>, fate: &PacketFate) {
         let Some(r) = fate.replica else { return };
         match &mut self.level {
             Level::Adaptive(a) => a.on_replica_acked(fate.pn),
@@ -386,7 +426,9 @@ impl RecoveryPolicy for ArtPolicy {
         }
     }
 
-    fn on_packet_lost(&mut self, now: Instant, fate: &PacketFate, path: &PathView) {
+    fn on_packet_lost(&mut self, cx: &mut PolicyContext<'_>, fate: &PacketFate) {
+        let now = cx.now;
+        let path = cx.path;
         self.scheduler.on_packet_lost(now, Self::index(fate), path);
         if fate.replica.is_some() {
             if let Level::Adaptive(a) = &mut self.level {

@@ -4,8 +4,35 @@
 use super::*;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use transport::policy::{DataKind, ItemId, PacketTag, ReplicaRef};
-use wire::time::Duration;
+use transport::policy::{with_context, DataKind, ItemId, PacketTag, PathView, ReplicaRef};
+use wire::time::{Duration, Instant};
+
+// The callbacks with their arguments spelled out, through a context that
+// publishes nowhere.
+fn data_lost(
+    p: &mut ArtPolicy,
+    now: Instant,
+    lost: &LostData,
+    path: &PathView,
+    rng: &mut dyn rand::RngCore,
+) -> Decision {
+    with_context(now, path, rng, |cx| p.on_data_lost(cx, lost))
+}
+
+fn packet_sent(p: &mut ArtPolicy, now: Instant, sent: &SentView) -> Option<PacketTag> {
+    let mut rng = ChaCha8Rng::seed_from_u64(0);
+    with_context(now, &path(), &mut rng, |cx| p.on_packet_sent(cx, sent))
+}
+
+fn packet_lost(p: &mut ArtPolicy, now: Instant, fate: &PacketFate, path: &PathView) {
+    let mut rng = ChaCha8Rng::seed_from_u64(0);
+    with_context(now, path, &mut rng, |cx| p.on_packet_lost(cx, fate))
+}
+
+fn packet_acked(p: &mut ArtPolicy, now: Instant, fate: &PacketFate, path: &PathView) {
+    let mut rng = ChaCha8Rng::seed_from_u64(0);
+    with_context(now, path, &mut rng, |cx| p.on_packet_acked(cx, fate))
+}
 
 fn path() -> PathView {
     // 100 Mbit/s, 30 ms: BDP 300 packets of 1250 bytes, 100 µs cycles.
@@ -69,10 +96,10 @@ fn times(d: &Decision) -> (&[Instant], bool) {
 /// Send `n` packets and lose them all: one burst of `n`.
 fn burst(p: &mut ArtPolicy, now: Instant, first_pn: u64, n: u64) {
     let tags: Vec<u64> = (first_pn..first_pn + n)
-        .map(|pn| p.on_packet_sent(now, &sent(pn)).map_or(0, |t| t.0))
+        .map(|pn| packet_sent(p, now, &sent(pn)).map_or(0, |t| t.0))
         .collect();
     for (pn, tag) in (first_pn..).zip(tags) {
-        p.on_packet_lost(now, &fate(pn, tag, None), &path());
+        packet_lost(p, now, &fate(pn, tag, None), &path());
     }
 }
 
@@ -81,7 +108,7 @@ fn art_starts_with_one_opportunistic_replica() {
     let mut p = ArtPolicy::new(ArtConfig::default()).unwrap();
     let mut rng = ChaCha8Rng::seed_from_u64(1);
     let now = Instant::from_millis(100);
-    let d = p.on_data_lost(now, &lost(1, 1), &path(), &mut rng);
+    let d = data_lost(&mut p, now, &lost(1, 1), &path(), &mut rng);
     assert_eq!(
         d,
         Decision::Retransmit {
@@ -98,18 +125,18 @@ fn replica_fates_drive_the_adapter_and_originals_do_not() {
     let mut rng = ChaCha8Rng::seed_from_u64(2);
     let now = Instant::from_millis(100);
     // Lost originals do not count toward p_r.
-    p.on_packet_lost(now, &fate(1, 1, None), &path());
+    packet_lost(&mut p, now, &fate(1, 1, None), &path());
     assert!(p.adapter().unwrap().window().is_empty());
     // A lost replica does: p_r = 1, E = 0 < 1, R_1 goes to 2.
-    p.on_packet_lost(now, &fate(2, 2, Some((1, 1))), &path());
-    let d = p.on_data_lost(now, &lost(2, 1), &path(), &mut rng);
+    packet_lost(&mut p, now, &fate(2, 2, Some((1, 1))), &path());
+    let d = data_lost(&mut p, now, &lost(2, 1), &path(), &mut rng);
     assert_eq!(times(&d).0.len(), 2);
     // Acked replicas bring it back down: p_r = 1/4, E = 2·0.75 = 1.5 stays.
     for pn in 3..6 {
-        p.on_packet_acked(now, &fate(pn, pn, Some((2, 1))), &path());
+        packet_acked(&mut p, now, &fate(pn, pn, Some((2, 1))), &path());
     }
     assert_eq!(
-        times(&p.on_data_lost(now, &lost(3, 1), &path(), &mut rng))
+        times(&data_lost(&mut p, now, &lost(3, 1), &path(), &mut rng))
             .0
             .len(),
         2
@@ -128,7 +155,7 @@ fn scheduler_spreads_replicas_within_one_rtt() {
     let mut rng = ChaCha8Rng::seed_from_u64(3);
     let mut spread = false;
     for i in 0..100 {
-        let d = p.on_data_lost(now, &lost(i, 1), &path(), &mut rng);
+        let d = data_lost(&mut p, now, &lost(i, 1), &path(), &mut rng);
         let (t, opp) = times(&d);
         assert!(opp);
         assert_eq!(t.len(), 6, "art-fix:6 sends exactly 6");
@@ -149,7 +176,7 @@ fn norand_variants_send_everything_now() {
     let mut rng = ChaCha8Rng::seed_from_u64(4);
     let mut p = ArtPolicy::new(ArtConfig::fixed_norand(5)).unwrap();
     burst(&mut p, now, 1, 30);
-    let d = p.on_data_lost(now, &lost(1, 1), &path(), &mut rng);
+    let d = data_lost(&mut p, now, &lost(1, 1), &path(), &mut rng);
     assert_eq!(
         d,
         Decision::Retransmit {
@@ -162,9 +189,9 @@ fn norand_variants_send_everything_now() {
     let mut p = ArtPolicy::new(ArtConfig::norand()).unwrap();
     burst(&mut p, now, 1, 30);
     for pn in 100..103 {
-        p.on_packet_lost(now, &fate(pn, 0, Some((1, 1))), &path());
+        packet_lost(&mut p, now, &fate(pn, 0, Some((1, 1))), &path());
     }
-    let d = p.on_data_lost(now, &lost(1, 1), &path(), &mut rng);
+    let d = data_lost(&mut p, now, &lost(1, 1), &path(), &mut rng);
     assert_eq!(
         d,
         Decision::Retransmit {
@@ -185,11 +212,11 @@ fn level_never_exceeds_r_max() {
     let mut rng = ChaCha8Rng::seed_from_u64(5);
     let now = Instant::from_millis(1);
     for pn in 0..10 {
-        p.on_packet_lost(now, &fate(pn, pn + 1, Some((1, 1))), &path());
+        packet_lost(&mut p, now, &fate(pn, pn + 1, Some((1, 1))), &path());
     }
     let counts: Vec<usize> = (0..6)
         .map(|i| {
-            times(&p.on_data_lost(now, &lost(i, 1), &path(), &mut rng))
+            times(&data_lost(&mut p, now, &lost(i, 1), &path(), &mut rng))
                 .0
                 .len()
         })
@@ -210,18 +237,18 @@ fn bandit_variants_learn_from_rounds() {
     // UCB tries each of the 8 arms once first.
     let levels: Vec<usize> = (0..8)
         .map(|i| {
-            times(&p.on_data_lost(now, &lost(i, 1), &path(), &mut rng))
+            times(&data_lost(&mut p, now, &lost(i, 1), &path(), &mut rng))
                 .0
                 .len()
         })
         .collect();
     assert_eq!(levels, [1, 2, 3, 4, 5, 6, 7, 8]);
     // Item 0's round 1 gets acked: arm 1 rewarded 1/(1·1).
-    p.on_packet_acked(now, &fate(50, 50, Some((0, 1))), &path());
+    packet_acked(&mut p, now, &fate(50, 50, Some((0, 1))), &path());
     let arm = p.bandit().unwrap().arms()[0];
     assert_eq!((arm.rewards, arm.mean), (1, 1.0));
     // Item 1 (level 2) enters round 2: its round 1 is penalised −η/(1·2).
-    p.on_data_lost(now, &lost(1, 2), &path(), &mut rng);
+    data_lost(&mut p, now, &lost(1, 2), &path(), &mut rng);
     let arm = p.bandit().unwrap().arms()[1];
     assert_eq!(arm.rewards, 1);
     assert!((arm.mean + 1.01 / 2.0).abs() < 1e-12);
@@ -300,11 +327,11 @@ fn tags_are_send_indices_so_bursts_ignore_pn_gaps() {
     // policy) are consecutive sends: one burst of 3.
     let tags: Vec<u64> = [1, 3, 5]
         .iter()
-        .map(|pn| p.on_packet_sent(now, &sent(*pn)).map_or(0, |t| t.0))
+        .map(|pn| packet_sent(&mut p, now, &sent(*pn)).map_or(0, |t| t.0))
         .collect();
     assert_eq!(tags, [1, 2, 3]);
     for (pn, tag) in [1, 3, 5].into_iter().zip(tags) {
-        p.on_packet_lost(now, &fate(pn, tag, None), &path());
+        packet_lost(&mut p, now, &fate(pn, tag, None), &path());
     }
     assert_eq!(p.scheduler_mut().max_burst(now, &path()), 3);
 }
@@ -314,12 +341,15 @@ fn datagrams_are_given_up_without_touching_the_levels() {
     let mut p = ArtPolicy::new(ArtConfig::default()).unwrap();
     let mut rng = ChaCha8Rng::seed_from_u64(8);
     let now = Instant::from_millis(1);
-    p.on_packet_lost(now, &fate(1, 1, Some((1, 1))), &path());
+    packet_lost(&mut p, now, &fate(1, 1, Some((1, 1))), &path());
     let l = LostData {
         kind: DataKind::Datagram,
         ..lost(1, 1)
     };
-    assert_eq!(p.on_data_lost(now, &l, &path(), &mut rng), Decision::Drop);
+    assert_eq!(
+        data_lost(&mut p, now, &l, &path(), &mut rng),
+        Decision::Drop
+    );
     assert_eq!(p.adapter().unwrap().level(1), 1);
 }
 
@@ -336,7 +366,7 @@ fn opportunism_can_be_switched_off_for_experiments() {
     );
     let mut rng = ChaCha8Rng::seed_from_u64(9);
     let now = Instant::from_millis(3);
-    let d = p.on_data_lost(now, &lost(1, 1), &path(), &mut rng);
+    let d = data_lost(&mut p, now, &lost(1, 1), &path(), &mut rng);
     assert_eq!(
         d,
         Decision::Retransmit {
@@ -344,4 +374,30 @@ fn opportunism_can_be_switched_off_for_experiments() {
             opportunistic: false
         }
     );
+}
+
+/// Issue 16: a path change seen by a policy. B_max and the escape space
+/// belong to a path: after the peer moves, the burst history restarts,
+/// while the redundancy levels stay.
+#[test]
+fn burst_statistics_restart_on_a_new_path() {
+    let mut p = ArtPolicy::new(ArtConfig::default()).unwrap();
+    let now = Instant::from_millis(100);
+    burst(&mut p, now, 10, 20);
+    assert_eq!(p.scheduler_mut().max_burst(now, &path()), 20);
+    assert_eq!(p.scheduler_mut().escape_space(now, &path()), 20);
+    let levels = |p: &ArtPolicy| {
+        (1..=3)
+            .map(|n| p.adapter().unwrap().level(n))
+            .collect::<Vec<_>>()
+    };
+    let levels_before = levels(&p);
+    let mut rng = ChaCha8Rng::seed_from_u64(0);
+    with_context(now, &path(), &mut rng, |cx| p.on_path_change(cx));
+    assert_eq!(p.scheduler_mut().max_burst(now, &path()), 0);
+    assert_eq!(p.scheduler_mut().escape_space(now, &path()), 1);
+    assert_eq!(levels(&p), levels_before);
+    // New losses build the new path's history.
+    burst(&mut p, now, 100, 4);
+    assert_eq!(p.scheduler_mut().max_burst(now, &path()), 4);
 }

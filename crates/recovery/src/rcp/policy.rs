@@ -29,7 +29,7 @@ use learn::{Activation, Dqn, DqnConfig, Epsilon, OptimizerKind, Transition};
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use transport::policy::{
-    DataKind, Decision, ItemId, LostData, PacketFate, PathView, PolicyFactory, PolicyState,
+    DataKind, Decision, ItemId, LostData, PacketFate, PolicyContext, PolicyFactory, PolicyState,
     RecoveryPolicy, SentView,
 };
 use wire::time::{Duration, Instant};
@@ -266,13 +266,8 @@ impl RecoveryPolicy for MessagePolicy {
         self.config.name.clone()
     }
 
-    fn on_data_lost(
-        &mut self,
-        now: Instant,
-        lost: &LostData,
-        _path: &PathView,
-        rng: &mut dyn RngCore,
-    ) -> Decision {
+    fn on_data_lost(&mut self, cx: &mut PolicyContext<'_>, lost: &LostData) -> Decision {
+        let now = cx.now;
         if lost.kind == DataKind::Stream || self.config.rule == Rule::Reliable {
             return Decision::single(now);
         }
@@ -292,7 +287,7 @@ impl RecoveryPolicy for MessagePolicy {
                 done: false,
             });
         }
-        if self.choose(&s, rng) == DROP {
+        if self.choose(&s, cx.rng) == DROP {
             self.counts.drop += 1;
             self.estimates.on_given_up();
             let reward = self.config.utility.dropped_reward(&self.estimates) as f32;
@@ -325,17 +320,17 @@ impl RecoveryPolicy for MessagePolicy {
 
     fn on_packet_sent(
         &mut self,
-        now: Instant,
+        cx: &mut PolicyContext<'_>,
         sent: &SentView,
     ) -> Option<transport::policy::PacketTag> {
         if let Some(p) = sent.replica.and_then(|r| self.pending.get_mut(&r.item)) {
-            p.last_sent = now;
+            p.last_sent = cx.now;
         }
         None
     }
 
-    fn on_packet_acked(&mut self, now: Instant, fate: &PacketFate, _path: &PathView) {
-        let rtt = now.saturating_duration_since(fate.time_sent);
+    fn on_packet_acked(&mut self, cx: &mut PolicyContext<'_>, fate: &PacketFate) {
+        let rtt = cx.now.saturating_duration_since(fate.time_sent);
         self.rto.on_sample(rtt);
         let one_way = rtt / 2;
         match fate.replica.and_then(|r| self.pending.remove(&r.item)) {

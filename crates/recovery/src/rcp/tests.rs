@@ -1,8 +1,9 @@
+use rand::RngCore;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use transport::policy::{
-    DataKind, Decision, ItemId, LostData, PacketFate, PathView, RecoveryPolicy, ReplicaRef,
-    SentView,
+    with_context, DataKind, Decision, ItemId, LostData, PacketFate, PathView, RecoveryPolicy,
+    ReplicaRef, SentView,
 };
 use wire::time::{Duration, Instant};
 
@@ -28,6 +29,18 @@ fn lost(item: u64, first_sent: u64, round: u32, kind: DataKind) -> LostData {
         bytes: 100,
         kind,
     }
+}
+
+/// `p.on_data_lost` at `now` on a default path.
+fn lose(p: &mut MessagePolicy, now: Instant, l: &LostData, rng: &mut dyn RngCore) -> Decision {
+    with_context(now, &PathView::default(), rng, |cx| p.on_data_lost(cx, l))
+}
+
+/// `p.on_packet_acked` at `now` on a default path.
+fn ack(p: &mut MessagePolicy, now: Instant, f: &PacketFate, rng: &mut dyn RngCore) {
+    with_context(now, &PathView::default(), rng, |cx| {
+        p.on_packet_acked(cx, f)
+    })
 }
 
 fn policy(name: &str) -> MessagePolicy {
@@ -92,10 +105,14 @@ fn options_parse_with_defaults_and_bad_ones_are_refused() {
 #[test]
 fn udp_drops_arq_retransmits_at_the_timeout_and_stream_data_is_always_resent() {
     let mut rng = ChaCha8Rng::seed_from_u64(1);
-    let path = PathView::default();
     let mut udp = policy("udp");
     assert_eq!(
-        udp.on_data_lost(at(50), &lost(0, 0, 1, DataKind::Datagram), &path, &mut rng),
+        lose(
+            &mut udp,
+            at(50),
+            &lost(0, 0, 1, DataKind::Datagram),
+            &mut rng
+        ),
         Decision::Drop
     );
     assert_eq!(udp.counts().drop, 1);
@@ -103,7 +120,7 @@ fn udp_drops_arq_retransmits_at_the_timeout_and_stream_data_is_always_resent() {
     for name in ["udp", "arq", "rcp", "tcp"] {
         let mut p = policy(name);
         assert_eq!(
-            p.on_data_lost(at(50), &lost(0, 0, 1, DataKind::Stream), &path, &mut rng),
+            lose(&mut p, at(50), &lost(0, 0, 1, DataKind::Stream), &mut rng),
             Decision::single(at(50)),
             "{name}"
         );
@@ -111,7 +128,12 @@ fn udp_drops_arq_retransmits_at_the_timeout_and_stream_data_is_always_resent() {
     // ARQ: before any RTT sample the timeout is the initial 30 ms after
     // the transmission; the loss declared at 20 ms waits for it.
     let mut arq = policy("arq");
-    let d = arq.on_data_lost(at(20), &lost(0, 0, 1, DataKind::Datagram), &path, &mut rng);
+    let d = lose(
+        &mut arq,
+        at(20),
+        &lost(0, 0, 1, DataKind::Datagram),
+        &mut rng,
+    );
     assert_eq!(
         d,
         Decision::Retransmit {
@@ -120,23 +142,30 @@ fn udp_drops_arq_retransmits_at_the_timeout_and_stream_data_is_always_resent() {
         }
     );
     // RTT samples of 100 ms: τ_r = 100 + 4 × 50 = 300 ms after the first.
-    arq.on_packet_acked(at(200), &fate(5, 100, None), &path);
+    ack(&mut arq, at(200), &fate(5, 100, None), &mut rng);
     assert_eq!(arq.rto(), ms(300));
     // A replica sent at 30 ms times out at 330 ms; declared lost at 400: now.
-    arq.on_packet_sent(
-        at(30),
-        &SentView {
-            pn: 9,
-            size: 150,
-            replica: Some(ReplicaRef {
-                item: ItemId(0),
-                round: 1,
-                index: 0,
-            }),
-            carries_new_data: false,
-        },
+    with_context(at(30), &PathView::default(), &mut rng, |cx| {
+        arq.on_packet_sent(
+            cx,
+            &SentView {
+                pn: 9,
+                size: 150,
+                replica: Some(ReplicaRef {
+                    item: ItemId(0),
+                    round: 1,
+                    index: 0,
+                }),
+                carries_new_data: false,
+            },
+        )
+    });
+    let d = lose(
+        &mut arq,
+        at(400),
+        &lost(0, 0, 2, DataKind::Datagram),
+        &mut rng,
     );
-    let d = arq.on_data_lost(at(400), &lost(0, 0, 2, DataKind::Datagram), &path, &mut rng);
     assert_eq!(d, Decision::single(at(400)));
     assert_eq!(arq.counts().retransmit, 2);
 }
@@ -145,19 +174,23 @@ fn udp_drops_arq_retransmits_at_the_timeout_and_stream_data_is_always_resent() {
 fn rcp_learns_from_its_decisions_and_is_repeatable() {
     let run = |seed: u64| {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let path = PathView::default();
         let mut p = policy("rcp:beta=0.5");
         let mut decisions = Vec::new();
         for i in 0..200u64 {
-            let d = p.on_data_lost(
+            let d = lose(
+                &mut p,
                 at(i + 150),
                 &lost(i, i, 1, DataKind::Datagram),
-                &path,
                 &mut rng,
             );
             if matches!(d, Decision::Retransmit { .. }) {
                 // The retransmission gets through 100 ms later.
-                p.on_packet_acked(at(i + 300), &fate(1000 + i, i + 200, Some((i, 1))), &path);
+                ack(
+                    &mut p,
+                    at(i + 300),
+                    &fate(1000 + i, i + 200, Some((i, 1))),
+                    &mut rng,
+                );
             }
             decisions.push(d == Decision::Drop);
         }
@@ -176,29 +209,38 @@ fn rcp_prefers_retransmitting_when_only_delivery_counts() {
     // beta = 1: a drop costs U(ε̂, ·) < 0, a delivery U(0, ·) = 0; after
     // training the greedy answer is to retransmit.
     let mut rng = ChaCha8Rng::seed_from_u64(7);
-    let path = PathView::default();
     let mut p = policy("rcp:beta=1");
     for i in 0..1500u64 {
-        let d = p.on_data_lost(
+        let d = lose(
+            &mut p,
             at(i + 150),
             &lost(i, i, 1, DataKind::Datagram),
-            &path,
             &mut rng,
         );
         if matches!(d, Decision::Retransmit { .. }) {
-            p.on_packet_acked(at(i + 300), &fate(10_000 + i, i + 200, Some((i, 1))), &path);
+            ack(
+                &mut p,
+                at(i + 300),
+                &fate(10_000 + i, i + 200, Some((i, 1))),
+                &mut rng,
+            );
         }
     }
     let before = p.counts();
     for i in 1500..1700u64 {
-        let d = p.on_data_lost(
+        let d = lose(
+            &mut p,
             at(i + 150),
             &lost(i, i, 1, DataKind::Datagram),
-            &path,
             &mut rng,
         );
         if matches!(d, Decision::Retransmit { .. }) {
-            p.on_packet_acked(at(i + 300), &fate(10_000 + i, i + 200, Some((i, 1))), &path);
+            ack(
+                &mut p,
+                at(i + 300),
+                &fate(10_000 + i, i + 200, Some((i, 1))),
+                &mut rng,
+            );
         }
     }
     let late = p.counts().retransmit - before.retransmit;

@@ -4,12 +4,10 @@
 //! tests drive is `transport::test_pair`.)
 use std::sync::{Arc, Mutex};
 
-use rand::RngCore;
 use transport::policy::{
-    DataKind, Decision, LostData, PacketFate, PacketTag, PathView, PolicyFactory, RecoveryPolicy,
-    SentView,
+    DataKind, Decision, LostData, PacketFate, PacketTag, PolicyContext, PolicyFactory,
+    RecoveryPolicy, SentView,
 };
-use wire::time::Instant;
 
 /// What a [`Recorded`] policy saw and decided.
 #[derive(Debug, Default)]
@@ -58,14 +56,10 @@ impl RecoveryPolicy for RecordedPolicy {
         self.inner.name()
     }
 
-    fn on_data_lost(
-        &mut self,
-        now: Instant,
-        lost: &LostData,
-        path: &PathView,
-        rng: &mut dyn RngCore,
-    ) -> Decision {
-        let d = self.inner.on_data_lost(now, lost, path, rng);
+    fn on_data_lost(&mut self, cx: &mut PolicyContext<'_>, lost: &LostData) -> Decision {
+        let now = cx.now;
+        let path = *cx.path;
+        let d = self.inner.on_data_lost(cx, lost);
         let mut r = self.record.lock().expect("record lock");
         r.rounds += 1;
         if let Decision::Retransmit { send_at, .. } = &d {
@@ -83,18 +77,18 @@ impl RecoveryPolicy for RecordedPolicy {
         d
     }
 
-    fn on_packet_sent(&mut self, now: Instant, sent: &SentView) -> Option<PacketTag> {
+    fn on_packet_sent(&mut self, cx: &mut PolicyContext<'_>, sent: &SentView) -> Option<PacketTag> {
         if sent.replica.is_some() {
             self.record.lock().expect("record lock").replicas_sent += 1;
         }
-        self.inner.on_packet_sent(now, sent)
+        self.inner.on_packet_sent(cx, sent)
     }
 
-    fn on_packet_acked(&mut self, now: Instant, fate: &PacketFate, path: &PathView) {
-        self.inner.on_packet_acked(now, fate, path);
+    fn on_packet_acked(&mut self, cx: &mut PolicyContext<'_>, fate: &PacketFate) {
+        self.inner.on_packet_acked(cx, fate);
     }
 
-    fn on_packet_lost(&mut self, now: Instant, fate: &PacketFate, path: &PathView) {
-        self.inner.on_packet_lost(now, fate, path);
+    fn on_packet_lost(&mut self, cx: &mut PolicyContext<'_>, fate: &PacketFate) {
+        self.inner.on_packet_lost(cx, fate);
     }
 }

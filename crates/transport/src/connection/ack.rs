@@ -41,6 +41,7 @@ impl Connection {
         if newly.is_empty() {
             return Ok(());
         }
+        self.on_ack_ecn(now, space, ack.ecn, &newly);
         // RFC 9002 §5.1: an RTT sample when the largest acknowledged is newly
         // acked and at least one newly acked packet was ack-eliciting.
         if let Some((_, largest)) = newly.iter().find(|(pn, _)| *pn == ack.largest) {
@@ -145,8 +146,7 @@ impl Connection {
             return;
         }
         let fate = p.fate(pn);
-        let path = self.path_view();
-        self.policy.on_packet_acked(now, &fate, &path);
+        self.call_policy(now, |policy, cx| policy.on_packet_acked(cx, &fate));
         if let Some(r) = p.replica {
             self.on_replica_acked(now, &r, p.time_sent);
         }

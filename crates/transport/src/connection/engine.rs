@@ -40,6 +40,15 @@ struct Item {
     outstanding: u32,
     /// Replicas of the current round still queued.
     queued: u32,
+    /// Replicas the current round has had so far (the policy's, then any
+    /// reinjections): the next replica's index.
+    round_replicas: u16,
+    /// Replicas the policy's decision asked for in the current round (the
+    /// indexes from here on are reinjections).
+    decided: u16,
+    /// `sent` when each round started (index = round − 1), for the
+    /// delivering copy's position ([`RecoveryOutcome::Delivered::needed`]).
+    round_starts: Vec<u32>,
     opportunistic: bool,
 }
 
@@ -167,6 +176,9 @@ impl Engine {
                 sent: 0,
                 outstanding: 0,
                 queued: 0,
+                round_replicas: 0,
+                decided: 0,
+                round_starts: Vec::new(),
                 opportunistic: false,
             },
         );
@@ -216,6 +228,7 @@ impl Engine {
             return RoundStart::Unknown;
         };
         item.round += 1;
+        item.round_starts.push(item.sent);
         let lost = LostData {
             item: id,
             first_sent: item.first_sent,
@@ -244,6 +257,8 @@ impl Engine {
         }
         times.truncate(MAX_REPLICAS);
         item.queued = times.len() as u32;
+        item.round_replicas = times.len() as u16;
+        item.decided = times.len() as u16;
         item.outstanding = 0;
         item.opportunistic = opportunistic;
         let round = item.round;
@@ -262,6 +277,34 @@ impl Engine {
             replicas.push((i as u16, send_at));
         }
         RoundStart::Scheduled { round, replicas }
+    }
+
+    /// A policy asks to reinject `id` (AutoRec, autorec.md §4.2): one more
+    /// replica of its current round, due now. Refused (false) when the item
+    /// is gone, no round has started, a replica of the round is still
+    /// queued (it will carry the data anyway), or the round reached
+    /// [`MAX_REPLICAS`]. The replica joins the round: the round ends only
+    /// when it too is declared lost.
+    pub fn reinject(&mut self, now: Instant, id: ItemId) -> bool {
+        let Some(item) = self.items.get_mut(&id) else {
+            return false;
+        };
+        if item.round == 0 || item.queued > 0 || usize::from(item.round_replicas) >= MAX_REPLICAS {
+            return false;
+        }
+        let index = item.round_replicas;
+        item.round_replicas += 1;
+        item.queued += 1;
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.queue.insert(QueuedReplica {
+            send_at: now,
+            seq,
+            item: id,
+            round: item.round,
+            index,
+        });
+        true
     }
 
     /// A replica packet was declared lost.
@@ -292,7 +335,7 @@ impl Engine {
             return ReplicaAck::Nothing;
         };
         if remaining.is_empty() {
-            self.deliver(now, r.item, r.round, sent_at);
+            self.deliver(now, r.item, r.round, r.index, sent_at);
             return ReplicaAck::Delivered;
         }
         // A replica that could not carry every unacknowledged part (rare:
@@ -309,12 +352,19 @@ impl Engine {
         }
     }
 
-    /// A packet of the item from `round` (0 = its original transmission),
-    /// declared lost earlier, was acknowledged after all: that round
-    /// delivered the data.
-    pub fn on_late_ack(&mut self, now: Instant, item: ItemId, round: u32, sent_at: Instant) {
+    /// A packet of the item from `round` (0 = its original transmission;
+    /// `index` its replica index), declared lost earlier, was acknowledged
+    /// after all: that round delivered the data.
+    pub fn on_late_ack(
+        &mut self,
+        now: Instant,
+        item: ItemId,
+        round: u32,
+        index: u16,
+        sent_at: Instant,
+    ) {
         if self.items.contains_key(&item) {
-            self.deliver(now, item, round, sent_at);
+            self.deliver(now, item, round, index, sent_at);
         }
     }
 
@@ -358,13 +408,17 @@ impl Engine {
             .any(|q| self.is_current(q) && (allow_non_opportunistic || self.is_opportunistic(q)))
     }
 
-    /// A replica popped by [`Engine::pop_due`] left in a packet.
-    pub fn on_replica_sent(&mut self, r: &ReplicaRef) {
-        if let Some(item) = self.items.get_mut(&r.item) {
-            item.queued = item.queued.saturating_sub(1);
-            item.outstanding += 1;
-            item.sent += 1;
-        }
+    /// A replica popped by [`Engine::pop_due`] left in a packet. Returns
+    /// whether it was a reinjection ([`Engine::reinject`]) rather than one
+    /// the policy's decision asked for.
+    pub fn on_replica_sent(&mut self, r: &ReplicaRef) -> bool {
+        let Some(item) = self.items.get_mut(&r.item) else {
+            return false;
+        };
+        item.queued = item.queued.saturating_sub(1);
+        item.outstanding += 1;
+        item.sent += 1;
+        r.round == item.round && r.index >= item.decided
     }
 
     /// A replica popped by [`Engine::pop_due`] found nothing left to carry:
@@ -400,13 +454,32 @@ impl Engine {
         self.items.get(&q.item).is_some_and(|i| i.opportunistic)
     }
 
-    fn deliver(&mut self, now: Instant, id: ItemId, round: u32, recovery_sent: Instant) {
+    fn deliver(
+        &mut self,
+        now: Instant,
+        id: ItemId,
+        round: u32,
+        index: u16,
+        recovery_sent: Instant,
+    ) {
+        let needed = match (round, self.items.get(&id)) {
+            (0, _) | (_, None) => 0,
+            (n, Some(item)) => {
+                let before = item
+                    .round_starts
+                    .get(n as usize - 1)
+                    .copied()
+                    .unwrap_or(item.sent);
+                (before + u32::from(index) + 1).min(item.sent.max(1))
+            }
+        };
         self.finish(
             id,
             RecoveryOutcome::Delivered {
                 round,
                 recovery_sent,
                 acked_at: now,
+                needed,
             },
         );
     }
@@ -551,8 +624,45 @@ mod tests {
         assert_eq!(recs[0].retransmissions, 3);
         assert_eq!(recs[0].delivered_round(), Some(2));
         // ...and a late acknowledgement of it finds the item gone: no record.
-        e.on_late_ack(at(70), id, 1, at(15));
+        e.on_late_ack(at(70), id, 1, 1, at(15));
         assert!(e.take_records().is_empty());
+    }
+
+    #[test]
+    fn a_reinjection_joins_the_current_round() {
+        let mut e = Engine::default();
+        let id = e.create(at(0), at(10), chunk(), Vec::new());
+        assert!(!e.reinject(at(10), id), "no round yet");
+        e.start_round(at(10), id, LEFT, one_now);
+        assert!(!e.reinject(at(10), id), "its replica is still queued");
+        let a = e.pop_due(at(10), true).expect("first replica");
+        assert!(!e.on_replica_sent(&a), "the policy's own replica");
+        assert!(e.reinject(at(20), id));
+        let b = e.pop_due(at(20), true).expect("the reinjection");
+        assert_eq!((b.round, b.index), (1, 1));
+        assert!(e.on_replica_sent(&b), "a reinjection");
+        // The round ends only when both are lost.
+        assert_eq!(e.on_replica_lost(&a), ReplicaLoss::RoundGoesOn);
+        assert_eq!(e.on_replica_lost(&b), ReplicaLoss::RoundOver);
+        e.start_round(at(40), id, LEFT, one_now);
+        let c = e.pop_due(at(40), true).expect("round 2");
+        assert_eq!((c.round, c.index), (2, 0));
+        e.on_replica_sent(&c);
+        assert_eq!(
+            e.on_replica_acked(at(90), &c, at(40), NONE),
+            ReplicaAck::Delivered
+        );
+        let rec = &e.take_records()[0];
+        assert_eq!(rec.retransmissions, 3);
+        assert!(matches!(
+            rec.outcome,
+            RecoveryOutcome::Delivered {
+                needed: 3,
+                round: 2,
+                ..
+            }
+        ));
+        assert!(!e.reinject(at(100), id), "delivered items are gone");
     }
 
     #[test]
@@ -602,6 +712,8 @@ mod tests {
         LateAck(usize),
         /// An item's stream is reset: nothing left to send.
         Reset(usize),
+        /// A policy asks to reinject an item.
+        Reinject(usize),
         /// Time passes.
         Wait(u8),
     }
@@ -616,6 +728,7 @@ mod tests {
                 .prop_map(|(which, partial)| Op::AckReplica { which, partial }),
             any::<usize>().prop_map(Op::LateAck),
             any::<usize>().prop_map(Op::Reset),
+            any::<usize>().prop_map(Op::Reinject),
             any::<u8>().prop_map(Op::Wait),
         ]
     }
@@ -712,11 +825,15 @@ mod tests {
                 Op::LateAck(i) if !self.lost.is_empty() => {
                     let (item, round, sent_at) = self.lost.remove(i % self.lost.len());
                     self.remaining.insert(item, NONE);
-                    self.e.on_late_ack(now, item, round, sent_at);
+                    self.e.on_late_ack(now, item, round, 0, sent_at);
                 }
                 Op::Reset(i) if !self.created.is_empty() => {
                     let id = self.created[i % self.created.len()];
                     self.remaining.insert(id, NONE);
+                }
+                Op::Reinject(i) if !self.created.is_empty() => {
+                    let id = self.created[i % self.created.len()];
+                    self.e.reinject(now, id);
                 }
                 Op::Wait(ms) => self.now += u64::from(ms),
                 _ => {}

@@ -9,7 +9,7 @@ use wire::transport_params::TransportParameters;
 use wire::TransportErrorCode;
 
 use super::spaces::PacketSpace;
-use super::{fec, nonzero, Connection, Event, OneRttKeys, SpaceId, State};
+use super::{nonzero, Connection, Event, OneRttKeys, SpaceId, State};
 use crate::config::TransportConfig;
 use crate::crypto::KeyChange;
 use crate::error::TransportError;
@@ -68,15 +68,7 @@ impl Connection {
         self.cc.on_mtu_update(u64::from(self.max_datagram_size));
         self.peer_max_datagram_frame = params.max_datagram_frame_size;
         self.cids.set_peer_limit(params.active_connection_id_limit);
-        if let Some(k) = self.policy.fec_block_size() {
-            if params.artq_fec {
-                self.fec_tx = Some(fec::FecEncoder::new(usize::from(k)));
-            } else {
-                tracing::warn!(
-                    "the peer cannot decode FEC repair frames: sending none (plain ARQ)"
-                );
-            }
-        }
+        self.fec_tx = self.config.fec.encoder_for(params.artq_fec);
         self.peer_params = Some(params);
         Ok(())
     }
@@ -161,6 +153,6 @@ pub(super) fn local_params(
     p.original_destination_connection_id = original_dcid;
     p.max_datagram_frame_size = config.max_datagram_frame_size;
     // artq receivers decode block-FEC repair frames (the `fec:K` baseline).
-    p.artq_fec = config.accept_fec;
+    p.artq_fec = config.fec.accept;
     p
 }

@@ -39,11 +39,12 @@
 
 mod ack;
 mod cids;
+mod ecn;
 mod engine;
-mod fec;
 mod handshake;
 mod key_phase;
 mod loss;
+mod migration;
 mod recovery;
 mod recv;
 mod send;
@@ -139,6 +140,8 @@ pub enum EndpointEvent {
 pub struct Transmit {
     /// Where to send it.
     pub destination: SocketAddr,
+    /// The ECN codepoint to send it with (`None`: Not-ECT).
+    pub ecn: Option<wire::ecn::Ecn>,
     /// Its length (the bytes are in the caller's buffer).
     pub size: usize,
 }
@@ -227,6 +230,8 @@ pub struct Connection {
     policy: Box<dyn RecoveryPolicy>,
     /// What the policy last reported of its state to the subscribers.
     last_policy_state: Option<crate::policy::PolicyState>,
+    /// What the policy publishes during a callback, until handed on.
+    policy_events: crate::policy::PolicyEvents,
     streams: Streams,
     datagrams_out: VecDeque<Vec<u8>>,
     /// Payloads of DATAGRAM frames sent and neither acknowledged nor given
@@ -236,6 +241,15 @@ pub struct Connection {
     datagrams_in: DatagramQueue,
     peer_max_datagram_frame: Option<u64>,
     path_responses: VecDeque<[u8; 8]>,
+    /// The peer's new address while we validate it (RFC 9000 §8.2, §9).
+    path_validation: Option<migration::PathValidation>,
+    /// Where the datagram being processed came from, its size and its ECN
+    /// codepoint.
+    datagram_remote: SocketAddr,
+    datagram_len: u64,
+    datagram_ecn: Option<wire::ecn::Ecn>,
+    /// Our ECN marking (RFC 9000 §13.4).
+    ecn: ecn::EcnState,
     events: VecDeque<Event>,
     endpoint_events: VecDeque<EndpointEvent>,
     timers: TimerTable,
@@ -250,9 +264,9 @@ pub struct Connection {
     /// random choices.
     rng: StackRng,
     /// Block-FEC sender (when the policy asks for it and the peer decodes).
-    fec_tx: Option<fec::FecEncoder>,
+    fec_tx: Option<crate::fec::FecEncoder>,
     /// Block-FEC receiver.
-    fec_rx: fec::FecDecoder,
+    fec_rx: crate::fec::FecDecoder,
     /// Test hook: raw frame bytes for the next 1-RTT packet.
     raw_frames: Vec<Vec<u8>>,
 }
@@ -366,6 +380,7 @@ impl Connection {
             lost_history: spurious::LostHistory::default(),
             policy: config.policy.build(),
             last_policy_state: None,
+            policy_events: crate::policy::PolicyEvents::default(),
             streams: Streams::new(side, config.streams.clone()),
             datagrams_out: VecDeque::new(),
             datagram_store: std::collections::BTreeMap::new(),
@@ -373,6 +388,15 @@ impl Connection {
             datagrams_in: DatagramQueue::new(&config),
             peer_max_datagram_frame: None,
             path_responses: VecDeque::new(),
+            path_validation: None,
+            datagram_remote: remote,
+            datagram_len: 0,
+            datagram_ecn: None,
+            ecn: if config.ecn {
+                ecn::EcnState::Testing
+            } else {
+                ecn::EcnState::Off
+            },
             events: VecDeque::new(),
             endpoint_events: VecDeque::new(),
             timers: TimerTable::default(),
@@ -384,7 +408,7 @@ impl Connection {
             rng,
             raw_frames: Vec::new(),
             fec_tx: None,
-            fec_rx: fec::FecDecoder::default(),
+            fec_rx: crate::fec::FecDecoder::default(),
             config,
         };
         conn.cids
@@ -671,6 +695,9 @@ impl Connection {
         }
         if self.timers.is_expired(Timer::Replica, now) {
             self.timers.stop(Timer::Replica);
+        }
+        if self.timers.is_expired(Timer::PathValidation, now) {
+            self.on_path_validation_timeout(now);
         }
         if self.timers.is_expired(Timer::LossDetection, now) && !self.is_closed() {
             self.on_loss_detection_timeout(now);

@@ -15,7 +15,7 @@ use super::engine::{Remaining, ReplicaAck, ReplicaLoss, RoundStart};
 use super::spaces::{Retransmit, SentPacket};
 use super::spurious::LostEntry;
 use super::{loss, Connection, SpaceId, Timer};
-use crate::policy::{ItemId, PathView, PolicyState, ReplicaRef};
+use crate::policy::{ItemId, PathView, PolicyContext, PolicyState, RecoveryPolicy, ReplicaRef};
 
 impl Connection {
     pub(super) fn path_view(&self) -> PathView {
@@ -80,9 +80,9 @@ impl Connection {
             // The policy hears about every loss of this detection pass before
             // any round starts, so a burst is known whole when the first of
             // its items is scheduled (ART's B_max, journal §6.2).
-            let path = self.path_view();
             for (pn, p) in &packets {
-                self.policy.on_packet_lost(now, &p.fate(*pn), &path);
+                let fate = p.fate(*pn);
+                self.call_policy(now, |policy, cx| policy.on_packet_lost(cx, &fate));
             }
         }
         for (pn, p) in packets {
@@ -212,11 +212,14 @@ impl Connection {
     pub(super) fn start_round(&mut self, now: Instant, id: ItemId) {
         let remaining = self.remaining(id);
         let path = self.path_view();
+        self.policy_events
+            .set_listening(!self.subscribers.is_empty());
         let policy = &mut self.policy;
-        let rng = &mut self.rng;
+        let mut cx = PolicyContext::new(now, &path, &mut self.rng, &mut self.policy_events);
         let start = self.engine.start_round(now, id, remaining, |lost| {
-            policy.on_data_lost(now, lost, &path, rng)
+            policy.on_data_lost(&mut cx, lost)
         });
+        self.flush_policy_events(now);
         match start {
             RoundStart::Scheduled { round, replicas } => {
                 for s in &mut self.subscribers {
@@ -246,10 +249,42 @@ impl Connection {
 
     /// Called by the send path when a replica leaves.
     pub(super) fn on_replica_sent(&mut self, r: &ReplicaRef) {
-        self.engine.on_replica_sent(r);
+        if self.engine.on_replica_sent(r) {
+            self.stats.reinjections += 1;
+        }
         self.stats.replicas += 1;
         if r.index > 0 {
             self.stats.extra_replicas += 1;
+        }
+    }
+
+    /// Call the policy with a [`PolicyContext`]; then hand what it published
+    /// to the subscribers.
+    pub(super) fn call_policy<R>(
+        &mut self,
+        now: Instant,
+        f: impl FnOnce(&mut dyn RecoveryPolicy, &mut PolicyContext<'_>) -> R,
+    ) -> R {
+        let path = self.path_view();
+        self.policy_events
+            .set_listening(!self.subscribers.is_empty());
+        let out = {
+            let mut cx = PolicyContext::new(now, &path, &mut self.rng, &mut self.policy_events);
+            f(self.policy.as_mut(), &mut cx)
+        };
+        self.flush_policy_events(now);
+        out
+    }
+
+    /// Hand the events the policy published to the subscribers.
+    fn flush_policy_events(&mut self, now: Instant) {
+        if self.policy_events.is_empty() {
+            return;
+        }
+        for e in self.policy_events.drain() {
+            for s in &mut self.subscribers {
+                s.policy_event(now, &e);
+            }
         }
     }
 
@@ -277,6 +312,7 @@ impl Connection {
             return;
         }
         for record in self.engine.take_records() {
+            self.call_policy(now, |policy, cx| policy.on_recovery_ended(cx, &record));
             self.stats.recovery.observe(&record);
             for s in &mut self.subscribers {
                 s.recovery_ended(now, &record);
@@ -347,6 +383,7 @@ impl Connection {
         };
         self.stats.pto_count += 1;
         self.pto_count = self.pto_count.saturating_add(1);
+        self.on_pto_path_challenge();
         let s = self.space_mut(space);
         s.probes = 2;
         if space != SpaceId::Data {

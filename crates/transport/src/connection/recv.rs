@@ -32,9 +32,24 @@ impl Connection {
     /// place. Undecryptable or malformed packets are dropped; protocol
     /// violations close the connection with the right error code.
     pub fn handle_datagram(&mut self, now: Instant, remote: SocketAddr, data: &mut [u8]) {
+        self.handle_datagram_ecn(now, remote, None, data);
+    }
+
+    /// [`Connection::handle_datagram`] for a datagram whose IP header
+    /// carried the ECN codepoint `ecn` (counted per packet, reported in our
+    /// ACK frames: RFC 9000 §13.4.1).
+    pub fn handle_datagram_ecn(
+        &mut self,
+        now: Instant,
+        remote: SocketAddr,
+        ecn: Option<wire::ecn::Ecn>,
+        data: &mut [u8],
+    ) {
+        self.datagram_ecn = ecn;
         self.stats.datagrams_received += 1;
         self.stats.bytes_received += data.len() as u64;
         self.anti_amp_received = self.anti_amp_received.saturating_add(data.len() as u64);
+        self.on_datagram_from(remote, data.len());
         match self.state {
             State::Drained | State::Draining => return,
             State::Closing => {
@@ -227,6 +242,8 @@ impl Connection {
             return Ok(());
         }
         self.stats.packets_received += 1;
+        let ecn = self.datagram_ecn;
+        super::ecn::count(&mut self.space_mut(space).ecn_received, ecn);
         if space == SpaceId::Data && self.fec_rx.is_active() {
             self.fec_rx.store(pn, &packet[payload.clone()]);
         }
@@ -250,6 +267,7 @@ impl Connection {
         }
         let crypto_before = self.space(space).crypto_recv.delivered();
         let mut ack_eliciting = false;
+        let mut non_probing = false;
         for frame in FrameIter::new(payload) {
             let frame =
                 frame.map_err(|e| TransportError::new(e.error_code(), "malformed frame"))?;
@@ -260,6 +278,7 @@ impl Connection {
                 .with_frame(frame.ty()));
             }
             ack_eliciting |= frame.is_ack_eliciting();
+            non_probing |= Self::frame_is_non_probing(&frame);
             self.process_frame(now, space, frame)?;
             if self.is_closed() {
                 return Ok(());
@@ -276,6 +295,8 @@ impl Connection {
         }
         if space == SpaceId::Data {
             self.update_keys_if_worn();
+            let newest = largest.is_none_or(|l| pn > l);
+            self.on_packet_from_peer(now, newest, non_probing);
         }
         Ok(())
     }
@@ -451,7 +472,7 @@ impl Connection {
                     self.path_responses.push_back(data);
                 }
             }
-            Frame::PathResponse(_) => {}
+            Frame::PathResponse(data) => self.on_path_response(data),
             Frame::ConnectionClose {
                 error_code,
                 frame_type,
@@ -472,7 +493,7 @@ impl Connection {
             Frame::ArtqFec(f) => {
                 // Private to artq: only a peer that saw our `artq_fec`
                 // transport parameter may send it.
-                if !self.config.accept_fec {
+                if !self.config.fec.accept {
                     return Err(TransportError::protocol_violation(
                         "FEC repair frame without the artq_fec transport parameter",
                     )

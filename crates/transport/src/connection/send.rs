@@ -47,7 +47,8 @@ impl Connection {
         }
         self.timers.stop(Timer::Pacing);
         let limit = usize::from(self.max_datagram_size)
-            .min(usize::try_from(self.amplification_budget()).unwrap_or(usize::MAX));
+            .min(usize::try_from(self.amplification_budget()).unwrap_or(usize::MAX))
+            .min(usize::try_from(self.path_budget()).unwrap_or(usize::MAX));
         if limit < 64 {
             return None;
         }
@@ -95,23 +96,55 @@ impl Connection {
         if !self.address_validated {
             self.anti_amp_sent = self.anti_amp_sent.saturating_add(buf.len() as u64);
         }
+        self.on_datagram_sent_on_path(buf.len());
+        let ecn = self.outgoing_ecn();
+        if ecn.is_some() {
+            self.stats.ecn_marked_sent += 1;
+        }
         self.set_loss_detection_timer(now);
         self.update_send_timers(now);
         Some(Transmit {
             destination: self.remote,
             size: buf.len(),
+            ecn,
         })
     }
 
     /// Timers that depend on what is waiting to be sent.
     fn update_send_timers(&mut self, now: Instant) {
-        let replica = self.engine.next_send_at().filter(|t| *t > now);
+        let queued = self.engine.next_send_at().filter(|t| *t > now);
+        let reinjection = self.policy.next_reinjection().filter(|t| *t > now);
+        let replica = match (queued, reinjection) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         self.timers.set_opt(Timer::Replica, replica);
         let ack = self
             .space(SpaceId::Data)
             .ack_deadline
             .filter(|_| self.space(SpaceId::Data).ack_pending);
         self.timers.set_opt(Timer::Ack, ack);
+    }
+
+    /// A packet may go: let the policy reinject an item being recovered,
+    /// when the sender is application-limited (off-mode) or when the
+    /// policy's reinjection time has come (policy.rs, "Reinjection and
+    /// off-mode"). The engine queues the replica due now, so this very
+    /// packet carries it.
+    fn offer_reinjection(&mut self, now: Instant) {
+        let app_limited = !self.has_eliciting(SpaceId::Data, now);
+        let timer_due = || self.policy.next_reinjection().is_some_and(|t| t <= now);
+        let item = if app_limited {
+            self.call_policy(now, |policy, cx| policy.on_app_limited(cx))
+        } else if timer_due() {
+            self.call_policy(now, |policy, cx| policy.on_reinjection_timer(cx))
+        } else {
+            None
+        };
+        if let Some(id) = item {
+            // Refused when the item is gone or a replica of it still waits.
+            let _accepted = self.engine.reinject(now, id);
+        }
     }
 
     /// Whether the application has stream data, replicas or datagrams waiting.
@@ -154,6 +187,9 @@ impl Connection {
             }
         }
         let may_elicit = cwnd_ok && pacing_ok;
+        if space == SpaceId::Data && self.handshake_complete && may_elicit && !probing {
+            self.offer_reinjection(now);
+        }
         // Opportunistic replicas (ART journal §6.4) go even when the window
         // is full, but still at the pacing rate: "sent on time even when the
         // congestion window is insufficient" asks nothing of pacing, and
@@ -195,6 +231,7 @@ impl Connection {
             replica: None,
             new_data: false,
             tag: None,
+            ecn_marked: self.outgoing_ecn().is_some(),
         };
 
         // A replica packet carries its data first so it always fits; other
@@ -210,6 +247,7 @@ impl Connection {
         }
 
         // ACK (RFC 9000 §13.2): when due, or piggybacked on eliciting packets.
+        let ecn_counts = self.ack_ecn_counts(space);
         let s = self.space(space);
         if (ack_due || (elicit && s.ack_pending)) && !s.received.is_empty() {
             let delay = if space == SpaceId::Data {
@@ -219,7 +257,7 @@ impl Connection {
             };
             let ranges: Vec<core::ops::Range<u64>> = s.received.iter().rev().take(32).collect();
             let mut tmp = Vec::with_capacity(64);
-            frame::write_ack(&mut tmp, &ranges, delay, None);
+            frame::write_ack(&mut tmp, &ranges, delay, ecn_counts.as_ref());
             if buf.len() + tmp.len() <= max_end {
                 buf.extend_from_slice(&tmp);
                 record.largest_acked = s.received.max();
@@ -238,7 +276,7 @@ impl Connection {
             .filter(|_| fec_ready)
             .and_then(|f| f.ready.take())
         {
-            let deltas = super::fec::FecEncoder::deltas(&pns);
+            let deltas = crate::fec::FecEncoder::deltas(&pns);
             let first_pn = pns.first().copied().unwrap_or(0);
             let f = Frame::ArtqFec(wire::frame::FecRepair {
                 first_pn,
@@ -321,6 +359,7 @@ impl Connection {
             || !self.raw_frames.is_empty()
             || self.fec_tx.as_ref().is_some_and(|f| f.ready.is_some())
             || !self.path_responses.is_empty()
+            || self.path_challenge_pending()
             || !self.cids.pending_new.is_empty()
             || !self.cids.pending_retire.is_empty()
             || !self.datagrams_out.is_empty()
@@ -353,6 +392,7 @@ impl Connection {
                 Frame::PathResponse(data).encode(buf);
                 self.path_responses.pop_front();
             }
+            self.write_path_challenge(buf, max_end);
             while let Some(&seq) = self.cids.pending_new.front() {
                 let Some(issued) = self.cids.issued(seq) else {
                     self.cids.pending_new.pop_front();
@@ -566,7 +606,7 @@ impl Connection {
                 replica: b.record.replica,
                 carries_new_data: b.record.new_data,
             };
-            b.record.tag = self.policy.on_packet_sent(now, &view);
+            b.record.tag = self.call_policy(now, |policy, cx| policy.on_packet_sent(cx, &view));
         }
         if b.record.in_flight {
             self.bytes_in_flight += u64::from(size);
@@ -698,6 +738,7 @@ impl Connection {
         Some(Transmit {
             destination: self.remote,
             size: buf.len(),
+            ecn: None,
         })
     }
 }

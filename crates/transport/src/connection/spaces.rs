@@ -76,6 +76,8 @@ pub(crate) struct SentPacket {
     pub new_data: bool,
     /// The recovery policy's label for it.
     pub tag: Option<crate::policy::PacketTag>,
+    /// Sent marked ECT(0).
+    pub ecn_marked: bool,
 }
 
 impl SentPacket {
@@ -317,6 +319,10 @@ pub(crate) struct PacketSpace {
     pub ack_deadline: Option<Instant>,
     /// PTO probes still to send in this space.
     pub probes: u8,
+    /// ECN codepoints of the packets received (what our ACKs report).
+    pub ecn_received: wire::frame::EcnCounts,
+    /// The peer's ECN counts as last validated (RFC 9000 §13.4.2).
+    pub ecn_reported: wire::frame::EcnCounts,
     /// A PING is wanted (probe with nothing else to send).
     pub ping_pending: bool,
     pub crypto_send: CryptoSend,

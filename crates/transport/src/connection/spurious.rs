@@ -75,8 +75,8 @@ impl Connection {
                     // Lost, then acknowledged: the policy gets both
                     // callbacks (the seam's promise), so that it can
                     // correct the fate it recorded.
-                    let path = self.path_view();
-                    self.policy.on_packet_acked(now, &e.fate, &path);
+                    let fate = e.fate;
+                    self.call_policy(now, |policy, cx| policy.on_packet_acked(cx, &fate));
                     for c in &e.chunks {
                         self.streams.on_chunk_acked(c);
                     }
@@ -86,8 +86,13 @@ impl Connection {
                     if let Some(item) = e.item {
                         // The packet got through after all: the round it was
                         // sent in delivered the data (0 for the original).
-                        self.engine
-                            .on_late_ack(now, item, e.round, e.fate.time_sent);
+                        self.engine.on_late_ack(
+                            now,
+                            item,
+                            e.round,
+                            e.fate.replica.map_or(0, |r| r.index),
+                            e.fate.time_sent,
+                        );
                     }
                 }
             }

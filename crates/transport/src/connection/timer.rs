@@ -20,9 +20,11 @@ pub(crate) enum Timer {
     Replica = 5,
     /// Keep the previous 1-RTT read key until then (RFC 9001 §6.5).
     KeyDiscard = 6,
+    /// Give up validating the peer's new address (RFC 9000 §8.2.4).
+    PathValidation = 7,
 }
 
-const COUNT: usize = 7;
+const COUNT: usize = 8;
 
 /// Deadlines of all timers.
 #[derive(Clone, Copy, Debug, Default)]

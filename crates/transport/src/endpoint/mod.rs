@@ -293,13 +293,25 @@ impl Endpoint {
         remote: SocketAddr,
         data: &mut [u8],
     ) -> Option<ConnectionHandle> {
+        self.handle_datagram_ecn(now, remote, None, data)
+    }
+
+    /// [`Endpoint::handle_datagram`] for a datagram whose IP header carried
+    /// the ECN codepoint `ecn` (drivers that can read it).
+    pub fn handle_datagram_ecn(
+        &mut self,
+        now: Instant,
+        remote: SocketAddr,
+        ecn: Option<wire::ecn::Ecn>,
+        data: &mut [u8],
+    ) -> Option<ConnectionHandle> {
         self.reap();
         let handle = match self.route(remote, data)? {
             Some(h) => h,
             None => self.admit(now, remote, data)?,
         };
         let slot = self.connections.get_mut(&handle.0)?;
-        slot.conn.handle_datagram(now, remote, data);
+        slot.conn.handle_datagram_ecn(now, remote, ecn, data);
         self.process_endpoint_events(handle);
         self.refresh_unvalidated(handle, now, true);
         Some(handle)
@@ -439,6 +451,7 @@ impl Endpoint {
             return Some(Transmit {
                 destination: dst,
                 size: data.len(),
+                ecn: None,
             });
         }
         // Round robin: start after the connection that sent last.

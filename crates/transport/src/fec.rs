@@ -9,8 +9,92 @@
 //! repair frame is a private type, sent only to peers that advertised the
 //! `artq_fec` transport parameter (artq's receiver does). That dependency
 //! on a modified client is exactly why the papers prefer sender-only ARQ.
+//!
+//! Everything FEC is here: the configuration ([`FecConfig`], set by the
+//! `fec:K` scheme), the negotiation rule ([`FecConfig::encoder_for`]), the
+//! encoder and the decoder. The connection only calls them: it adds each
+//! new-data packet to the encoder, sends the repair frames it completes,
+//! and hands received repair frames to the decoder. The frame's grammar is
+//! the wire crate's (`wire::frame::Frame::ArtqFec`). Loss recovery itself
+//! stays with the recovery policy: what a block cannot rebuild is
+//! retransmitted as plain QUIC would.
 
 use std::collections::BTreeMap;
+
+use wire::frame::MAX_FEC_BLOCK;
+
+/// FEC settings of one endpoint.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FecConfig {
+    /// As a sender: one repair packet after every this many new-data
+    /// packets (`fec:K`), when the peer can decode them. `None`: no FEC.
+    send_block: Option<u16>,
+    /// As a receiver: advertise `artq_fec` and decode repair frames. Off
+    /// makes us look like any unmodified receiver (and a repair frame then
+    /// is a protocol violation).
+    pub accept: bool,
+}
+
+impl Default for FecConfig {
+    /// Send no repair packets; accept them (artq's receiver helps an artq
+    /// sender that asks).
+    fn default() -> Self {
+        FecConfig {
+            send_block: None,
+            accept: true,
+        }
+    }
+}
+
+/// A block size outside `1..=MAX_FEC_BLOCK`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the FEC block size must be in 1..={MAX_FEC_BLOCK}, not {0}")]
+pub struct BlockSizeError(pub u64);
+
+impl FecConfig {
+    /// Send one repair packet per `k` data packets, `k` in `1..=255`.
+    pub fn with_block(mut self, k: u64) -> Result<Self, BlockSizeError> {
+        match u16::try_from(k) {
+            Ok(b) if b >= 1 && k <= MAX_FEC_BLOCK => {
+                self.send_block = Some(b);
+                Ok(self)
+            }
+            _ => Err(BlockSizeError(k)),
+        }
+    }
+
+    /// Neither send nor accept repair packets: what any unmodified endpoint
+    /// looks like.
+    pub fn off() -> Self {
+        FecConfig {
+            send_block: None,
+            accept: false,
+        }
+    }
+
+    /// The same, sending no repair packets (receiving unchanged).
+    pub fn without_sending(mut self) -> Self {
+        self.send_block = None;
+        self
+    }
+
+    /// Data packets per block when sending, if FEC is on.
+    pub fn send_block(&self) -> Option<u16> {
+        self.send_block
+    }
+
+    /// The encoder for a peer whose transport parameters said whether it
+    /// decodes repair frames (`artq_fec`): none unless we send FEC and it
+    /// can decode them, which is the negotiation.
+    pub(crate) fn encoder_for(&self, peer_accepts: bool) -> Option<FecEncoder> {
+        let k = self.send_block?;
+        if !peer_accepts {
+            tracing::warn!("the peer cannot decode FEC repair frames: sending none (plain ARQ)");
+            return None;
+        }
+        Some(FecEncoder::new(usize::from(k)))
+    }
+}
 
 /// Payloads the receiver keeps for recovery, at most (oldest evicted).
 const MAX_STORED: usize = 1024;
@@ -41,7 +125,7 @@ fn xor_into(acc: &mut Vec<u8>, payload: &[u8]) {
 
 impl FecEncoder {
     pub fn new(k: usize) -> Self {
-        let k = k.clamp(1, wire::frame::MAX_FEC_BLOCK as usize);
+        let k = k.clamp(1, MAX_FEC_BLOCK as usize);
         FecEncoder {
             k,
             pns: Vec::with_capacity(k),
