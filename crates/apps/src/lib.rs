@@ -20,6 +20,7 @@ pub mod fuzzing;
 pub mod h3;
 pub mod hq;
 pub mod http;
+pub mod messages;
 pub mod protocol;
 pub mod rpc;
 pub mod server;

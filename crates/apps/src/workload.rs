@@ -11,13 +11,15 @@
 //! flat keys ([`WorkloadOptions`]): `kind` (default `files`), then the
 //! kind's own keys (files: `files`, `size`; live: `bitrate`, `fps`,
 //! `duration`, `gop`, `iratio`, `audio`, `startup_delay`; dash:
-//! `video_duration`; rpc: `rpcs`, `rpc_rate`).
+//! `video_duration`; rpc: `rpcs`, `rpc_rate`; messages: `messages`,
+//! `message_size`, `message_rate`, `drain`).
 
 use serde::{Deserialize, Serialize};
 
 use crate::app::{App, Host};
 use crate::content::GeneratedFiles;
 use crate::files::{ClientError, FileTimes, FilesClient, Paths, VerifySink};
+use crate::messages::{MessageParams, MessageReceiver, MessageReport, MessageSender};
 use crate::protocol::Protocol;
 use crate::rpc::{RpcClient, MAX_RATE};
 use crate::server::{HttpServer, ServerOptions};
@@ -32,6 +34,14 @@ pub const MAX_FILES: u64 = 10_000_000;
 /// The rpc workload's call rate when `rpc_rate` is not given, per second
 /// (the request rate of ART journal §7.7's deployment clients).
 pub const DEFAULT_RPC_RATE: u64 = 100;
+
+/// The messages workload's message size when `message_size` is not given,
+/// bytes: a small real-time update (a game's avatar position, rcp.md §I).
+pub const DEFAULT_MESSAGE_SIZE: u32 = 100;
+
+/// The messages workload's rate when `message_rate` is not given, per
+/// second: one message per 1 ms slot (rcp.md Table I, "1 pkt/slot").
+pub const DEFAULT_MESSAGE_RATE: u64 = 1000;
 
 /// A workload's name and one line about it, for `--help` and errors.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,6 +69,10 @@ pub const WORKLOADS: &[WorkloadInfo] = &[
     WorkloadInfo {
         name: "rpc",
         about: "`rpcs` request/response calls at `rpc_rate` per second (Poisson), memcached ETC key and value sizes, over one connection",
+    },
+    WorkloadInfo {
+        name: "messages",
+        about: "`messages` messages of `message_size` bytes (default 100) at `message_rate` per second (default 1000), stamped with their generation time, in DATAGRAM frames (the `tcp` scheme: on one reliable stream); `drain` ms (default 3000) after the last the sender closes (RCP's workload: delivery ratio and latency)",
     },
 ];
 
@@ -97,6 +111,12 @@ pub enum Workload {
         /// Calls per second (1..=[`MAX_RATE`]).
         rate: u64,
     },
+    /// Fixed-size messages at a fixed rate, each of which may be abandoned
+    /// (RCP, rcp.md §III-A): [`crate::messages`].
+    Messages {
+        /// Count, size, rate and drain period.
+        params: MessageParams,
+    },
 }
 
 impl Default for Workload {
@@ -124,6 +144,7 @@ impl Workload {
             Workload::Live { .. } => "live",
             Workload::Dash { .. } => "dash",
             Workload::Rpc { .. } => "rpc",
+            Workload::Messages { .. } => "messages",
         }
     }
 
@@ -137,6 +158,8 @@ impl Workload {
                 1 + u64::from(seconds).div_ceil(crate::video::dash::SEGMENT.as_secs())
             }
             Workload::Rpc { rpcs, .. } => rpcs,
+            // One message session; its messages are counted apart.
+            Workload::Messages { .. } => 1,
         }
     }
 
@@ -152,7 +175,15 @@ impl Workload {
                     * 125
                     * u64::from(params.seconds)
             }
-            Workload::Dash { .. } | Workload::Rpc { .. } => 0,
+            Workload::Dash { .. } | Workload::Rpc { .. } | Workload::Messages { .. } => 0,
+        }
+    }
+
+    /// The message size of the messages workload (0 for the others).
+    pub fn message_size(&self) -> u32 {
+        match self {
+            Workload::Messages { params } => params.size,
+            _ => 0,
         }
     }
 
@@ -214,6 +245,7 @@ impl Workload {
                 }
                 Ok(())
             }
+            Workload::Messages { params } => params.validate(),
         }
     }
 
@@ -237,6 +269,7 @@ impl Workload {
                 Box::new(crate::rpc::rpc_content(content_seed)),
                 ServerOptions::default(),
             )),
+            Workload::Messages { params } => Box::new(MessageSender::new(params, content_seed)),
         }
     }
 
@@ -282,12 +315,32 @@ impl Workload {
                 rpcs,
                 rate,
             ))),
+            Workload::Messages { params } => Ok(Box::new(MessageReceiver::new(params))),
         }
     }
 
     /// What the client application of `host` (built by
     /// [`Workload::client_app`]) has done.
     pub fn client_report(&self, host: &Host) -> Option<ClientReport> {
+        if let Workload::Messages { .. } = self {
+            return host.app::<MessageReceiver>().map(|c| {
+                let r = c.report();
+                ClientReport {
+                    items: match (r.connected_at, r.done_at) {
+                        (Some(requested), Some(completed)) => vec![FileTimes {
+                            requested,
+                            completed,
+                        }],
+                        _ => Vec::new(),
+                    },
+                    bytes_received: r.delivered * u64::from(self.message_size()),
+                    done_at: r.done_at,
+                    error: r.error.clone().map(ClientError::Connection),
+                    playback: None,
+                    messages: Some(r.clone()),
+                }
+            });
+        }
         if let Workload::Rpc { .. } = self {
             return host.app::<RpcClient>().map(|c| {
                 let r = c.report();
@@ -297,13 +350,14 @@ impl Workload {
                     done_at: r.done_at,
                     error: r.error.clone(),
                     playback: None,
+                    messages: None,
                 }
             });
         }
         let c = host.app::<FilesClient>()?;
         let r = c.report();
         let playback = match self {
-            Workload::Files { .. } | Workload::Rpc { .. } => None,
+            Workload::Files { .. } | Workload::Rpc { .. } | Workload::Messages { .. } => None,
             Workload::Live { .. } => c
                 .fetcher::<LivePlayer>()
                 .map(|p| Playback::Live(p.report(None))),
@@ -317,6 +371,7 @@ impl Workload {
             done_at: r.done_at,
             error: r.error.clone(),
             playback,
+            messages: None,
         })
     }
 }
@@ -344,6 +399,8 @@ pub struct ClientReport {
     pub error: Option<ClientError>,
     /// A video workload's playback statistics.
     pub playback: Option<Playback>,
+    /// The messages workload's delivery and latency.
+    pub messages: Option<MessageReport>,
 }
 
 /// The workload keys, flat, as scenario files and `artq sim` flags give
@@ -395,6 +452,19 @@ pub struct WorkloadOptions {
     /// rpc: calls per second.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rpc_rate: Option<u64>,
+    /// messages: number of messages (required).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub messages: Option<u64>,
+    /// messages: bytes per message (default 100).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_size: Option<u32>,
+    /// messages: messages per second (default 1000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_rate: Option<u64>,
+    /// messages: ms after the last message before the sender closes
+    /// (default 3000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drain: Option<u32>,
 }
 
 impl TryFrom<WorkloadOptions> for Workload {
@@ -423,8 +493,15 @@ impl TryFrom<WorkloadOptions> for Workload {
             ("rpcs", o.rpcs.is_some()),
             ("rpc_rate", o.rpc_rate.is_some()),
         ];
+        let message_keys = [
+            ("messages", o.messages.is_some()),
+            ("message_size", o.message_size.is_some()),
+            ("message_rate", o.message_rate.is_some()),
+            ("drain", o.drain.is_some()),
+        ];
         match kind {
             "files" => {
+                unused(&message_keys)?;
                 unused(&live_keys)?;
                 unused(&dash_keys)?;
                 unused(&rpc_keys)?;
@@ -436,6 +513,7 @@ impl TryFrom<WorkloadOptions> for Workload {
                 Ok(w)
             }
             "live" => {
+                unused(&message_keys)?;
                 unused(&file_keys)?;
                 unused(&dash_keys)?;
                 unused(&rpc_keys)?;
@@ -458,6 +536,7 @@ impl TryFrom<WorkloadOptions> for Workload {
                 Ok(w)
             }
             "dash" => {
+                unused(&message_keys)?;
                 unused(&file_keys)?;
                 unused(&live_keys)?;
                 unused(&rpc_keys)?;
@@ -470,6 +549,7 @@ impl TryFrom<WorkloadOptions> for Workload {
                 Ok(w)
             }
             "rpc" => {
+                unused(&message_keys)?;
                 unused(&file_keys)?;
                 unused(&live_keys)?;
                 unused(&dash_keys)?;
@@ -478,6 +558,26 @@ impl TryFrom<WorkloadOptions> for Workload {
                         .rpcs
                         .ok_or("the rpc workload needs `rpcs` (number of calls)")?,
                     rate: o.rpc_rate.unwrap_or(DEFAULT_RPC_RATE),
+                };
+                w.validate()?;
+                Ok(w)
+            }
+            "messages" => {
+                unused(&file_keys)?;
+                unused(&live_keys)?;
+                unused(&dash_keys)?;
+                unused(&rpc_keys)?;
+                let w = Workload::Messages {
+                    params: MessageParams {
+                        messages: o
+                            .messages
+                            .ok_or("the messages workload needs `messages` (how many)")?,
+                        size: o.message_size.unwrap_or(DEFAULT_MESSAGE_SIZE),
+                        rate: o.message_rate.unwrap_or(DEFAULT_MESSAGE_RATE),
+                        drain_ms: o
+                            .drain
+                            .unwrap_or(crate::messages::DEFAULT_DRAIN.as_millis() as u32),
+                    },
                 };
                 w.validate()?;
                 Ok(w)
@@ -526,6 +626,14 @@ impl From<Workload> for WorkloadOptions {
                 kind: Some("rpc".into()),
                 rpcs: Some(rpcs),
                 rpc_rate: Some(rate),
+                ..WorkloadOptions::default()
+            },
+            Workload::Messages { params } => WorkloadOptions {
+                kind: Some("messages".into()),
+                messages: Some(params.messages),
+                message_size: Some(params.size),
+                message_rate: Some(params.rate),
+                drain: Some(params.drain_ms),
                 ..WorkloadOptions::default()
             },
         }
@@ -591,6 +699,14 @@ mod tests {
             },
             Workload::Dash { seconds: 60 },
             Workload::Rpc { rpcs: 9, rate: 40 },
+            Workload::Messages {
+                params: MessageParams {
+                    messages: 500,
+                    size: 64,
+                    rate: 1000,
+                    drain_ms: 200,
+                },
+            },
         ] {
             let json = serde_json::to_string(&w).expect("serialises");
             assert_eq!(
@@ -617,6 +733,30 @@ mod tests {
             r#"{"workload": {"kind": "rpc", "rpcs": 5, "fps": 30}}"#,
             r#"{"workload": {"size": 3, "rpcs": 5}}"#,
             r#"{"workload": {"kind": "dash", "rpc_rate": 5}}"#,
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn message_keys_parse_with_defaults_and_refuse_strangers() {
+        assert_eq!(
+            parse(r#"{"workload": {"kind": "messages", "messages": 50}}"#),
+            Ok(Workload::Messages {
+                params: MessageParams {
+                    messages: 50,
+                    size: DEFAULT_MESSAGE_SIZE,
+                    rate: DEFAULT_MESSAGE_RATE,
+                    drain_ms: 3000
+                }
+            })
+        );
+        for bad in [
+            r#"{"workload": {"kind": "messages"}}"#,
+            r#"{"workload": {"kind": "messages", "messages": 5, "size": 3}}"#,
+            r#"{"workload": {"kind": "messages", "messages": 5, "message_size": 2}}"#,
+            r#"{"workload": {"kind": "messages", "messages": 5, "message_rate": 0}}"#,
+            r#"{"workload": {"kind": "rpc", "rpcs": 5, "messages": 3}}"#,
         ] {
             assert!(parse(bad).is_err(), "{bad}");
         }

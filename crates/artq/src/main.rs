@@ -55,13 +55,13 @@ enum Command {
     ///
     /// The client is whoever sends to --listen; its datagrams cross the "up"
     /// link to --to, the replies cross the "down" link back.
-    Link(LinkCmdArgs),
+    Link(Box<LinkCmdArgs>),
     /// Simulate one scenario: the real QUIC stack over emulated links in
     /// virtual time (deterministic for a given seed), and print its metrics.
     ///
     /// Defaults: 10 MB over 100 Mbit/s, 30 ms RTT, 1% loss both ways,
     /// scheme quic, Cubic, seed 1. `--json` prints one JSON object.
-    Sim(sim::SimArgs),
+    Sim(Box<sim::SimArgs>),
     /// Regenerate the papers' evaluations in simulation: CSV, charts,
     /// results.json and report.md beside the papers' numbers.
     ///
@@ -112,7 +112,8 @@ struct LinkCmdArgs {
 /// Transport options shared by `serve` and `get`.
 #[derive(Args, Debug, Clone)]
 struct TransportArgs {
-    /// Congestion control: cubic, newreno or bbr.
+    /// Congestion control: cubic, newreno, bbr or none. The message
+    /// schemes set their own (none for rcp, udp and arq, newreno for tcp).
     #[arg(long, default_value = "cubic")]
     cc: CongestionAlgorithm,
     /// The receiver's flow-control window (its receive buffer), e.g. 8MB.
@@ -377,8 +378,8 @@ fn run(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
-        Command::Link(a) => run_link(a),
-        Command::Sim(a) => sim::run(a),
+        Command::Link(a) => run_link(*a),
+        Command::Sim(a) => sim::run(*a),
         Command::Reproduce(a) => reproduce::run(a),
         Command::Train(a) => train::run(a),
     }

@@ -90,7 +90,9 @@ pub struct ScenarioArgs {
     /// --gop, --iratio, --audio, --startup-delay), dash (DASH video:
     /// --video-duration; see docs/video.md) or rpc (--rpcs request/response
     /// calls at --rpc-rate per second over one connection; sizes in
-    /// docs/apps.md).
+    /// docs/apps.md) or messages (--messages messages of --message-size
+    /// bytes at --message-rate per second in DATAGRAM frames, for the RCP
+    /// schemes rcp, udp, arq, tcp; see docs/recovery.md).
     #[arg(long, value_name = "KIND", default_value = "files", value_parser = workload_kind)]
     workload: String,
     /// live: video bitrate, kbit/s.
@@ -132,6 +134,19 @@ pub struct ScenarioArgs {
     /// rpc: calls per second, Poisson arrivals [default: 100].
     #[arg(long, value_name = "PER_S")]
     rpc_rate: Option<u64>,
+    /// messages: number of messages [default: 10000].
+    #[arg(long, value_name = "N")]
+    messages: Option<u64>,
+    /// messages: bytes per message [default: 100].
+    #[arg(long, value_name = "BYTES")]
+    message_size: Option<u32>,
+    /// messages: messages per second [default: 1000].
+    #[arg(long, value_name = "PER_S")]
+    message_rate: Option<u64>,
+    /// messages: ms after the last message before the sender closes; a
+    /// message not arrived by then is lost [default: 3000].
+    #[arg(long, value_name = "MS")]
+    drain: Option<u32>,
     /// The client's receive window (flow-control credit: its receive
     /// buffer), bytes or with a unit [default: 16MiB].
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
@@ -140,7 +155,9 @@ pub struct ScenarioArgs {
     /// h3; the server speaks both.
     #[arg(long, value_name = "PROTOCOL", default_value = "hq-interop")]
     alpn: Protocol,
-    /// Congestion control of both ends: cubic, newreno or bbr.
+    /// Congestion control of both ends: cubic, newreno, bbr or none. The
+    /// message schemes set their own (none for rcp, udp and arq, newreno
+    /// for tcp: the senders of RCP's evaluation), whatever --cc says.
     #[arg(long, default_value = "cubic")]
     cc: CongestionAlgorithm,
     /// Both ends use ECN: mark ECT(0), report and react to CE (RFC 9000
@@ -165,7 +182,8 @@ pub struct ScenarioArgs {
             "down_loss", "loss_model", "burst", "loss_std", "loss_interval", "loss_pattern", "queue",
             "queue_bytes", "ecn_mark", "size", "files", "rpcs", "rpc_rate", "recv_window", "cc", "ecn",
             "time_limit", "workload", "alpn", "burst_reset", "bitrate", "fps", "duration", "gop",
-            "iratio", "audio", "startup_delay", "video_duration",
+            "iratio", "audio", "startup_delay", "video_duration", "messages", "message_size",
+            "message_rate", "drain",
         ]
     )]
     scenario: Option<PathBuf>,
@@ -319,12 +337,20 @@ fn workload_of(a: &ScenarioArgs) -> Result<Workload> {
         audio: a.audio,
         startup_delay: a.startup_delay,
         video_duration: a.video_duration,
+        messages: a
+            .messages
+            .or((a.workload == "messages").then_some(DEFAULT_MESSAGES)),
+        message_size: a.message_size,
+        message_rate: a.message_rate,
+        drain: a.drain,
     };
     Workload::try_from(options).map_err(|e| anyhow::anyhow!("--workload {}: {e}", a.workload))
 }
 
 /// `--size` default of the files workload, bytes.
 const DEFAULT_SIZE: u64 = 10_000_000;
+/// `--messages` default of the messages workload.
+const DEFAULT_MESSAGES: u64 = 10_000;
 /// `--rpcs` default of the rpc workload.
 const DEFAULT_RPCS: u64 = 1000;
 /// The human-readable result: a few aligned lines.
@@ -368,6 +394,23 @@ fn summary(link: &str, r: &RunResult) -> String {
     }
     if let Some(f) = &m.rpc_fct_ms {
         line(format!("  {:<22}{}", "per-call fct", dist(f)));
+    }
+    if let Some(d) = m.delivery_ratio {
+        line(format!(
+            "  {:<22}{:>12.4}         {:<14}{:>8.1} ms",
+            "delivery ratio",
+            d,
+            "mean latency",
+            m.mean_latency_ms.unwrap_or(f64::NAN)
+        ));
+        line(format!(
+            "  {:<22}{:>12.4}         {:<14}{:>8}",
+            "utility",
+            m.utility.unwrap_or(f64::NAN),
+            "retransmit p",
+            m.retransmission_probability
+                .map_or("-".into(), |p| format!("{p:.3}"))
+        ));
     }
     line(format!(
         "  {:<22}{:>12}         {:<14}{:>8}",

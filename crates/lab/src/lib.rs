@@ -36,4 +36,4 @@ pub use metrics::{ItemRecord, RunMetrics, Summary};
 pub use netem::LinkSpec;
 pub use node::QuicNode;
 pub use run::{run, run_with, Progress, QlogSinks, RunOptions, RunResult};
-pub use scenario::{Scenario, ScenarioError};
+pub use scenario::{FlowSpec, Scenario, ScenarioError};

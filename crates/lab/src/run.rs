@@ -5,7 +5,11 @@
 //!
 //! Topology: the client at `127.0.0.1:50000`, the server at
 //! `127.0.0.1:4433` (the addresses are only labels), the "up" link carrying
-//! client-to-server datagrams, the "down" link the other way. Seeds: links
+//! client-to-server datagrams, the "down" link the other way. Extra flows
+//! ([`Scenario::flows`]: each its own scheme, congestion control and
+//! workload) put their client and server at the next ports and share both
+//! links, so they compete at the same bottleneck queue (a dumbbell); their
+//! seeds' labels start with `flow<i>/`. Seeds: links
 //! `derive_seed(seed, "link/up" | "link/down")`, endpoints
 //! `derive_seed(seed, "endpoint/client" | "endpoint/server")`, file contents
 //! `derive_seed(seed, "workload/content")`.
@@ -27,7 +31,7 @@ use wire::time::{Duration, Instant};
 
 use crate::metrics::{ms, ItemRecord, Recorder, RunFacts, RunMetrics};
 use crate::node::{tls_configs, QuicNode, ReceiverObserver, SenderFacts, SenderObserver};
-use crate::scenario::{Scenario, ScenarioError};
+use crate::scenario::{FlowSpec, Scenario, ScenarioError};
 
 /// The server's address in the simulation.
 pub const SERVER_ADDR: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 4433);
@@ -112,6 +116,9 @@ pub struct RunResult {
     /// that need more than [`RunMetrics`] has (`fec_repairs`, the FEC
     /// repair packets that count towards `fec:K`'s redundancy cost).
     pub sender_stats: transport::ConnectionStats,
+    /// The metrics of the scenario's extra flows ([`Scenario::flows`]), in
+    /// order; empty for a one-flow run.
+    pub flows: Vec<RunMetrics>,
 }
 
 impl RunResult {
@@ -154,93 +161,52 @@ pub fn run(scenario: &Scenario) -> Result<RunResult, ScenarioError> {
     run_with(scenario, RunOptions::default())
 }
 
-/// Runs `scenario`: builds the links, the two nodes and the simulator, runs
-/// until the client has every file and the connection is closed (or the
-/// time limit), and computes the metrics.
+/// Runs `scenario`: builds the links, the nodes of every flow and the
+/// simulator, runs until every client is done and its connection closed
+/// (or the time limit), and computes the metrics: the scenario's own flow
+/// in [`RunResult::metrics`], the extra flows' in [`RunResult::flows`].
 pub fn run_with(scenario: &Scenario, options: RunOptions<'_>) -> Result<RunResult, ScenarioError> {
     scenario.validate()?;
     let RunOptions {
         links,
         measure_cpu,
         mut progress,
-        qlog,
-        policy,
+        mut qlog,
+        mut policy,
     } = options;
-    let (server_qlog, client_qlog) = match qlog {
-        Some(q) => (Some(q.server), Some(q.client)),
-        None => (None, None),
-    };
-    let scheme = match policy {
-        Some(f) => recovery::Scheme::from_policy(f),
-        None => recovery::parse_scheme(&scenario.scheme)
-            .map_err(|e| ScenarioError::Scheme(e.to_string()))?,
-    };
     let (up, down) = match links {
         Some(l) => l,
         None => scenario.link.configs()?,
     };
-    let (server_tls, client_tls) = tls_configs(scenario.alpn).map_err(ScenarioError::Setup)?;
-    let mut server_transport = TransportConfig {
-        congestion: scenario.cc,
-        ecn: scenario.ecn,
-        ..TransportConfig::default()
-    };
-    scheme.configure(&mut server_transport);
-    let mut client_transport = TransportConfig {
-        congestion: scenario.cc,
-        ecn: scenario.ecn,
-        ..TransportConfig::default()
-    };
-    if let Some(w) = scenario.recv_window {
-        client_transport.streams = client_transport.streams.with_receive_window(w);
-    }
     let seed = scenario.seed;
-    let workload = scenario.workload;
-    let content_seed = derive_seed(seed, "workload/content");
-    let recorder = Recorder::new();
-
     let mut sim = Simulator::new();
     let up_id = sim.add_link(up, derive_seed(seed, LINK_UP));
     let down_id = sim.add_link(down, derive_seed(seed, LINK_DOWN));
-    let route = |e: netem::RouteError| ScenarioError::Setup(e.to_string());
-    sim.route(CLIENT_ADDR, SERVER_ADDR, &[up_id])
-        .map_err(route)?;
-    sim.route(SERVER_ADDR, CLIENT_ADDR, &[down_id])
-        .map_err(route)?;
-
-    let sender = Rc::new(RefCell::new(SenderFacts::default()));
-    let server_endpoint = Endpoint::new(EndpointConfig::server(
-        derive_seed(seed, "endpoint/server"),
-        ServerConfig {
-            tls: server_tls,
-            transport: Arc::new(server_transport),
-        },
-    ));
-    let server_host = Host::new(server_endpoint, workload.server_app(content_seed)).with_observer(
-        Box::new(SenderObserver::new(recorder.clone(), sender.clone()).with_qlog(server_qlog)),
-    );
-    let mut server = QuicNode::new(SERVER_ADDR, server_host);
-    server.set_measure_cpu(measure_cpu);
-    let client_config = ClientConfig {
-        tls: client_tls,
-        transport: Arc::new(client_transport),
-        server_name: "localhost".into(),
+    let main = FlowSpec {
+        scheme: scenario.scheme.clone(),
+        cc: scenario.cc,
+        workload: scenario.workload,
     };
-    let client_endpoint =
-        Endpoint::new(EndpointConfig::client(derive_seed(seed, "endpoint/client")));
-    let client_app = workload
-        .client_app(content_seed, scenario.alpn)
-        .map_err(ScenarioError::Setup)?;
-    let mut client_host = Host::new(client_endpoint, client_app).with_observer(Box::new(
-        ReceiverObserver::new(recorder.clone()).with_qlog(client_qlog),
-    ));
-    client_host
-        .connect(Instant::ZERO, &client_config, SERVER_ADDR)
-        .map_err(|e| ScenarioError::Setup(e.to_string()))?;
-    let mut client = QuicNode::new(CLIENT_ADDR, client_host);
-    client.set_measure_cpu(measure_cpu);
-    let server_id = sim.add_node(SERVER_ADDR, server);
-    let client_id = sim.add_node(CLIENT_ADDR, client);
+    let flows: Vec<FlowSpec> = std::iter::once(main)
+        .chain(scenario.flows.iter().cloned())
+        .collect();
+    let mut placed = Vec::with_capacity(flows.len());
+    for (i, flow) in flows.iter().enumerate() {
+        placed.push(add_flow(
+            &mut sim,
+            scenario,
+            i,
+            flow,
+            (up_id, down_id),
+            measure_cpu,
+            // Only the measured flow is traced, and only it runs a
+            // caller's own policy factory.
+            if i == 0 { qlog.take() } else { None },
+            if i == 0 { policy.take() } else { None },
+        )?);
+    }
+    let first = &placed[0];
+    let workload = scenario.workload;
 
     let limit = Instant::ZERO + Duration::from_secs_f64(scenario.time_limit);
     let outcome = match progress.as_mut() {
@@ -251,7 +217,7 @@ pub fn run_with(scenario: &Scenario, options: RunOptions<'_>) -> Result<RunResul
             let until = (sim.now() + PROGRESS_SLICE).min(limit);
             let outcome = sim.run_until(until);
             if let Some(c) = sim
-                .node::<QuicNode>(client_id)
+                .node::<QuicNode>(first.client_id)
                 .and_then(|n| workload.client_report(n.host()))
             {
                 report(&Progress {
@@ -271,16 +237,215 @@ pub fn run_with(scenario: &Scenario, options: RunOptions<'_>) -> Result<RunResul
     let sim_stats = sim.stats();
     let up_stats = sim.link_stats(up_id).unwrap_or_default();
     let down_stats = sim.link_stats(down_id).unwrap_or_default();
+    let mut results = Vec::with_capacity(placed.len());
+    for (i, (flow, nodes)) in flows.iter().zip(&placed).enumerate() {
+        let measured = measure_flow(&sim, scenario, flow, nodes, outcome, end);
+        match measured {
+            Ok(m) => results.push(m),
+            // The scenario's own flow must complete; an extra flow that did
+            // not is reported with what it got.
+            Err(e) if i == 0 => return Err(e),
+            Err(_) => results.push(measure_flow_anyway(&sim, scenario, flow, nodes, end)?),
+        }
+    }
+    let mut results = results.into_iter();
+    let Some(main) = results.next() else {
+        return Err(ScenarioError::Setup("no flow was run".into()));
+    };
+    Ok(RunResult {
+        metrics: main.metrics,
+        items: main.items,
+        files: main.files,
+        playback: main.playback,
+        end,
+        sim: sim_stats,
+        up: up_stats,
+        down: down_stats,
+        sender_cpu: main.sender_cpu,
+        receiver_cpu: main.receiver_cpu,
+        arrival_segments: main.arrival_segments,
+        sender_stats: main.sender_stats,
+        flows: results.map(|f| f.metrics).collect(),
+    })
+}
+
+/// One flow's nodes in the simulator and what measures them.
+struct PlacedFlow {
+    server_id: netem::NodeId,
+    client_id: netem::NodeId,
+    recorder: Recorder,
+    sender: Rc<RefCell<SenderFacts>>,
+    /// The congestion controller both ends use: the flow's, unless its
+    /// scheme sets one.
+    cc: transport::congestion::CongestionAlgorithm,
+}
+
+/// Flow `index`'s addresses: the scenario's own flow (0) at
+/// [`SERVER_ADDR`] and [`CLIENT_ADDR`], flow `i` at the ports `i` above.
+pub fn flow_addrs(index: usize) -> (SocketAddr, SocketAddr) {
+    let i = u16::try_from(index).unwrap_or(u16::MAX);
+    let mut server = SERVER_ADDR;
+    server.set_port(SERVER_ADDR.port().saturating_add(i));
+    let mut client = CLIENT_ADDR;
+    client.set_port(CLIENT_ADDR.port().saturating_add(i));
+    (server, client)
+}
+
+/// A seed label of flow `index`: the scenario's own flow keeps the plain
+/// labels (so a one-flow run is what it always was), flow `i` prefixes
+/// `flow<i>/`.
+fn flow_label(index: usize, label: &str) -> String {
+    if index == 0 {
+        label.to_string()
+    } else {
+        format!("flow{index}/{label}")
+    }
+}
+
+/// Adds flow `index`'s server and client, routed over the shared links.
+fn add_flow(
+    sim: &mut Simulator,
+    scenario: &Scenario,
+    index: usize,
+    flow: &FlowSpec,
+    (up_id, down_id): (netem::LinkId, netem::LinkId),
+    measure_cpu: bool,
+    qlog: Option<QlogSinks>,
+    policy: Option<Arc<dyn PolicyFactory>>,
+) -> Result<PlacedFlow, ScenarioError> {
+    let seed = scenario.seed;
+    let scheme = match policy {
+        Some(f) => recovery::Scheme::from_policy(f),
+        None => recovery::parse_scheme(&flow.scheme)
+            .map_err(|e| ScenarioError::Scheme(e.to_string()))?,
+    };
+    let (server_qlog, client_qlog) = match qlog {
+        Some(q) => (Some(q.server), Some(q.client)),
+        None => (None, None),
+    };
+    let (server_addr, client_addr) = flow_addrs(index);
+    let route = |e: netem::RouteError| ScenarioError::Setup(e.to_string());
+    sim.route(client_addr, server_addr, &[up_id])
+        .map_err(route)?;
+    sim.route(server_addr, client_addr, &[down_id])
+        .map_err(route)?;
+    let (server_tls, client_tls) = tls_configs(scenario.alpn).map_err(ScenarioError::Setup)?;
+    let mut server_transport = TransportConfig {
+        congestion: flow.cc,
+        ecn: scenario.ecn,
+        ..TransportConfig::default()
+    };
+    // The scheme may set the congestion controller (RCP's message schemes
+    // do: `recovery::Scheme::congestion`); both ends then use its choice.
+    scheme.configure(&mut server_transport);
+    let cc = server_transport.congestion;
+    let mut client_transport = TransportConfig {
+        congestion: cc,
+        ecn: scenario.ecn,
+        ..TransportConfig::default()
+    };
+    if let Some(w) = scenario.recv_window {
+        client_transport.streams = client_transport.streams.with_receive_window(w);
+    }
+    let content_seed = derive_seed(seed, &flow_label(index, "workload/content"));
+    let recorder = Recorder::new();
+    let sender = Rc::new(RefCell::new(SenderFacts::default()));
+    let server_endpoint = Endpoint::new(EndpointConfig::server(
+        derive_seed(seed, &flow_label(index, "endpoint/server")),
+        ServerConfig {
+            tls: server_tls,
+            transport: Arc::new(server_transport),
+        },
+    ));
+    let server_host = Host::new(server_endpoint, flow.workload.server_app(content_seed))
+        .with_observer(Box::new(
+            SenderObserver::new(recorder.clone(), sender.clone()).with_qlog(server_qlog),
+        ));
+    let mut server = QuicNode::new(server_addr, server_host);
+    server.set_measure_cpu(measure_cpu);
+    let client_config = ClientConfig {
+        tls: client_tls,
+        transport: Arc::new(client_transport),
+        server_name: "localhost".into(),
+    };
+    let client_endpoint = Endpoint::new(EndpointConfig::client(derive_seed(
+        seed,
+        &flow_label(index, "endpoint/client"),
+    )));
+    let client_app = flow
+        .workload
+        .client_app(content_seed, scenario.alpn)
+        .map_err(ScenarioError::Setup)?;
+    let mut client_host = Host::new(client_endpoint, client_app).with_observer(Box::new(
+        ReceiverObserver::new(recorder.clone()).with_qlog(client_qlog),
+    ));
+    client_host
+        .connect(Instant::ZERO, &client_config, server_addr)
+        .map_err(|e| ScenarioError::Setup(e.to_string()))?;
+    let mut client = QuicNode::new(client_addr, client_host);
+    client.set_measure_cpu(measure_cpu);
+    let server_id = sim.add_node(server_addr, server);
+    let client_id = sim.add_node(client_addr, client);
+    Ok(PlacedFlow {
+        server_id,
+        client_id,
+        recorder,
+        sender,
+        cc,
+    })
+}
+
+/// What one flow produced.
+struct FlowResult {
+    metrics: RunMetrics,
+    items: Vec<ItemRecord>,
+    files: Vec<FileTimes>,
+    playback: Option<apps::workload::Playback>,
+    sender_cpu: Option<std::time::Duration>,
+    receiver_cpu: Option<std::time::Duration>,
+    arrival_segments: usize,
+    sender_stats: transport::ConnectionStats,
+}
+
+/// The metrics of a flow that must have completed.
+fn measure_flow(
+    sim: &Simulator,
+    scenario: &Scenario,
+    flow: &FlowSpec,
+    nodes: &PlacedFlow,
+    outcome: RunOutcome,
+    end: Instant,
+) -> Result<FlowResult, ScenarioError> {
+    let client = sim
+        .node::<QuicNode>(nodes.client_id)
+        .ok_or_else(|| ScenarioError::Setup("client node vanished".into()))?;
+    let report = flow
+        .workload
+        .client_report(client.host())
+        .unwrap_or_default();
+    check_complete(&report, outcome, end, flow.workload.items())?;
+    measure_flow_anyway(sim, scenario, flow, nodes, end)
+}
+
+/// The metrics of a flow, complete or not (an unfinished one ends at `end`).
+fn measure_flow_anyway(
+    sim: &Simulator,
+    scenario: &Scenario,
+    flow: &FlowSpec,
+    nodes: &PlacedFlow,
+    end: Instant,
+) -> Result<FlowResult, ScenarioError> {
+    let (seed, ecn) = (scenario.seed, scenario.ecn);
+    let workload = flow.workload;
     let server = sim
-        .node::<QuicNode>(server_id)
+        .node::<QuicNode>(nodes.server_id)
         .ok_or_else(|| ScenarioError::Setup("server node vanished".into()))?;
     let client = sim
-        .node::<QuicNode>(client_id)
+        .node::<QuicNode>(nodes.client_id)
         .ok_or_else(|| ScenarioError::Setup("client node vanished".into()))?;
     let report = workload.client_report(client.host()).unwrap_or_default();
-    check_complete(&report, outcome, end, workload.items())?;
     let done_at = report.done_at.unwrap_or(end);
-    let facts = sender.borrow().clone();
+    let facts = nodes.sender.borrow().clone();
     // The measured connection's live counters if it is still there, else
     // those it had when it ended.
     let stats = facts
@@ -289,11 +454,11 @@ pub fn run_with(scenario: &Scenario, options: RunOptions<'_>) -> Result<RunResul
         .map(|c| c.stats())
         .or(facts.final_stats)
         .unwrap_or_default();
-    let items = recorder.items();
+    let items = nodes.recorder.items();
     let facts = RunFacts {
-        scheme: facts.scheme.unwrap_or_else(|| scenario.scheme.clone()),
+        scheme: facts.scheme.unwrap_or_else(|| flow.scheme.clone()),
         seed,
-        cc: scenario.cc.name().to_string(),
+        cc: nodes.cc.name().to_string(),
         files: workload.items(),
         // Workloads whose size only the run knows (a video's adaptation,
         // rpc's drawn sizes) count what arrived.
@@ -312,21 +477,25 @@ pub fn run_with(scenario: &Scenario, options: RunOptions<'_>) -> Result<RunResul
         cpu: server.cpu_time(),
         rpc: matches!(workload, apps::workload::Workload::Rpc { .. }),
     };
+    let utility = recovery::rcp::parse(&flow.scheme)
+        .and_then(Result::ok)
+        .map(|c| c.utility);
     let metrics = RunMetrics::compute(facts, &stats, &items)
         .with_playback(report.playback.as_ref(), &items)
-        .with_ecn(scenario.ecn, &stats);
-    Ok(RunResult {
+        .with_ecn(ecn, &stats)
+        .with_messages(
+            report.messages.as_ref(),
+            nodes.recorder.message_decisions(),
+            utility.as_ref(),
+        );
+    Ok(FlowResult {
         metrics,
         items,
         files: report.items,
         playback: report.playback,
-        end,
-        sim: sim_stats,
-        up: up_stats,
-        down: down_stats,
         sender_cpu: server.cpu_time(),
         receiver_cpu: client.cpu_time(),
-        arrival_segments: recorder.arrival_segments(),
+        arrival_segments: nodes.recorder.arrival_segments(),
         sender_stats: stats,
     })
 }

@@ -30,6 +30,13 @@
 //! # trace = "traces/TMobile-LTE-short.down"  (relative to the scenario file)
 //! [link.down]
 //! loss = 0.02
+//!
+//! [[flows]]                # extra flows sharing the link (a dumbbell), each
+//! scheme = "udp"           # with its own scheme, cc and workload; repeat the
+//! cc = "none"              # table for more. Their metrics are reported apart.
+//! [flows.workload]
+//! kind = "messages"
+//! messages = 10000
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -136,7 +143,8 @@ fn is_hq_interop(p: &Protocol) -> bool {
 pub struct Scenario {
     /// Recovery scheme of the sender (DESIGN.md names: `quic`, `art`, ...).
     pub scheme: String,
-    /// Congestion controller of both ends.
+    /// Congestion controller of both ends, unless the scheme sets its own
+    /// (RCP's message schemes: `recovery::Scheme::congestion`).
     pub cc: CongestionAlgorithm,
     /// Master seed: every random component's seed derives from it.
     pub seed: u64,
@@ -161,6 +169,37 @@ pub struct Scenario {
     pub workload: Workload,
     /// The emulated path.
     pub link: LinkSpec,
+    /// Extra flows over the same links, competing with the scenario's own
+    /// (which is the measured one): N senders sharing one bottleneck.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub flows: Vec<FlowSpec>,
+}
+
+/// Most extra flows a scenario may have.
+pub const MAX_FLOWS: usize = 1000;
+
+/// One extra flow of a [`Scenario`]: a client and a server of their own,
+/// over the scenario's links.
+///
+/// Exists so that a scenario can put several senders, each with its own
+/// scheme and workload, behind one bottleneck (RCP's dumbbell, rcp.md
+/// Table I) without a special topology.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowSpec {
+    /// The flow's recovery scheme.
+    #[serde(default = "default_scheme")]
+    pub scheme: String,
+    /// The flow's congestion controller, unless its scheme sets its own
+    /// (as for [`Scenario::cc`]).
+    #[serde(default)]
+    pub cc: CongestionAlgorithm,
+    /// What the flow's client fetches.
+    pub workload: Workload,
+}
+
+fn default_scheme() -> String {
+    "quic".into()
 }
 
 impl Default for Scenario {
@@ -177,6 +216,7 @@ impl Default for Scenario {
             alpn: Protocol::HqInterop,
             workload: Workload::default(),
             link: LinkSpec::default(),
+            flows: Vec::new(),
         }
     }
 }
@@ -226,6 +266,17 @@ impl Scenario {
     /// and the scheme (which the registry checks).
     pub fn validate(&self) -> Result<(), ScenarioError> {
         self.workload.validate().map_err(ScenarioError::Invalid)?;
+        if self.flows.len() > MAX_FLOWS {
+            return Err(ScenarioError::Invalid(format!(
+                "{} extra flows is more than {MAX_FLOWS}",
+                self.flows.len()
+            )));
+        }
+        for (i, f) in self.flows.iter().enumerate() {
+            f.workload
+                .validate()
+                .map_err(|e| ScenarioError::Invalid(format!("flow {}: {e}", i + 1)))?;
+        }
         if let Some(w) = self.recv_window {
             if w < 1200 {
                 return Err(ScenarioError::Invalid(format!(

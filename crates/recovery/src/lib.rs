@@ -21,8 +21,8 @@
 //!   [`art::ArtPolicy`] under one typed [`art::ArtConfig`].
 //! - [`fec`]: the block-FEC baseline (`fec:K`), the one scheme that needs
 //!   an artq receiver.
-//! - [`rcp`]: RCP's retransmit-or-drop decisions for messages (its
-//!   formulas so far; the policy follows with the message workload).
+//! - [`rcp`]: RCP's retransmit-or-drop decisions for messages (Double
+//!   DQN) and its baselines `udp`, `arq`, `tcp`.
 //! - [`autorec`]: AutoRec (autorec.md §4): ARQ plus reinjection of
 //!   retransmitted, unacknowledged data in off-mode and opportunistically,
 //!   with its Redundancy Adapter.

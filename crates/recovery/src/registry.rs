@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 
+use transport::congestion::CongestionAlgorithm;
 use transport::policy::{PolicyFactory, QuicPolicy, MAX_REPLICAS};
 use transport::TransportConfig;
 
@@ -65,6 +66,22 @@ pub const SCHEMES: &[(&str, &str)] = &[
     (
         "art-dqn",
         "ART with a DQN adapter learning online (ART journal Appendix A.2); art-dqn:gamma=G sets the reward's penalty ratio (default 1.05), seed=N its initial weights, model=FILE starts from a model of `artq train art-dqn` (options comma separated, model last)",
+    ),
+    (
+        "rcp",
+        "RCP: a Double DQN decides per timed-out message whether to retransmit (rcp.md); rcp:beta=B,alpha=A,norm=simple|tuned,... sets the utility; no congestion control",
+    ),
+    (
+        "udp",
+        "messages never retransmitted, no congestion control (rcp.md's UDP baseline)",
+    ),
+    (
+        "arq",
+        "messages always retransmitted at RCP's timeout, no congestion control (rcp.md's ARQ baseline)",
+    ),
+    (
+        "tcp",
+        "messages on one reliable stream, NewReno (rcp.md's TCP baseline)",
     ),
     (
         "autorec",
@@ -140,7 +157,8 @@ fn available() -> String {
 }
 
 /// A parsed scheme: its recovery policy and what it needs of the transport
-/// besides (today: block FEC for `fec:K`).
+/// besides (block FEC for `fec:K`; the congestion controller of RCP's
+/// message schemes).
 ///
 /// Exists so that a scheme that is more than a policy is still configured
 /// in one call ([`Scheme::configure`]), and the generic policy trait has no
@@ -149,6 +167,7 @@ fn available() -> String {
 pub struct Scheme {
     policy: Arc<dyn PolicyFactory>,
     fec_block: Option<u16>,
+    congestion: Option<CongestionAlgorithm>,
 }
 
 impl Scheme {
@@ -158,6 +177,7 @@ impl Scheme {
         Scheme {
             policy,
             fec_block: None,
+            congestion: None,
         }
     }
 
@@ -176,9 +196,23 @@ impl Scheme {
         self.fec_block
     }
 
-    /// Set the policy and the scheme's transport options in `config`.
+    /// The congestion controller the scheme runs with, when it is part of
+    /// the scheme: `None` (no controller) for `udp`, `arq` and `rcp`, and
+    /// NewReno for `tcp`, the senders of RCP's evaluation (rcp.md §V).
+    /// [`Scheme::configure`] sets it over any controller already in the
+    /// configuration.
+    pub fn congestion(&self) -> Option<CongestionAlgorithm> {
+        self.congestion
+    }
+
+    /// Set the policy and the scheme's transport options in `config`,
+    /// including its congestion controller when it has one
+    /// ([`Scheme::congestion`]).
     pub fn configure(&self, config: &mut TransportConfig) {
         config.policy = self.policy.clone();
+        if let Some(cc) = self.congestion {
+            config.congestion = cc;
+        }
         config.fec = match self.fec_block {
             // In range by construction (`FecPolicy::new`).
             Some(k) => config.fec.with_block(u64::from(k)).unwrap_or(config.fec),
@@ -229,6 +263,7 @@ pub fn parse_scheme(name: &str) -> Result<Scheme, SchemeError> {
             return Ok(Scheme {
                 fec_block: Some(policy.block_size()),
                 policy: Arc::new(policy),
+                congestion: None,
             });
         }
         "autorec" => Arc::new(AutorecPolicy::new(autorec_options(name, param)?)?),
@@ -271,6 +306,7 @@ pub fn parse_scheme(name: &str) -> Result<Scheme, SchemeError> {
             None => art(ArtConfig::norand())?,
             Some(_) => art(ArtConfig::fixed_norand(level(name, param, "art-norand")?))?,
         },
+        "rcp" | "udp" | "arq" | "tcp" => return message_scheme(name),
         _ => {
             if let Some((_, reason)) = PLANNED.iter().find(|(n, _)| *n == name) {
                 return Err(SchemeError::NotImplemented {
@@ -285,6 +321,30 @@ pub fn parse_scheme(name: &str) -> Result<Scheme, SchemeError> {
         }
     };
     Ok(Scheme::from_policy(factory))
+}
+
+/// `rcp`, `udp`, `arq`, `tcp` and their options (parsed in [`crate::rcp`]),
+/// each with the congestion controller of the paper's senders: none for
+/// `rcp`, `udp` and `arq` (the paper's slotted senders send every message
+/// at once), NewReno for `tcp`.
+fn message_scheme(name: &str) -> Result<Scheme, SchemeError> {
+    let bad = |reason: String| SchemeError::BadParameter {
+        name: name.into(),
+        reason,
+        form: crate::rcp::FORM.into(),
+    };
+    let config = crate::rcp::parse(name)
+        .ok_or_else(|| bad("not a message scheme".into()))?
+        .map_err(bad)?;
+    let congestion = match config.rule {
+        crate::rcp::policy::Rule::Reliable => CongestionAlgorithm::NewReno,
+        _ => CongestionAlgorithm::None,
+    };
+    Ok(Scheme {
+        policy: Arc::new(crate::rcp::policy::MessageFactory::new(config).map_err(bad)?),
+        fec_block: None,
+        congestion: Some(congestion),
+    })
 }
 
 fn art(config: ArtConfig) -> Result<Arc<dyn PolicyFactory>, SchemeError> {
@@ -511,6 +571,33 @@ mod tests {
             let fec = name.starts_with("fec:").then_some(9);
             assert_eq!(config.fec.send_block(), fec, "{name}");
             assert_eq!(f.fec_block(), fec, "{name}");
+        }
+    }
+
+    #[test]
+    fn message_schemes_bring_the_papers_congestion_control() {
+        for (name, cc) in [
+            ("udp", Some(CongestionAlgorithm::None)),
+            ("arq", Some(CongestionAlgorithm::None)),
+            ("rcp:beta=0.3", Some(CongestionAlgorithm::None)),
+            ("tcp", Some(CongestionAlgorithm::NewReno)),
+            ("quic", None),
+            ("art", None),
+            ("fec:4", None),
+        ] {
+            let s = parse_scheme(name).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(s.congestion(), cc, "{name}");
+            let mut config = TransportConfig {
+                congestion: CongestionAlgorithm::Bbr,
+                ..TransportConfig::default()
+            };
+            s.configure(&mut config);
+            // Set over the configured one; left alone without one.
+            assert_eq!(
+                config.congestion,
+                cc.unwrap_or(CongestionAlgorithm::Bbr),
+                "{name}"
+            );
         }
     }
 

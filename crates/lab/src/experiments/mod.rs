@@ -24,6 +24,7 @@ pub mod design;
 pub mod fig25;
 pub mod fig27;
 pub mod plot;
+pub mod rcp;
 pub mod report;
 
 use std::collections::BTreeMap;
@@ -84,7 +85,9 @@ impl Scale {
 pub struct Case {
     /// The setting, as shown in tables (`loss=1% size=1MB`).
     pub group: String,
-    /// The recovery scheme (equal to `scenario.scheme`).
+    /// The recovery scheme as tables show it: `scenario.scheme`, or its
+    /// base name when its options vary with the group (RCP's figures give
+    /// `udp`, `arq` and `rcp` the group's utility options).
     pub scheme: String,
     /// What to run.
     pub scenario: Scenario,
@@ -221,6 +224,14 @@ pub const METRICS: &[(&str, &str)] = &[
     ("dtwait_p50_ms", "art-fig23: median per-packet reduction of t_wait (quic - art), ms"),
     ("dtwait_p95_ms", "art-fig23: 95th percentile reduction of t_wait, ms"),
     ("dtwait_p99_ms", "art-fig23: 99th percentile reduction of t_wait, ms"),
+    ("delivery_ratio", "messages: distinct messages delivered over generated"),
+    ("loss", "messages: 1 - delivery_ratio (rcp.md's epsilon)"),
+    ("mean_latency_ms", "messages: mean latency of the delivered messages, ms (rcp.md's l)"),
+    ("utility", "messages: the application's utility U(epsilon, l), rcp.md eq. 1"),
+    (
+        "retransmission_probability",
+        "messages: share of timed-out messages retransmitted",
+    ),
     (
         "recovery_latency_mean_ms",
         "live: mean recovery_latency of all recovered data (first loss detection to the send of the copy that got through), ms",
@@ -263,6 +274,11 @@ const OPTIONAL_METRICS: &[&str] = &[
     "dtwait_p50_ms",
     "dtwait_p95_ms",
     "dtwait_p99_ms",
+    "delivery_ratio",
+    "loss",
+    "mean_latency_ms",
+    "utility",
+    "retransmission_probability",
     "recovery_latency_mean_ms",
     "recovery_latency_multi_mean_ms",
     "recovery_latency_multi_p95_ms",
@@ -336,6 +352,17 @@ impl RunRow {
                 ("rpc_fct_p95_ms", rpc.p95),
                 ("rpc_fct_p99_ms", rpc.p99),
             ] {
+                metrics.insert(name.to_string(), round6(v));
+            }
+        }
+        for (name, v) in [
+            ("delivery_ratio", m.delivery_ratio),
+            ("loss", m.delivery_ratio.map(|d| 1.0 - d)),
+            ("mean_latency_ms", m.mean_latency_ms),
+            ("utility", m.utility),
+            ("retransmission_probability", m.retransmission_probability),
+        ] {
+            if let Some(v) = v {
                 metrics.insert(name.to_string(), round6(v));
             }
         }

@@ -127,6 +127,27 @@ impl ItemRecord {
 struct Shared {
     arrivals: ArrivalMap,
     items: Vec<ItemRecord>,
+    decisions: MessageDecisions,
+}
+
+/// The sender's decisions on timed-out DATAGRAM-only data, counted from
+/// the retransmission engine's records: every replica sent is one decision
+/// to retransmit, every item the policy gave up one decision to drop.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MessageDecisions {
+    /// Retransmissions of datagram-only items.
+    pub retransmit: u64,
+    /// Datagram-only items given up by the policy.
+    pub drop: u64,
+}
+
+impl MessageDecisions {
+    /// The share of timeouts answered with a retransmission (rcp.md Fig.
+    /// 6); `None` when nothing timed out.
+    pub fn retransmission_probability(&self) -> Option<f64> {
+        let all = self.retransmit + self.drop;
+        (all > 0).then(|| self.retransmit as f64 / all as f64)
+    }
 }
 
 /// The metric recorder of one run: hands out a subscriber for each end and
@@ -178,6 +199,11 @@ impl Recorder {
         self.lock().items.clone()
     }
 
+    /// The sender's decisions on timed-out datagrams so far.
+    pub fn message_decisions(&self) -> MessageDecisions {
+        self.lock().decisions
+    }
+
     /// Arrival segments held now (for memory checks).
     pub fn arrival_segments(&self) -> usize {
         self.lock().arrivals.segments()
@@ -192,6 +218,16 @@ struct SenderSubscriber {
 impl Subscriber for SenderSubscriber {
     fn recovery_ended(&mut self, _now: Instant, record: &RecoveryRecord) {
         let mut shared = self.recorder.lock();
+        if record.chunks.is_empty() {
+            shared.decisions.retransmit += u64::from(record.retransmissions);
+            if let RecoveryOutcome::Abandoned {
+                reason: transport::events::AbandonReason::Dropped,
+                ..
+            } = record.outcome
+            {
+                shared.decisions.drop += 1;
+            }
+        }
         if let Some(item) = ItemRecord::from_record(record, &shared.arrivals) {
             shared.items.push(item);
         }
@@ -347,6 +383,22 @@ pub struct RunMetrics {
     /// (from when a call was due to its last response byte), ms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rpc_fct_ms: Option<Summary>,
+    /// messages workload: distinct messages delivered over messages
+    /// generated (rcp.md's 1 - ε).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery_ratio: Option<f64>,
+    /// messages workload: mean latency of the delivered messages, from
+    /// generation to first arrival, ms (rcp.md's l).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_latency_ms: Option<f64>,
+    /// messages workload: the application's utility U(ε, l) (rcp.md eq.
+    /// 1) with the scheme's α, β and normalisation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub utility: Option<f64>,
+    /// messages workload: the share of timed-out messages the sender
+    /// retransmitted (rcp.md Fig. 6); absent when none timed out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retransmission_probability: Option<f64>,
     /// ECN runs only: packets the receiver reported CE-marked to the
     /// sender (RFC 9000 §13.4), each a congestion signal without a loss.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -432,6 +484,10 @@ impl RunMetrics {
             rebuffer_ms: None,
             bitrate_switches: None,
             rpc_fct_ms,
+            delivery_ratio: None,
+            mean_latency_ms: None,
+            utility: None,
+            retransmission_probability: None,
             ecn_ce_reported: None,
         }
     }
@@ -441,6 +497,26 @@ impl RunMetrics {
         if ecn {
             self.ecn_ce_reported = Some(stats.ecn_ce_reported);
         }
+        self
+    }
+
+    /// Adds the messages workload's metrics: the receiver's `report`, the
+    /// sender's `decisions`, and the utility if the scheme defines one.
+    pub fn with_messages(
+        mut self,
+        report: Option<&apps::messages::MessageReport>,
+        decisions: MessageDecisions,
+        utility: Option<&recovery::rcp::model::Utility>,
+    ) -> RunMetrics {
+        let Some(r) = report else {
+            return self;
+        };
+        let delivered = r.delivery_ratio();
+        let latency = r.mean_latency();
+        self.delivery_ratio = Some(delivered);
+        self.mean_latency_ms = latency.map(ms);
+        self.utility = utility.map(|u| u.value(1.0 - delivered, latency.unwrap_or(Duration::ZERO)));
+        self.retransmission_probability = decisions.retransmission_probability();
         self
     }
 

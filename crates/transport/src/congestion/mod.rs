@@ -31,11 +31,13 @@ pub mod bbr;
 pub mod cubic;
 pub mod delivery_rate;
 pub mod newreno;
+pub mod unlimited;
 
 pub use bbr::Bbr;
 pub use cubic::Cubic;
 pub use delivery_rate::{DeliveryRateEstimator, PacketRateState, RateSample};
 pub use newreno::NewReno;
+pub use unlimited::Unlimited;
 
 /// Packets in the initial window (RFC 9002 §7.2).
 pub const INITIAL_WINDOW_PACKETS: u64 = 10;
@@ -158,6 +160,9 @@ pub enum CongestionAlgorithm {
     /// BBR v1 (`bbr`, alias `bbr1`).
     #[serde(alias = "bbr1")]
     Bbr,
+    /// No congestion control (`none`): rcp.md's UDP, ARQ and RCP send at
+    /// once ([`Unlimited`]). Not in [`CongestionAlgorithm::ALL`].
+    None,
 }
 
 impl CongestionAlgorithm {
@@ -174,6 +179,7 @@ impl CongestionAlgorithm {
             CongestionAlgorithm::NewReno => "newreno",
             CongestionAlgorithm::Cubic => "cubic",
             CongestionAlgorithm::Bbr => "bbr",
+            CongestionAlgorithm::None => "none",
         }
     }
 
@@ -197,6 +203,7 @@ impl CongestionAlgorithm {
             CongestionAlgorithm::NewReno => Box::new(NewReno::new(max_datagram_size)),
             CongestionAlgorithm::Cubic => Box::new(Cubic::new(max_datagram_size)),
             CongestionAlgorithm::Bbr => Box::new(Bbr::new(now, max_datagram_size, seed)),
+            CongestionAlgorithm::None => Box::new(Unlimited),
         }
     }
 }
@@ -209,7 +216,7 @@ impl fmt::Display for CongestionAlgorithm {
 
 /// An unknown congestion control name was given (for example to `--cc`).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("unknown congestion control algorithm `{0}`; valid names: newreno (or reno), cubic, bbr (or bbr1)")]
+#[error("unknown congestion control algorithm `{0}`; valid names: newreno (or reno), cubic, bbr (or bbr1), none")]
 pub struct UnknownCongestionAlgorithm(pub String);
 
 impl FromStr for CongestionAlgorithm {
@@ -222,6 +229,7 @@ impl FromStr for CongestionAlgorithm {
             "newreno" | "reno" => Ok(CongestionAlgorithm::NewReno),
             "cubic" => Ok(CongestionAlgorithm::Cubic),
             "bbr" | "bbr1" => Ok(CongestionAlgorithm::Bbr),
+            "none" => Ok(CongestionAlgorithm::None),
             _ => Err(UnknownCongestionAlgorithm(s.to_owned())),
         }
     }

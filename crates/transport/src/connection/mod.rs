@@ -595,6 +595,13 @@ impl Connection {
         Ok(())
     }
 
+    /// DATAGRAM payloads queued by [`Connection::send_datagram`] and not yet
+    /// sent (congestion control holds them back): an application that
+    /// produces datagrams at its own pace bounds its backlog with this.
+    pub fn datagrams_queued(&self) -> usize {
+        self.datagrams_out.len()
+    }
+
     /// Take a received DATAGRAM payload, oldest first.
     pub fn recv_datagram(&mut self) -> Option<Vec<u8>> {
         self.datagrams_in.pop()

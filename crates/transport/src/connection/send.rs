@@ -147,9 +147,12 @@ impl Connection {
         }
     }
 
-    /// Whether the application has stream data or replicas waiting.
+    /// Whether the application has stream data, replicas or datagrams waiting.
     pub(super) fn has_data_to_send(&self) -> bool {
-        self.streams.has_pending() || self.engine.has_queued()
+        // Queued DATAGRAM frames are data waiting too: without them, a
+        // datagram-only sender counted every acknowledgement as
+        // application-limited and its window never grew.
+        self.streams.has_pending() || self.engine.has_queued() || !self.datagrams_out.is_empty()
     }
 
     fn congestion_allows(&self) -> bool {

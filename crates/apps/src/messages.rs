@@ -1,0 +1,624 @@
+//! The message workload (RCP, rcp.md §III-A): the sender produces
+//! fixed-size messages at a fixed rate, each stamped with its generation
+//! time; the receiver records which arrived and how late.
+//!
+//! **Wire form**: a message is `seq` (8 bytes, big endian), the generation
+//! time in nanoseconds of the sender's clock (8 bytes, big endian), then
+//! zero padding up to the message size. Messages travel in QUIC DATAGRAM
+//! frames (RFC 9221), one frame per message, so a receiver needs nothing but
+//! RFC 9221; with the `tcp` scheme (rcp.md's TCP NewReno baseline) they
+//! travel back to back on one reliable unidirectional stream instead
+//! ([`Carriage`]). Which messages the transport retransmits or abandons is
+//! the recovery policy's business (`recovery::rcp`): the application only
+//! produces and consumes.
+//!
+//! **Roles**: the server is the sender (it runs the recovery scheme, as in
+//! every artq workload), the client the receiver. Message `i` is generated
+//! at a uniformly random instant of its period, `[start + i / rate, start +
+//! (i + 1) / rate)`, `start` being the moment the handshake completed, the
+//! instant drawn from the workload's seed: periodic senders sharing a
+//! bottleneck would otherwise arrive in the same order every period, and
+//! a drop-tail queue would always drop the same sender's messages.
+//! The sender keeps at most [`MAX_BACKLOG`] messages waiting for the
+//! congestion window (the paper's UDP sends at once; ours is still a QUIC
+//! sender): a message generated while the backlog is full is discarded at
+//! the sender and counts as lost. A drain period after the last generation
+//! (`drain`, default [`DEFAULT_DRAIN`]) lets late copies arrive; then the
+//! sender closes the connection. A message that has not arrived by then is
+//! lost.
+//!
+//! **Metrics** ([`MessageReport`]): the delivery ratio (distinct messages
+//! received over messages generated) and the latency of each delivered
+//! message (arrival minus generation, both read from one clock in the
+//! simulator; over real UDP the two ends' clocks differ and only the
+//! delivery counts are meaningful).
+
+use std::collections::BTreeMap;
+
+use rand::RngCore;
+use transport::rng::{RngSeed, StackRng};
+use transport::streams::StreamEvent;
+use transport::{Connection, ConnectionError, ConnectionHandle, Endpoint, Event};
+use wire::time::{Duration, Instant};
+use wire::{Dir, StreamId};
+
+use crate::app::App;
+
+/// Bytes of a message's header: sequence number and generation time.
+pub const HEADER: usize = 16;
+/// Largest message, bytes: it must fit one DATAGRAM frame in a
+/// 1200-byte packet.
+pub const MAX_SIZE: u32 = 1100;
+/// Most messages one workload may generate (the receiver keeps one bit
+/// per message).
+pub const MAX_MESSAGES: u64 = 100_000_000;
+/// Highest generation rate, messages per second.
+pub const MAX_RATE: u64 = 1_000_000;
+/// Messages the sender holds back while congestion control blocks it.
+pub const MAX_BACKLOG: usize = 1000;
+/// Time after the last message's generation before the sender closes.
+pub const DEFAULT_DRAIN: Duration = Duration::from_secs(3);
+/// Longest drain period a workload may ask for, ms.
+pub const MAX_DRAIN_MS: u32 = 600_000;
+
+/// How messages travel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Carriage {
+    /// One DATAGRAM frame per message (RFC 9221): the policy may abandon
+    /// a lost one.
+    Datagram,
+    /// Back to back on one reliable stream: every message is delivered, in
+    /// order (rcp.md's TCP baseline).
+    Stream,
+}
+
+impl Carriage {
+    /// The carriage a recovery scheme needs: `tcp` is reliable in-order
+    /// delivery on a stream, every other scheme decides per datagram.
+    pub fn for_scheme(scheme: &str) -> Carriage {
+        if scheme == "tcp" {
+            Carriage::Stream
+        } else {
+            Carriage::Datagram
+        }
+    }
+}
+
+/// What the message workload sends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MessageParams {
+    /// Messages generated (at least 1).
+    pub messages: u64,
+    /// Bytes per message ([`HEADER`]..=[`MAX_SIZE`]).
+    pub size: u32,
+    /// Messages per second (1..=[`MAX_RATE`]).
+    pub rate: u64,
+    /// Wait after the last generation before closing, ms.
+    pub drain_ms: u32,
+}
+
+impl MessageParams {
+    /// Checks every number; the error says which and why.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.messages == 0 || self.messages > MAX_MESSAGES {
+            return Err(format!(
+                "the messages workload needs 1..={MAX_MESSAGES} messages"
+            ));
+        }
+        if !(HEADER as u32..=MAX_SIZE).contains(&self.size) {
+            return Err(format!(
+                "message_size {} is outside {HEADER}..={MAX_SIZE} bytes",
+                self.size
+            ));
+        }
+        if self.rate == 0 || self.rate > MAX_RATE {
+            return Err(format!(
+                "message_rate {} is outside 1..={MAX_RATE} per second",
+                self.rate
+            ));
+        }
+        if self.drain_ms > MAX_DRAIN_MS {
+            return Err(format!(
+                "drain {} ms is more than {MAX_DRAIN_MS} ms",
+                self.drain_ms
+            ));
+        }
+        Ok(())
+    }
+
+    /// When message `seq` is generated, the schedule starting at `start`.
+    pub fn generated_at(&self, start: Instant, seq: u64) -> Instant {
+        let ns = u128::from(seq) * 1_000_000_000 / u128::from(self.rate.max(1));
+        start + Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX))
+    }
+
+    /// When the sender closes: the drain period after the last generation.
+    pub fn closes_at(&self, start: Instant) -> Instant {
+        self.generated_at(start, self.messages.saturating_sub(1))
+            + Duration::from_millis(u64::from(self.drain_ms))
+    }
+}
+
+/// One message's bytes.
+pub fn encode(seq: u64, generated: Instant, size: u32) -> Vec<u8> {
+    let mut m = vec![0u8; (size as usize).max(HEADER)];
+    m[..8].copy_from_slice(&seq.to_be_bytes());
+    let ns = u64::try_from(generated.since_epoch().as_nanos()).unwrap_or(u64::MAX);
+    m[8..16].copy_from_slice(&ns.to_be_bytes());
+    m
+}
+
+/// A message's sequence number and generation time, or `None` if it is
+/// too short to be one.
+pub fn decode(bytes: &[u8]) -> Option<(u64, Instant)> {
+    let seq = u64::from_be_bytes(bytes.get(..8)?.try_into().ok()?);
+    let ns = u64::from_be_bytes(bytes.get(8..16)?.try_into().ok()?);
+    Some((seq, Instant::ZERO + Duration::from_nanos(ns)))
+}
+
+/// The sender's progress on one connection.
+#[derive(Debug)]
+struct Outgoing {
+    carriage: Carriage,
+    start: Option<Instant>,
+    next: u64,
+    stream: Option<StreamId>,
+    /// Stream bytes written by the application but refused by the stream
+    /// (flow control), bounded by [`MAX_BACKLOG`] messages.
+    pending: Vec<u8>,
+    discarded: u64,
+    closed: bool,
+    /// When the next message is generated (once started).
+    due: Option<Instant>,
+    /// Draws each message's instant within its period.
+    rng: StackRng,
+}
+
+/// The server role: generates the messages on every connection it accepts.
+#[derive(Debug)]
+pub struct MessageSender {
+    params: MessageParams,
+    conns: BTreeMap<ConnectionHandle, Outgoing>,
+    served: bool,
+    rng: StackRng,
+}
+
+impl MessageSender {
+    /// A sender of `params`' messages; `seed` draws their instants.
+    pub fn new(params: MessageParams, seed: u64) -> Self {
+        Self {
+            params,
+            conns: BTreeMap::new(),
+            served: false,
+            rng: StackRng::new(RngSeed::Fixed(seed)),
+        }
+    }
+
+    /// When message `seq` is generated: a uniform instant of its period.
+    fn instant(&self, out: &mut Outgoing, start: Instant, seq: u64) -> Instant {
+        let period_ns = 1_000_000_000 / self.params.rate.max(1);
+        let jitter = out.rng.next_u64() % period_ns.max(1);
+        self.params.generated_at(start, seq) + Duration::from_nanos(jitter)
+    }
+
+    /// Messages discarded at the sender because the backlog was full, over
+    /// all connections.
+    pub fn discarded(&self) -> u64 {
+        self.conns.values().map(|o| o.discarded).sum()
+    }
+
+    fn produce(&self, now: Instant, out: &mut Outgoing, conn: &mut Connection) {
+        let Some(start) = out.start else { return };
+        let p = self.params;
+        while out.next < p.messages {
+            let generated = match out.due {
+                Some(t) => t,
+                None => {
+                    let t = self.instant(out, start, out.next);
+                    out.due = Some(t);
+                    t
+                }
+            };
+            if generated > now {
+                break;
+            }
+            let msg = encode(out.next, generated, p.size);
+            out.next += 1;
+            out.due = None;
+            match out.carriage {
+                Carriage::Datagram => {
+                    if conn.datagrams_queued() >= MAX_BACKLOG || conn.send_datagram(msg).is_err() {
+                        out.discarded += 1;
+                    }
+                }
+                Carriage::Stream => {
+                    if out.pending.len() >= MAX_BACKLOG * p.size as usize {
+                        out.discarded += 1;
+                    } else {
+                        out.pending.extend_from_slice(&msg);
+                    }
+                }
+            }
+        }
+        if out.carriage == Carriage::Stream {
+            if out.stream.is_none() {
+                out.stream = conn.streams().open(Dir::Uni);
+            }
+            if let Some(id) = out.stream {
+                if !out.pending.is_empty() {
+                    if let Ok(n) = conn.streams().write(id, &out.pending) {
+                        out.pending.drain(..n);
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl App for MessageSender {
+    fn on_connection(&mut self, _now: Instant, h: ConnectionHandle, conn: &mut Connection) {
+        self.served = true;
+        self.conns.insert(
+            h,
+            Outgoing {
+                carriage: Carriage::for_scheme(&conn.recovery_scheme()),
+                start: None,
+                next: 0,
+                stream: None,
+                pending: Vec::new(),
+                discarded: 0,
+                closed: false,
+                due: None,
+                rng: self.rng.fork(h.0 as u64),
+            },
+        );
+    }
+
+    fn on_event(
+        &mut self,
+        now: Instant,
+        h: ConnectionHandle,
+        _conn: &mut Connection,
+        event: &Event,
+    ) {
+        let Some(out) = self.conns.get_mut(&h) else {
+            return;
+        };
+        match event {
+            Event::Connected => {
+                out.start.get_or_insert(now);
+            }
+            Event::ConnectionLost(_) => out.closed = true,
+            _ => {}
+        }
+    }
+
+    fn drive(&mut self, now: Instant, endpoint: &mut Endpoint) {
+        let handles: Vec<ConnectionHandle> = self.conns.keys().copied().collect();
+        for h in handles {
+            let Some(mut out) = self.conns.remove(&h) else {
+                continue;
+            };
+            if let Some(conn) = endpoint.connection_mut(h) {
+                if !out.closed {
+                    self.produce(now, &mut out, conn);
+                    if out.start.is_some_and(|s| now >= self.params.closes_at(s)) {
+                        conn.close(now, 0, b"messages done");
+                        out.closed = true;
+                    }
+                }
+            } else {
+                out.closed = true;
+            }
+            self.conns.insert(h, out);
+        }
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.conns
+            .values()
+            .filter(|o| !o.closed)
+            .filter_map(|o| {
+                let start = o.start?;
+                Some(if o.next < self.params.messages {
+                    o.due
+                        .unwrap_or_else(|| self.params.generated_at(start, o.next))
+                } else {
+                    self.params.closes_at(start)
+                })
+            })
+            .min()
+    }
+
+    fn is_finished(&self, endpoint: &Endpoint) -> bool {
+        self.served
+            && self
+                .conns
+                .iter()
+                .all(|(h, o)| o.closed && endpoint.connection(*h).is_none_or(|c| c.is_closed()))
+    }
+
+    fn shutdown(&mut self, now: Instant, endpoint: &mut Endpoint) {
+        for (h, o) in self.conns.iter_mut() {
+            if let Some(conn) = endpoint.connection_mut(*h) {
+                conn.close(now, 0, b"shutdown");
+            }
+            o.closed = true;
+        }
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+/// What the receiver measured.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MessageReport {
+    /// Messages the workload generates.
+    pub generated: u64,
+    /// Distinct messages received.
+    pub delivered: u64,
+    /// Copies of a message already received (a retransmission whose
+    /// original arrived after all).
+    pub duplicates: u64,
+    /// Payloads that were not messages of this workload (too short, or a
+    /// sequence number beyond the last).
+    pub malformed: u64,
+    /// Sum of the delivered messages' latencies.
+    pub latency_sum: Duration,
+    /// When the handshake completed.
+    pub connected_at: Option<Instant>,
+    /// When the sender closed the connection: the run is over.
+    pub done_at: Option<Instant>,
+    /// Why the connection ended otherwise.
+    pub error: Option<ConnectionError>,
+}
+
+impl MessageReport {
+    /// Delivered over generated (0 for an empty workload).
+    pub fn delivery_ratio(&self) -> f64 {
+        if self.generated == 0 {
+            return 0.0;
+        }
+        self.delivered as f64 / self.generated as f64
+    }
+
+    /// Mean latency of the delivered messages; `None` when none arrived.
+    pub fn mean_latency(&self) -> Option<Duration> {
+        (self.delivered > 0).then(|| {
+            Duration::from_nanos(
+                u64::try_from(self.latency_sum.as_nanos() / u128::from(self.delivered))
+                    .unwrap_or(u64::MAX),
+            )
+        })
+    }
+}
+
+/// The client role: receives messages and measures them.
+#[derive(Debug)]
+pub struct MessageReceiver {
+    params: MessageParams,
+    conn: Option<ConnectionHandle>,
+    stream: Option<StreamId>,
+    /// A partial stream record.
+    partial: Vec<u8>,
+    /// One bit per message: received already.
+    seen: Vec<u64>,
+    report: MessageReport,
+}
+
+impl MessageReceiver {
+    /// A receiver for `params`' messages.
+    pub fn new(params: MessageParams) -> Self {
+        let words = usize::try_from(params.messages.div_ceil(64)).unwrap_or(0);
+        Self {
+            params,
+            conn: None,
+            stream: None,
+            partial: Vec::new(),
+            seen: vec![0; words],
+            report: MessageReport {
+                generated: params.messages,
+                ..MessageReport::default()
+            },
+        }
+    }
+
+    /// What was measured so far.
+    pub fn report(&self) -> &MessageReport {
+        &self.report
+    }
+
+    fn accept(&mut self, now: Instant, bytes: &[u8]) {
+        let Some((seq, generated)) = decode(bytes) else {
+            self.report.malformed += 1;
+            return;
+        };
+        let (word, bit) = ((seq / 64) as usize, seq % 64);
+        let Some(w) = self
+            .seen
+            .get_mut(word)
+            .filter(|_| seq < self.params.messages)
+        else {
+            self.report.malformed += 1;
+            return;
+        };
+        if *w & (1 << bit) != 0 {
+            self.report.duplicates += 1;
+            return;
+        }
+        *w |= 1 << bit;
+        self.report.delivered += 1;
+        self.report.latency_sum += now.saturating_duration_since(generated);
+    }
+
+    fn read(&mut self, now: Instant, conn: &mut Connection) {
+        while let Some(d) = conn.recv_datagram() {
+            self.accept(now, &d);
+        }
+        if self.stream.is_none() {
+            self.stream = conn.streams().accept(Dir::Uni);
+        }
+        let Some(id) = self.stream else { return };
+        let size = self.params.size as usize;
+        let mut buf = [0u8; 8192];
+        while let Ok(Some(n)) = conn.streams().read(id, &mut buf) {
+            if n == 0 {
+                break;
+            }
+            self.partial.extend_from_slice(&buf[..n]);
+            let whole = self.partial.len() / size * size;
+            let records: Vec<u8> = self.partial.drain(..whole).collect();
+            for r in records.chunks_exact(size) {
+                self.accept(now, r);
+            }
+        }
+    }
+}
+
+impl App for MessageReceiver {
+    fn on_connection(&mut self, _now: Instant, h: ConnectionHandle, _conn: &mut Connection) {
+        self.conn.get_or_insert(h);
+    }
+
+    fn on_event(
+        &mut self,
+        now: Instant,
+        h: ConnectionHandle,
+        conn: &mut Connection,
+        event: &Event,
+    ) {
+        if Some(h) != self.conn {
+            return;
+        }
+        match event {
+            Event::Connected => {
+                self.report.connected_at.get_or_insert(now);
+            }
+            Event::DatagramReceived | Event::Stream(StreamEvent::Readable { .. }) => {
+                self.read(now, conn)
+            }
+            Event::Stream(StreamEvent::Opened { .. }) => self.read(now, conn),
+            Event::ConnectionLost(reason) => {
+                self.read(now, conn);
+                // The sender's CONNECTION_CLOSE may be lost on a lossy
+                // path: an idle timeout after the scheduled close is the
+                // end of the run too.
+                let scheduled_end = self
+                    .report
+                    .connected_at
+                    .is_some_and(|c| now >= self.params.closes_at(c));
+                match reason {
+                    ConnectionError::PeerClosed { code: 0, .. } => {
+                        self.report.done_at.get_or_insert(now);
+                    }
+                    ConnectionError::TimedOut if scheduled_end => {
+                        self.report.done_at.get_or_insert(now);
+                    }
+                    other => {
+                        if self.report.done_at.is_none() {
+                            self.report.error = Some(other.clone());
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn drive(&mut self, now: Instant, endpoint: &mut Endpoint) {
+        if let Some(conn) = self.conn.and_then(|h| endpoint.connection_mut(h)) {
+            self.read(now, conn);
+        }
+    }
+
+    fn is_finished(&self, endpoint: &Endpoint) -> bool {
+        (self.report.done_at.is_some() || self.report.error.is_some())
+            && self
+                .conn
+                .and_then(|h| endpoint.connection(h))
+                .is_none_or(|c| c.is_closed())
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params() -> MessageParams {
+        MessageParams {
+            messages: 100,
+            size: 64,
+            rate: 1000,
+            drain_ms: 500,
+        }
+    }
+
+    #[test]
+    fn messages_round_trip_and_short_payloads_are_refused() {
+        let t = Instant::ZERO + Duration::from_micros(1234);
+        let m = encode(42, t, 64);
+        assert_eq!(m.len(), 64);
+        assert_eq!(decode(&m), Some((42, t)));
+        assert_eq!(decode(&m[..15]), None);
+    }
+
+    #[test]
+    fn the_schedule_is_rate_paced_and_closes_after_the_drain() {
+        let p = params();
+        let s = Instant::ZERO + Duration::from_millis(10);
+        assert_eq!(p.generated_at(s, 0), s);
+        assert_eq!(p.generated_at(s, 5), s + Duration::from_millis(5));
+        assert_eq!(p.closes_at(s), s + Duration::from_millis(99 + 500));
+        assert!(p.validate().is_ok());
+        for bad in [
+            MessageParams { messages: 0, ..p },
+            MessageParams { size: 8, ..p },
+            MessageParams { size: 5000, ..p },
+            MessageParams { rate: 0, ..p },
+            MessageParams {
+                drain_ms: MAX_DRAIN_MS + 1,
+                ..p
+            },
+        ] {
+            assert!(bad.validate().is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_receiver_counts_distinct_messages_and_their_latency() {
+        let mut r = MessageReceiver::new(params());
+        let now = Instant::ZERO + Duration::from_millis(100);
+        r.accept(
+            now,
+            &encode(3, Instant::ZERO + Duration::from_millis(40), 64),
+        );
+        r.accept(
+            now,
+            &encode(3, Instant::ZERO + Duration::from_millis(40), 64),
+        );
+        r.accept(
+            now,
+            &encode(7, Instant::ZERO + Duration::from_millis(80), 64),
+        );
+        r.accept(now, &encode(100, Instant::ZERO, 64)); // beyond the last
+        r.accept(now, b"short");
+        let rep = r.report();
+        assert_eq!((rep.delivered, rep.duplicates, rep.malformed), (2, 1, 2));
+        assert_eq!(rep.mean_latency(), Some(Duration::from_millis(40)));
+        assert!((rep.delivery_ratio() - 0.02).abs() < 1e-12);
+    }
+
+    #[test]
+    fn only_tcp_carries_messages_on_a_stream() {
+        assert_eq!(Carriage::for_scheme("tcp"), Carriage::Stream);
+        for s in ["udp", "arq", "rcp", "quic"] {
+            assert_eq!(Carriage::for_scheme(s), Carriage::Datagram);
+        }
+    }
+}

@@ -1,0 +1,369 @@
+//! The message schemes of rcp.md as policies: `rcp` (a Double DQN decides
+//! per timed-out message), and the baselines `udp` (never retransmit),
+//! `arq` (always retransmit at timeout) and `tcp` (reliable stream
+//! delivery, RFC 9002 recovery; the message workload carries its messages
+//! on a stream under this scheme).
+//!
+//! **How a message times out** (docs/recovery.md, "RCP"). The transport
+//! declares a packet lost by RFC 9002's rules (three later packets
+//! acknowledged, or 9/8 of an RTT passed); for a packet that carried only
+//! DATAGRAM frames it then asks the policy about [`DataKind::Datagram`]
+//! data. RCP's own timeout is eqs. 8-10 ([`RcpRto`]), kept here from the
+//! acknowledgements the policy sees. The policy decides when the transport
+//! declares the loss and, if it retransmits, schedules the copy at
+//! `last transmission + τ_r` (now if that has passed): the seam's
+//! `send_at`, which the transport already honours and cancels when the
+//! data is acknowledged in between. So a retransmission leaves when RCP's
+//! timer expires, with no timer of RCP's inside the transport.
+//!
+//! **Rewards** (eqs. 4-5): a retransmitted message that is acknowledged
+//! earns `U(0, l)` with `l` its one-way latency, estimated at the sender as
+//! the delivering copy's send time minus the generation time plus half
+//! that copy's RTT sample (the sender cannot see the receiver's clock); a
+//! dropped one earns `U(ε̂, l̂)` at once. A retransmission that times out
+//! again earns nothing and leads to the next decision's state (eq. 6).
+
+use std::collections::BTreeMap;
+
+use learn::{Activation, Dqn, DqnConfig, Epsilon, OptimizerKind, Transition};
+use rand::{RngCore, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use transport::policy::{
+    DataKind, Decision, ItemId, LostData, PacketFate, PolicyContext, PolicyFactory, PolicyState,
+    RecoveryPolicy, SentView,
+};
+use wire::time::{Duration, Instant};
+
+use super::model::{state, Estimates, RcpRto, Utility};
+
+/// Decisions awaiting their reward that one connection keeps at most; the
+/// oldest is forgotten beyond it (an item the transport ended without
+/// telling the policy, e.g. delivered by a late acknowledgement of its
+/// original).
+pub const MAX_PENDING: usize = 65_536;
+
+/// Table III and Fig. 3: the Double DQN RCP trains.
+pub fn table3_dqn() -> DqnConfig {
+    DqnConfig {
+        state_dim: 5,
+        actions: 2,
+        // Fig. 3's two hidden layers; the widths and the sigmoid after
+        // both are those of the authors' published code.
+        hidden: vec![20, 30],
+        activation: Activation::Sigmoid,
+        gamma: 0.9,
+        learning_rate: 0.01,
+        optimizer: OptimizerKind::Adam,
+        batch_size: 32,
+        memory: 100_000,
+        target_update: 100,
+        epsilon: Epsilon {
+            start: 0.3,
+            factor: 0.7,
+            every: 100,
+            floor: 0.0,
+        },
+        double: true,
+    }
+}
+
+/// Action indices of the DQN's outputs (rcp.md §III-C: 0 = do not
+/// retransmit, 1 = retransmit).
+const DROP: usize = 0;
+const RETRANSMIT: usize = 1;
+
+/// What a message scheme does with a timed-out message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rule {
+    /// `udp`: never retransmit.
+    Never,
+    /// `arq`: always retransmit, at RCP's timeout.
+    Always,
+    /// `rcp`: ask the Double DQN.
+    Learned,
+    /// `tcp`: reliable stream data, recovered as QUIC does (one copy at
+    /// once, under congestion control).
+    Reliable,
+}
+
+impl Rule {
+    /// The scheme's base name.
+    pub fn base(self) -> &'static str {
+        match self {
+            Rule::Never => "udp",
+            Rule::Always => "arq",
+            Rule::Learned => "rcp",
+            Rule::Reliable => "tcp",
+        }
+    }
+}
+
+/// Everything that defines a message scheme.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MessageConfig {
+    /// The scheme's name as given (echoed by [`RecoveryPolicy::name`]).
+    pub name: String,
+    /// What to do at a timeout.
+    pub rule: Rule,
+    /// The application's utility (eq. 1): RCP maximises it; every scheme
+    /// reports it.
+    pub utility: Utility,
+    /// The timeout before the first RTT sample (Table V: 30 slots).
+    pub initial_rto: Duration,
+    /// The slot of eq. 10's `max(1, 4 V)`.
+    pub slot: Duration,
+    /// The learner (`rcp` only).
+    pub dqn: DqnConfig,
+}
+
+/// Builds one [`MessagePolicy`] per connection.
+#[derive(Debug)]
+pub struct MessageFactory {
+    config: MessageConfig,
+}
+
+impl MessageFactory {
+    /// A factory for `config` (checked).
+    pub fn new(config: MessageConfig) -> Result<Self, String> {
+        config.utility.validate()?;
+        config.dqn.validate().map_err(|e| e.to_string())?;
+        if config.initial_rto.is_zero() || config.slot.is_zero() {
+            return Err("initial_rto and slot must be positive".into());
+        }
+        Ok(Self { config })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &MessageConfig {
+        &self.config
+    }
+}
+
+impl PolicyFactory for MessageFactory {
+    fn build(&self) -> Box<dyn RecoveryPolicy> {
+        Box::new(MessagePolicy::new(self.config.clone()))
+    }
+
+    fn name(&self) -> String {
+        self.config.name.clone()
+    }
+}
+
+/// A decision to retransmit, waiting for what follows it.
+#[derive(Clone, Debug)]
+struct Pending {
+    state: [f32; 5],
+    first_sent: Instant,
+    last_sent: Instant,
+}
+
+/// The learner of `rcp`, made at the first decision from the connection's
+/// seeded RNG (so a run's seed fixes the initial weights and the replay
+/// sampling).
+struct Learner {
+    dqn: Dqn,
+    rng: ChaCha8Rng,
+}
+
+impl core::fmt::Debug for Learner {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        self.dqn.fmt(f)
+    }
+}
+
+/// Counts of a connection's decisions, for `retransmission_probability`
+/// and traces.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DecisionCounts {
+    /// Timed-out messages the policy chose to retransmit.
+    pub retransmit: u64,
+    /// Timed-out messages it gave up.
+    pub drop: u64,
+}
+
+/// One connection's message policy.
+#[derive(Debug)]
+pub struct MessagePolicy {
+    config: MessageConfig,
+    rto: RcpRto,
+    estimates: Estimates,
+    pending: BTreeMap<ItemId, Pending>,
+    learner: Option<Learner>,
+    counts: DecisionCounts,
+    /// Why learning stopped, if it did (a non-finite state, say): the
+    /// policy then keeps deciding greedily from what it learned.
+    learn_error: Option<String>,
+}
+
+impl MessagePolicy {
+    /// A fresh policy.
+    pub fn new(config: MessageConfig) -> Self {
+        let rto = RcpRto::new(config.initial_rto, config.slot);
+        Self {
+            config,
+            rto,
+            estimates: Estimates::default(),
+            pending: BTreeMap::new(),
+            learner: None,
+            counts: DecisionCounts::default(),
+            learn_error: None,
+        }
+    }
+
+    /// Decisions so far.
+    pub fn counts(&self) -> DecisionCounts {
+        self.counts
+    }
+
+    /// The learner's steps so far (0 for the rule-based schemes).
+    pub fn learn_steps(&self) -> u64 {
+        self.learner.as_ref().map_or(0, |l| l.dqn.learn_steps())
+    }
+
+    /// The current timeout τ_r.
+    pub fn rto(&self) -> Duration {
+        self.rto.rto()
+    }
+
+    /// Store a transition and take one learning step.
+    fn experience(&mut self, t: Transition) {
+        let Some(l) = self.learner.as_mut() else {
+            return;
+        };
+        if self.learn_error.is_some() {
+            return;
+        }
+        let result = l.dqn.remember(t).and_then(|()| l.dqn.learn(&mut l.rng));
+        if let Err(e) = result {
+            self.learn_error = Some(e.to_string());
+        }
+    }
+
+    fn choose(&mut self, s: &[f32; 5], rng: &mut dyn RngCore) -> usize {
+        match self.config.rule {
+            Rule::Never => DROP,
+            Rule::Always | Rule::Reliable => RETRANSMIT,
+            Rule::Learned => {
+                if self.learner.is_none() {
+                    let mut seed = ChaCha8Rng::seed_from_u64(rng.next_u64());
+                    match Dqn::new(self.config.dqn.clone(), &mut seed) {
+                        Ok(dqn) => self.learner = Some(Learner { dqn, rng: seed }),
+                        Err(e) => self.learn_error = Some(e.to_string()),
+                    }
+                }
+                let Some(l) = self.learner.as_mut() else {
+                    return RETRANSMIT;
+                };
+                let mut rng = rng;
+                l.dqn.act(s, &mut rng).unwrap_or(RETRANSMIT)
+            }
+        }
+    }
+}
+
+impl RecoveryPolicy for MessagePolicy {
+    fn name(&self) -> String {
+        self.config.name.clone()
+    }
+
+    fn on_data_lost(&mut self, cx: &mut PolicyContext<'_>, lost: &LostData) -> Decision {
+        let now = cx.now;
+        if lost.kind == DataKind::Stream || self.config.rule == Rule::Reliable {
+            return Decision::single(now);
+        }
+        self.estimates.on_timeout();
+        let attempts = lost.retransmissions + 1;
+        let queued = now.saturating_duration_since(lost.first_sent);
+        let s = state(attempts, queued, &self.rto, &self.estimates);
+        let before = self.pending.remove(&lost.item);
+        let last_sent = before.as_ref().map_or(lost.first_sent, |p| p.last_sent);
+        if let Some(p) = before {
+            // The retransmission timed out too: no reward, the next state.
+            self.experience(Transition {
+                state: p.state.to_vec(),
+                action: RETRANSMIT,
+                reward: 0.0,
+                next_state: s.to_vec(),
+                done: false,
+            });
+        }
+        if self.choose(&s, cx.rng) == DROP {
+            self.counts.drop += 1;
+            self.estimates.on_given_up();
+            let reward = self.config.utility.dropped_reward(&self.estimates) as f32;
+            self.experience(Transition {
+                state: s.to_vec(),
+                action: DROP,
+                reward,
+                next_state: s.to_vec(),
+                done: true,
+            });
+            return Decision::Drop;
+        }
+        self.counts.retransmit += 1;
+        if self.pending.len() >= MAX_PENDING {
+            self.pending.pop_first();
+        }
+        self.pending.insert(
+            lost.item,
+            Pending {
+                state: s,
+                first_sent: lost.first_sent,
+                last_sent,
+            },
+        );
+        Decision::Retransmit {
+            send_at: vec![(last_sent + self.rto.rto()).max(now)],
+            opportunistic: false,
+        }
+    }
+
+    fn on_packet_sent(
+        &mut self,
+        cx: &mut PolicyContext<'_>,
+        sent: &SentView,
+    ) -> Option<transport::policy::PacketTag> {
+        if let Some(p) = sent.replica.and_then(|r| self.pending.get_mut(&r.item)) {
+            p.last_sent = cx.now;
+        }
+        None
+    }
+
+    fn on_packet_acked(&mut self, cx: &mut PolicyContext<'_>, fate: &PacketFate) {
+        let rtt = cx.now.saturating_duration_since(fate.time_sent);
+        self.rto.on_sample(rtt);
+        let one_way = rtt / 2;
+        match fate.replica.and_then(|r| self.pending.remove(&r.item)) {
+            Some(p) => {
+                let latency = fate.time_sent.saturating_duration_since(p.first_sent) + one_way;
+                self.estimates.on_delivered(latency);
+                let reward = self.config.utility.delivered_reward(latency) as f32;
+                self.experience(Transition {
+                    state: p.state.to_vec(),
+                    action: RETRANSMIT,
+                    reward,
+                    next_state: p.state.to_vec(),
+                    done: true,
+                });
+            }
+            None if fate.replica.is_none() => self.estimates.on_delivered(one_way),
+            None => {}
+        }
+    }
+
+    fn report_state(&self, out: &mut PolicyState) {
+        out.set("rto_ms", self.rto.rto().as_secs_f64() * 1e3);
+        out.set("loss_estimate", self.estimates.loss.value());
+        out.set("link_loss_estimate", self.estimates.link_loss.value());
+        out.set(
+            "latency_estimate_ms",
+            self.estimates.latency().as_secs_f64() * 1e3,
+        );
+        out.set("retransmit_decisions", self.counts.retransmit as f64);
+        out.set("drop_decisions", self.counts.drop as f64);
+        if let Some(l) = &self.learner {
+            out.set("epsilon", l.dqn.epsilon());
+            out.set("learn_steps", l.dqn.learn_steps() as f64);
+        }
+    }
+}

@@ -1,0 +1,248 @@
+use rand::RngCore;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use transport::policy::{
+    with_context, DataKind, Decision, ItemId, LostData, PacketFate, PathView, RecoveryPolicy,
+    ReplicaRef, SentView,
+};
+use wire::time::{Duration, Instant};
+
+use super::model::Normalisation;
+use super::policy::{MessagePolicy, Rule};
+use super::*;
+
+fn ms(v: u64) -> Duration {
+    Duration::from_millis(v)
+}
+
+fn at(v: u64) -> Instant {
+    Instant::ZERO + ms(v)
+}
+
+fn lost(item: u64, first_sent: u64, round: u32, kind: DataKind) -> LostData {
+    LostData {
+        item: ItemId(item),
+        first_sent: at(first_sent),
+        first_lost: at(first_sent + 10),
+        round,
+        retransmissions: round - 1,
+        bytes: 100,
+        kind,
+    }
+}
+
+/// `p.on_data_lost` at `now` on a default path.
+fn lose(p: &mut MessagePolicy, now: Instant, l: &LostData, rng: &mut dyn RngCore) -> Decision {
+    with_context(now, &PathView::default(), rng, |cx| p.on_data_lost(cx, l))
+}
+
+/// `p.on_packet_acked` at `now` on a default path.
+fn ack(p: &mut MessagePolicy, now: Instant, f: &PacketFate, rng: &mut dyn RngCore) {
+    with_context(now, &PathView::default(), rng, |cx| {
+        p.on_packet_acked(cx, f)
+    })
+}
+
+fn policy(name: &str) -> MessagePolicy {
+    MessagePolicy::new(parse(name).expect("a message scheme").expect("valid"))
+}
+
+fn fate(pn: u64, sent: u64, replica: Option<(u64, u32)>) -> PacketFate {
+    PacketFate {
+        pn,
+        time_sent: at(sent),
+        size: 150,
+        tag: None,
+        replica: replica.map(|(item, round)| ReplicaRef {
+            item: ItemId(item),
+            round,
+            index: 0,
+        }),
+        carries_new_data: false,
+    }
+}
+
+#[test]
+fn options_parse_with_defaults_and_bad_ones_are_refused() {
+    let c = parse("rcp").unwrap().unwrap();
+    assert_eq!(c.rule, Rule::Learned);
+    assert_eq!((c.utility.alpha, c.utility.beta), (2.0, 0.5));
+    assert_eq!(
+        c.utility.normalisation,
+        Normalisation::Simple {
+            tau_r_max: DEFAULT_TAU_MAX
+        }
+    );
+    let c = parse("arq:beta=0.3,alpha=4,norm=tuned,eps_udp=0.4,eps_arq=0.03,l_udp=101,l_arq=611")
+        .unwrap()
+        .unwrap();
+    assert_eq!(c.rule, Rule::Always);
+    assert_eq!((c.utility.alpha, c.utility.beta), (4.0, 0.3));
+    assert!(
+        matches!(c.utility.normalisation, Normalisation::Tuned { l_arq, .. } if l_arq == ms(611))
+    );
+    assert!(parse("quic").is_none());
+    assert_eq!(parse("tcp").unwrap().unwrap().rule, Rule::Reliable);
+    for bad in [
+        "rcp:beta=2",
+        "rcp:beta=x",
+        "rcp:beta",
+        "rcp:gamma=1",
+        "rcp:norm=tuned",
+        "rcp:norm=tuned,eps_udp=0.4,eps_arq=0.03,l_udp=101",
+        "rcp:tau_max=0",
+        "rcp:eps_udp=0.4",
+        "rcp:norm=fancy",
+        "rcp:slot=0",
+        "tcp:beta=1",
+        "udp:alpha=-1",
+        "rcp:norm=tuned,eps_udp=0.4,eps_arq=0.03,l_udp=600,l_arq=100",
+    ] {
+        assert!(parse(bad).unwrap().is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn udp_drops_arq_retransmits_at_the_timeout_and_stream_data_is_always_resent() {
+    let mut rng = ChaCha8Rng::seed_from_u64(1);
+    let mut udp = policy("udp");
+    assert_eq!(
+        lose(
+            &mut udp,
+            at(50),
+            &lost(0, 0, 1, DataKind::Datagram),
+            &mut rng
+        ),
+        Decision::Drop
+    );
+    assert_eq!(udp.counts().drop, 1);
+    // Stream data is never dropped, whatever the scheme.
+    for name in ["udp", "arq", "rcp", "tcp"] {
+        let mut p = policy(name);
+        assert_eq!(
+            lose(&mut p, at(50), &lost(0, 0, 1, DataKind::Stream), &mut rng),
+            Decision::single(at(50)),
+            "{name}"
+        );
+    }
+    // ARQ: before any RTT sample the timeout is the initial 30 ms after
+    // the transmission; the loss declared at 20 ms waits for it.
+    let mut arq = policy("arq");
+    let d = lose(
+        &mut arq,
+        at(20),
+        &lost(0, 0, 1, DataKind::Datagram),
+        &mut rng,
+    );
+    assert_eq!(
+        d,
+        Decision::Retransmit {
+            send_at: vec![at(30)],
+            opportunistic: false
+        }
+    );
+    // RTT samples of 100 ms: τ_r = 100 + 4 × 50 = 300 ms after the first.
+    ack(&mut arq, at(200), &fate(5, 100, None), &mut rng);
+    assert_eq!(arq.rto(), ms(300));
+    // A replica sent at 30 ms times out at 330 ms; declared lost at 400: now.
+    with_context(at(30), &PathView::default(), &mut rng, |cx| {
+        arq.on_packet_sent(
+            cx,
+            &SentView {
+                pn: 9,
+                size: 150,
+                replica: Some(ReplicaRef {
+                    item: ItemId(0),
+                    round: 1,
+                    index: 0,
+                }),
+                carries_new_data: false,
+            },
+        )
+    });
+    let d = lose(
+        &mut arq,
+        at(400),
+        &lost(0, 0, 2, DataKind::Datagram),
+        &mut rng,
+    );
+    assert_eq!(d, Decision::single(at(400)));
+    assert_eq!(arq.counts().retransmit, 2);
+}
+
+#[test]
+fn rcp_learns_from_its_decisions_and_is_repeatable() {
+    let run = |seed: u64| {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut p = policy("rcp:beta=0.5");
+        let mut decisions = Vec::new();
+        for i in 0..200u64 {
+            let d = lose(
+                &mut p,
+                at(i + 150),
+                &lost(i, i, 1, DataKind::Datagram),
+                &mut rng,
+            );
+            if matches!(d, Decision::Retransmit { .. }) {
+                // The retransmission gets through 100 ms later.
+                ack(
+                    &mut p,
+                    at(i + 300),
+                    &fate(1000 + i, i + 200, Some((i, 1))),
+                    &mut rng,
+                );
+            }
+            decisions.push(d == Decision::Drop);
+        }
+        (decisions, p.counts(), p.learn_steps())
+    };
+    let (a, counts, steps) = run(3);
+    assert_eq!(counts.retransmit + counts.drop, 200);
+    assert!(counts.retransmit > 0 && counts.drop > 0, "{counts:?}");
+    // Once the memory holds a batch, every experience is one learning step.
+    assert!(steps > 100, "{steps}");
+    assert_eq!(run(3).0, a, "same seed, same decisions");
+}
+
+#[test]
+fn rcp_prefers_retransmitting_when_only_delivery_counts() {
+    // beta = 1: a drop costs U(ε̂, ·) < 0, a delivery U(0, ·) = 0; after
+    // training the greedy answer is to retransmit.
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    let mut p = policy("rcp:beta=1");
+    for i in 0..1500u64 {
+        let d = lose(
+            &mut p,
+            at(i + 150),
+            &lost(i, i, 1, DataKind::Datagram),
+            &mut rng,
+        );
+        if matches!(d, Decision::Retransmit { .. }) {
+            ack(
+                &mut p,
+                at(i + 300),
+                &fate(10_000 + i, i + 200, Some((i, 1))),
+                &mut rng,
+            );
+        }
+    }
+    let before = p.counts();
+    for i in 1500..1700u64 {
+        let d = lose(
+            &mut p,
+            at(i + 150),
+            &lost(i, i, 1, DataKind::Datagram),
+            &mut rng,
+        );
+        if matches!(d, Decision::Retransmit { .. }) {
+            ack(
+                &mut p,
+                at(i + 300),
+                &fate(10_000 + i, i + 200, Some((i, 1))),
+                &mut rng,
+            );
+        }
+    }
+    let late = p.counts().retransmit - before.retransmit;
+    assert!(late >= 190, "only {late} of the last 200 retransmitted");
+}
