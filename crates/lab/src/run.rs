@@ -201,8 +201,10 @@ pub fn run_with(scenario: &Scenario, options: RunOptions<'_>) -> Result<RunResul
             measure_cpu,
             // Only the measured flow is traced, and only it runs a
             // caller's own policy factory.
-            if i == 0 { qlog.take() } else { None },
-            if i == 0 { policy.take() } else { None },
+            MeasuredFlowExtras {
+                qlog: if i == 0 { qlog.take() } else { None },
+                policy: if i == 0 { policy.take() } else { None },
+            },
         )?);
     }
     let first = &placed[0];
@@ -302,6 +304,12 @@ fn flow_label(index: usize, label: &str) -> String {
     }
 }
 
+/// What only the measured flow (flow 0) gets from [`RunOptions`].
+struct MeasuredFlowExtras {
+    qlog: Option<QlogSinks>,
+    policy: Option<Arc<dyn PolicyFactory>>,
+}
+
 /// Adds flow `index`'s server and client, routed over the shared links.
 fn add_flow(
     sim: &mut Simulator,
@@ -310,9 +318,9 @@ fn add_flow(
     flow: &FlowSpec,
     (up_id, down_id): (netem::LinkId, netem::LinkId),
     measure_cpu: bool,
-    qlog: Option<QlogSinks>,
-    policy: Option<Arc<dyn PolicyFactory>>,
+    extras: MeasuredFlowExtras,
 ) -> Result<PlacedFlow, ScenarioError> {
+    let MeasuredFlowExtras { qlog, policy } = extras;
     let seed = scenario.seed;
     let scheme = match policy {
         Some(f) => recovery::Scheme::from_policy(f),
