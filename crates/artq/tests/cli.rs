@@ -69,6 +69,24 @@ fn qlog_files_are_valid_json_seq() {
     assert_eq!(entries.len(), 1, "one qlog per connection");
 }
 
+/// The text of `artq serve --stats-json`'s file once it holds a complete
+/// line: the server writes it when a connection ends, after its draining
+/// period. Fails the test after 20 s.
+fn wait_for_stats_json(path: &std::path::Path) -> String {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        if text.ends_with('\n') {
+            return text;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no --stats-json line within 20 s"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// `--stats-json FILE`: one JSON line per ended connection, with the field
 /// names of `artq sim --json`; through a lossy `artq link`, its recovery
 /// figures add up (every lost item recovered in some round).
@@ -108,18 +126,7 @@ fn serve_writes_one_stats_json_line_per_connection() {
     let out = process::run_with_deadline(get, DEADLINE).unwrap_or_else(|e| panic!("{e}"));
     assert!(out.status.success(), "get failed: {}", out.stderr);
     // The server's connection ends after its draining period.
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    let text = loop {
-        let text = std::fs::read_to_string(&stats_path).unwrap_or_default();
-        if text.ends_with('\n') {
-            break text;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no --stats-json line within 20 s"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let text = wait_for_stats_json(&stats_path);
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 1, "{text}");
     let v: serde_json::Value = serde_json::from_str(lines[0]).expect("one JSON object");
@@ -229,15 +236,8 @@ fn ecn_through_a_marking_link_means_fewer_drops() {
             .arg(scratch.out("f"));
         let out = process::run_with_deadline(get, DEADLINE).unwrap_or_else(|e| panic!("{e}"));
         assert!(out.status.success(), "get failed: {}", out.stderr);
-        let deadline = std::time::Instant::now() + Duration::from_secs(20);
-        loop {
-            let text = std::fs::read_to_string(&stats_path).unwrap_or_default();
-            if text.ends_with('\n') {
-                break serde_json::from_str(text.lines().next().unwrap_or("")).expect("JSON");
-            }
-            assert!(std::time::Instant::now() < deadline, "no --stats-json line");
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        let text = wait_for_stats_json(&stats_path);
+        serde_json::from_str(text.lines().next().unwrap_or("")).expect("JSON")
     };
     let plain = run(false);
     let marked = run(true);
