@@ -71,3 +71,20 @@ class SteeredRun:
         """Answer the waiting decision; run to the next one or the end."""
     def result(self) -> Optional[Dict[str, Any]]:
         """The ``artq sim --json`` dict once the run ended."""
+
+def validate(scenario: Optional[Mapping[str, Any]] = None, **options: Any) -> None:
+    """Raise what ``sim()`` would for a scenario that cannot be built,
+    without running it."""
+
+def run_columns() -> List[str]:
+    """The columns of ``artq reproduce``'s ``NAME_runs.csv`` after
+    ``experiment``: group, scheme, seed, error, then the metrics."""
+
+def run_case(scenario: Optional[Mapping[str, Any]], group: str, scheme: str, seed: int) -> Dict[str, Any]:
+    """One run as a case of an experiment: ``group``, ``scheme``, ``seed``,
+    ``error``, ``metrics`` (the runs-CSV row) and ``sim`` (the ``artq sim
+    --json`` dict)."""
+
+def experiment_csvs(name: str, runs: List[Mapping[str, Any]]) -> Tuple[str, str]:
+    """``NAME_runs.csv`` and ``NAME_summary.csv`` texts for ``run_case``
+    rows, written by ``artq reproduce``'s writers."""

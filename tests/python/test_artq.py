@@ -52,6 +52,12 @@ class SimMatchesTheCommandLine(unittest.TestCase):
             os.remove(scenario)
         self.assertEqual(without_cpu(artq.sim(SMALL)), without_cpu(cli))
 
+    def test_link_keys_as_keywords(self):
+        a = artq.sim(scheme="art", seed=3, loss=0.05, workload={"size": "300KB"})
+        self.assertEqual(without_cpu(a), without_cpu(artq.sim(SMALL)))
+        b = artq.sim(dict(SMALL, link={"loss": 0.05, "rtt": 60}), loss=0.02)
+        self.assertEqual(without_cpu(b), without_cpu(artq.sim(dict(SMALL, link={"loss": 0.02, "rtt": 60}))))
+
     def test_default_scenario_lists_every_key(self):
         d = artq.default_scenario()
         for key in ("scheme", "cc", "seed", "workload", "link"):

@@ -60,12 +60,7 @@ pub const REWARDS: &[(&str, &str)] = &[
 /// The steered kind for a decision name (`art`, `rcp`, `rcp:OPTIONS`), a
 /// reward preset (None: the decision's own paper's) and ART's R_max.
 pub fn steer_kind(decision: &str, reward: Option<&str>, r_max: u32) -> Result<SteerKind, String> {
-    let known = |list: &[(&str, &str)]| {
-        list.iter()
-            .map(|(n, _)| *n)
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
+    let known = |list: &[(&str, &str)]| list.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ");
     let base = decision.split(':').next().unwrap_or(decision);
     match base {
         "art" => {
@@ -146,7 +141,10 @@ impl core::fmt::Debug for SteeredRun {
 impl SteeredRun {
     /// Builds the run of `scenario` (its `scheme` is replaced by the
     /// steered policy of `kind`) and runs it to the first decision.
-    pub fn start(scenario: &Scenario, kind: SteerKind) -> Result<(SteeredRun, Step), ScenarioError> {
+    pub fn start(
+        scenario: &Scenario,
+        kind: SteerKind,
+    ) -> Result<(SteeredRun, Step), ScenarioError> {
         let mut scenario = scenario.clone();
         if let SteerKind::RcpMessage(config) = &kind {
             // RCP's congestion control, as the rcp scheme sets it.
@@ -188,7 +186,9 @@ impl SteeredRun {
 
     /// The observation of the decision waiting, if any.
     pub fn observation(&self) -> Option<Vec<f32>> {
-        steer::lock(&self.desk).next().map(|p| p.observation.clone())
+        steer::lock(&self.desk)
+            .next()
+            .map(|p| p.observation.clone())
     }
 
     /// Answers the waiting decision with `action` and runs to the next
@@ -210,10 +210,7 @@ impl SteeredRun {
         let handle = self.prepared.placed[0].sender.borrow().first;
         // Taking the node mutably makes the simulator poll it again: the
         // replicas of the resumed round leave at this instant.
-        if let (Some(node), Some(h)) = (
-            self.prepared.sim.node_mut::<QuicNode>(server),
-            handle,
-        ) {
+        if let (Some(node), Some(h)) = (self.prepared.sim.node_mut::<QuicNode>(server), handle) {
             if let Some(conn) = node.host_mut().endpoint_mut().connection_mut(h) {
                 conn.resume_round(now, point.item);
             }
@@ -294,7 +291,9 @@ mod tests {
         assert!(a.len() >= 5, "{} decisions", a.len());
         assert_eq!(a, b);
         assert_eq!(ra.metrics.fct_ms, rb.metrics.fct_ms);
-        assert!(a.iter().all(|(o, _)| o.len() == recovery::art::dqn::STATE_DIM));
+        assert!(a
+            .iter()
+            .all(|(o, _)| o.len() == recovery::art::dqn::STATE_DIM));
         // Other actions, another run.
         let (_, rc) = episode(|_| 3);
         assert!(rc.metrics.extra_replicas > ra.metrics.extra_replicas);
@@ -311,7 +310,9 @@ mod tests {
 
     #[test]
     fn bad_kinds_are_explained() {
-        assert!(steer_kind("teleport", None, 4).unwrap_err().contains("art, rcp"));
+        assert!(steer_kind("teleport", None, 4)
+            .unwrap_err()
+            .contains("art, rcp"));
         assert!(steer_kind("art", Some("rcp"), 4).is_err());
         assert!(steer_kind("art", None, 0).is_err());
         assert!(steer_kind("rcp:beta=x", None, 4).is_err());

@@ -71,7 +71,34 @@ fn scenario_from(
         merged.update(s.as_mapping())?;
     }
     if let Some(o) = options {
-        merged.update(o.as_mapping())?;
+        // A keyword that names a link key (`loss=0.02`) sets that key of
+        // `link`, as `artq sim --loss` does; the link keys are those of
+        // the scenario definition itself.
+        let link_keys = match serde_json::to_value(Scenario::default()) {
+            Ok(serde_json::Value::Object(mut d)) => match d.remove("link") {
+                Some(serde_json::Value::Object(l)) => l.into_iter().map(|(k, _)| k).collect(),
+                _ => Vec::new(),
+            },
+            _ => Vec::new(),
+        };
+        for (k, v) in o.iter() {
+            let key: String = k.extract()?;
+            // (No link key is also a scenario key.)
+            if link_keys.contains(&key) {
+                let link = match merged.get_item("link")? {
+                    Some(l) => {
+                        let copy = PyDict::new(py);
+                        copy.update(l.downcast::<PyDict>()?.as_mapping())?;
+                        copy
+                    }
+                    None => PyDict::new(py),
+                };
+                link.set_item(&key, v)?;
+                merged.set_item("link", link)?;
+            } else {
+                merged.set_item(k, v)?;
+            }
+        }
     }
     let json: String = py
         .import("json")?
@@ -233,7 +260,8 @@ impl SteeredRun {
         r_max: u32,
     ) -> PyResult<(SteeredRun, Py<PyAny>)> {
         let scenario = scenario_from(py, scenario, None)?;
-        let kind = lab::steer::steer_kind(decision, reward, r_max).map_err(PyValueError::new_err)?;
+        let kind =
+            lab::steer::steer_kind(decision, reward, r_max).map_err(PyValueError::new_err)?;
         let actions = kind.actions();
         let observation_len = kind.observation_len();
         let (run, first) =
@@ -350,7 +378,10 @@ fn run_case(
         scenario: Scenario { seed, ..scenario },
     };
     let (row, sim) = py.detach(|| match lab::run(&case.scenario) {
-        Ok(r) => (exps::RunRow::from_result(&case, seed, &r), Some(r.to_json())),
+        Ok(r) => (
+            exps::RunRow::from_result(&case, seed, &r),
+            Some(r.to_json()),
+        ),
         Err(e) => (
             exps::RunRow {
                 group: case.group.clone(),
@@ -378,7 +409,11 @@ fn run_case(
 /// the same writers, so the same columns and number formats. Summary rows
 /// follow the (group, scheme) pairs in order of first appearance.
 #[pyfunction]
-fn experiment_csvs(py: Python<'_>, name: String, runs: &Bound<'_, PyList>) -> PyResult<(String, String)> {
+fn experiment_csvs(
+    py: Python<'_>,
+    name: String,
+    runs: &Bound<'_, PyList>,
+) -> PyResult<(String, String)> {
     let json: String = py
         .import("json")?
         .call_method1("dumps", (runs,))?
@@ -387,7 +422,10 @@ fn experiment_csvs(py: Python<'_>, name: String, runs: &Bound<'_, PyList>) -> Py
         .map_err(|e| PyValueError::new_err(format!("not rows of run_case: {e}")))?;
     let mut cases: Vec<exps::Case> = Vec::new();
     for r in &runs {
-        if !cases.iter().any(|c| c.group == r.group && c.scheme == r.scheme) {
+        if !cases
+            .iter()
+            .any(|c| c.group == r.group && c.scheme == r.scheme)
+        {
             cases.push(exps::Case {
                 group: r.group.clone(),
                 scheme: r.scheme.clone(),

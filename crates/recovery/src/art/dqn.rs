@@ -316,7 +316,8 @@ impl RoundBook {
     /// `level` was chosen for round `round` of `item` in `state`.
     pub fn decided(&mut self, item: ItemId, round: u32, state: [f32; STATE_DIM], level: u32) {
         self.last_level = level;
-        self.pending.insert((item, round.max(1)), Pending { state, level });
+        self.pending
+            .insert((item, round.max(1)), Pending { state, level });
         while self.pending.len() > MAX_PENDING {
             self.pending.pop_first();
         }
@@ -334,7 +335,12 @@ impl RoundBook {
 
     /// A replica of round `round` of `item` was acknowledged: that round got
     /// through.
-    pub fn on_replica_acked(&mut self, item: ItemId, round: u32, obs: Observation) -> Option<Settled> {
+    pub fn on_replica_acked(
+        &mut self,
+        item: ItemId,
+        round: u32,
+        obs: Observation,
+    ) -> Option<Settled> {
         self.obs = obs;
         self.settle(item, round, true)
     }

@@ -37,8 +37,8 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use transport::policy::{
-    DataKind, Decision, ItemId, LostData, PacketFate, PacketTag, PathView, PolicyContext, PolicyFactory,
-    PolicyState, RecoveryPolicy, SentView, MAX_REPLICAS,
+    DataKind, Decision, ItemId, LostData, PacketFate, PacketTag, PathView, PolicyContext,
+    PolicyFactory, PolicyState, RecoveryPolicy, SentView, MAX_REPLICAS,
 };
 use wire::time::Instant;
 
@@ -520,7 +520,8 @@ impl RecoveryPolicy for ArtPolicy {
                 Some(obs) => d.on_data_lost(lost.item, lost.round, obs, cx.rng),
                 None => 1,
             },
-            Level::Steered(st) => match obs.and_then(|o| st.on_data_lost(lost.item, lost.round, o)) {
+            Level::Steered(st) => match obs.and_then(|o| st.on_data_lost(lost.item, lost.round, o))
+            {
                 Some(level) => level,
                 // Posted: the driver answers before time moves on.
                 None => return Decision::Defer,
@@ -633,7 +634,8 @@ impl RecoveryPolicy for ArtPolicy {
                 }
             }
             Level::Steered(s) => {
-                if let Some(settled) = obs.and_then(|o| s.book.on_replica_acked(r.item, r.round, o)) {
+                if let Some(settled) = obs.and_then(|o| s.book.on_replica_acked(r.item, r.round, o))
+                {
                     s.reward(&settled);
                 }
             }

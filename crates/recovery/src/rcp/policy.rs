@@ -346,8 +346,13 @@ impl RecoveryPolicy for MessagePolicy {
                             observation: s.to_vec(),
                         });
                         drop(desk);
-                        self.deferred
-                            .insert(lost.item, Deferred { state: s, last_sent });
+                        self.deferred.insert(
+                            lost.item,
+                            Deferred {
+                                state: s,
+                                last_sent,
+                            },
+                        );
                         return Decision::Defer;
                     }
                 }

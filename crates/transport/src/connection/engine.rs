@@ -786,7 +786,9 @@ mod tests {
                 opportunistic: true,
             }
         });
-        assert!(matches!(start, RoundStart::Scheduled { round: 1, ref replicas } if replicas.len() == 2));
+        assert!(
+            matches!(start, RoundStart::Scheduled { round: 1, ref replicas } if replicas.len() == 2)
+        );
         assert_eq!(asked.len(), 2);
         assert_eq!(asked[0].round, asked[1].round);
         assert_eq!(asked[0].retransmissions, asked[1].retransmissions);
