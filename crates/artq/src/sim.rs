@@ -134,19 +134,8 @@ pub struct ScenarioArgs {
     /// rpc: calls per second, Poisson arrivals [default: 100].
     #[arg(long, value_name = "PER_S")]
     rpc_rate: Option<u64>,
-    /// messages: number of messages [default: 10000].
-    #[arg(long, value_name = "N")]
-    messages: Option<u64>,
-    /// messages: bytes per message [default: 100].
-    #[arg(long, value_name = "BYTES")]
-    message_size: Option<u32>,
-    /// messages: messages per second [default: 1000].
-    #[arg(long, value_name = "PER_S")]
-    message_rate: Option<u64>,
-    /// messages: ms after the last message before the sender closes; a
-    /// message not arrived by then is lost [default: 3000].
-    #[arg(long, value_name = "MS")]
-    drain: Option<u32>,
+    #[command(flatten)]
+    messages: crate::message_args::MessageArgs,
     /// The client's receive window (flow-control credit: its receive
     /// buffer), bytes or with a unit [default: 16MiB].
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
@@ -323,7 +312,7 @@ pub fn scenario_of(a: &ScenarioArgs, scheme: &str) -> Result<(Scenario, (LinkCon
 /// and scenario files accept and refuse the same things).
 fn workload_of(a: &ScenarioArgs) -> Result<Workload> {
     let files_kind = a.workload == "files";
-    let options = WorkloadOptions {
+    let mut options = WorkloadOptions {
         kind: Some(a.workload.clone()),
         files: a.files,
         size: a.size.or(files_kind.then_some(DEFAULT_SIZE)),
@@ -337,20 +326,14 @@ fn workload_of(a: &ScenarioArgs) -> Result<Workload> {
         audio: a.audio,
         startup_delay: a.startup_delay,
         video_duration: a.video_duration,
-        messages: a
-            .messages
-            .or((a.workload == "messages").then_some(DEFAULT_MESSAGES)),
-        message_size: a.message_size,
-        message_rate: a.message_rate,
-        drain: a.drain,
+        ..WorkloadOptions::default()
     };
+    a.messages.options(a.workload == "messages", &mut options);
     Workload::try_from(options).map_err(|e| anyhow::anyhow!("--workload {}: {e}", a.workload))
 }
 
 /// `--size` default of the files workload, bytes.
 const DEFAULT_SIZE: u64 = 10_000_000;
-/// `--messages` default of the messages workload.
-const DEFAULT_MESSAGES: u64 = 10_000;
 /// `--rpcs` default of the rpc workload.
 const DEFAULT_RPCS: u64 = 1000;
 /// The human-readable result: a few aligned lines.
