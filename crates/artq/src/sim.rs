@@ -478,6 +478,13 @@ pub(crate) fn human_bytes(b: u64) -> String {
 fn describe_links(up: &LinkConfig, down: &LinkConfig) -> String {
     let rate = |c: &Capacity| match c {
         Capacity::Constant { bits_per_sec } => format!("{} Mbit/s", *bits_per_sec as f64 / 1e6),
+        Capacity::Stepped {
+            bits_per_sec,
+            changes,
+        } => format!(
+            "{} Mbit/s, then {changes} (ms:Mbit/s)",
+            *bits_per_sec as f64 / 1e6
+        ),
         Capacity::Trace(t) => format!("trace {}", t.origin()),
         Capacity::Unlimited => "unlimited rate".to_string(),
     };
