@@ -224,20 +224,30 @@ pub fn run(a: SimArgs) -> Result<()> {
             return;
         }
         last_shown = Some(StdInstant::now());
-        let pct = if p.total_bytes == 0 {
+        let (virt, wall) = (p.now.since_epoch().as_secs_f64(), wall.as_secs_f64());
+        let items = scenario.workload.items();
+        let line = if p.total_bytes > 0 {
+            let pct = p.bytes_received as f64 * 100.0 / p.total_bytes as f64;
+            format!(
+                "artq sim: {pct:5.1}% ({} of {}, {} files), {virt:.1} s virtual, {wall:.1} s wall",
+                human_bytes(p.bytes_received),
+                human_bytes(p.total_bytes),
+                p.files_done,
+            )
+        } else if items > 1 {
             // DASH: its bytes are not known in advance; count segments.
-            p.files_done as f64 * 100.0 / scenario.workload.items().max(1) as f64
+            let pct = p.files_done as f64 * 100.0 / items as f64;
+            format!(
+                "artq sim: {pct:5.1}% ({} of {items} items), {virt:.1} s virtual, {wall:.1} s wall",
+                p.files_done,
+            )
         } else {
-            p.bytes_received as f64 * 100.0 / p.total_bytes as f64
+            // Live, rpc, messages: paced by their own clock; no total.
+            format!(
+                "artq sim: {} received, {virt:.1} s virtual, {wall:.1} s wall",
+                human_bytes(p.bytes_received),
+            )
         };
-        let line = format!(
-            "artq sim: {pct:5.1}% ({} of {}, {} files), {:.1} s virtual, {:.1} s wall",
-            human_bytes(p.bytes_received),
-            human_bytes(p.total_bytes),
-            p.files_done,
-            p.now.since_epoch().as_secs_f64(),
-            wall.as_secs_f64()
-        );
         if terminal {
             eprint!("\r{line}");
         } else {
