@@ -51,13 +51,11 @@ fn sender_behind_link(
         Duration::from_secs(20),
     )
     .unwrap_or_else(|e| panic!("{e}"));
-    let mut link = Command::new(common::artq_bin());
-    link.args(["link", "--listen", "127.0.0.1:0", "--to"])
-        .arg(server_addr.to_string())
-        .args(["--rtt", "50", "--bw", "10", "--loss", loss, "--seed", "7"]);
-    let (link, link_addr) =
-        process::spawn_listening(link, "artq-link", &scratch.logs(), Duration::from_secs(20))
-            .unwrap_or_else(|e| panic!("{e}"));
+    let link_args: Vec<String> = ["--rtt", "50", "--bw", "10", "--loss", loss, "--seed", "7"]
+        .iter()
+        .map(|a| a.to_string())
+        .collect();
+    let (link, link_addr) = common::spawn_link(scratch, server_addr, &link_args);
     (server, link, link_addr)
 }
 
@@ -150,35 +148,11 @@ fn quinn_receives_rcp_messages_through_a_lossy_link() {
     );
 }
 
-/// `artq get --messages` with the server's workload flags: the statistics
-/// line counts what arrived.
-fn get_messages(addr: SocketAddr) -> serde_json::Value {
-    let mut get = Command::new(common::artq_bin());
-    get.arg("get")
-        .arg(format!("https://{addr}/"))
-        .args(WORKLOAD)
-        .args(["--insecure", "--stats", "--timeout", "40"]);
-    let run =
-        process::run_with_deadline(get, Duration::from_secs(50)).unwrap_or_else(|e| panic!("{e}"));
-    assert!(
-        run.status.success(),
-        "artq get --messages failed ({}):\n{}",
-        run.status,
-        run.stderr
-    );
-    let line = run
-        .stdout
-        .lines()
-        .find(|l| l.starts_with('{'))
-        .unwrap_or_else(|| panic!("no JSON line in stdout:\n{}", run.stdout));
-    serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"))
-}
-
 #[test]
 fn get_messages_counts_what_arq_and_udp_deliver() {
     let scratch = Scratch::new();
     let (_server, _link, addr) = sender_behind_link(&scratch, "arq", "0.05");
-    let arq = get_messages(addr);
+    let arq = common::artq_get_json(&format!("https://{addr}/"), &WORKLOAD, &mut String::new);
     assert_eq!(arq["workload"], "messages", "{arq}");
     assert_eq!(arq["messages"], MESSAGES, "{arq}");
     assert_eq!(arq["delivered"], MESSAGES, "{arq}");
@@ -187,7 +161,7 @@ fn get_messages_counts_what_arq_and_udp_deliver() {
 
     let scratch = Scratch::new();
     let (_server, _link, addr) = sender_behind_link(&scratch, "udp", "0.2");
-    let udp = get_messages(addr);
+    let udp = common::artq_get_json(&format!("https://{addr}/"), &WORKLOAD, &mut String::new);
     // Never retransmitted: about 80% arrive at 20% loss (seeded link, so
     // the same pattern each run; the bounds leave room for timing).
     let ratio = udp["delivery_ratio"].as_f64().unwrap_or(-1.0);
