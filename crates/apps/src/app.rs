@@ -118,22 +118,17 @@ impl Host {
         Ok(h)
     }
 
-    /// A datagram from `from` arrived (decrypted in place). Call
-    /// [`Host::drive`] after a batch of them.
-    pub fn handle_datagram(&mut self, now: Instant, from: SocketAddr, payload: &mut [u8]) {
-        self.endpoint.handle_datagram(now, from, payload);
-    }
-
-    /// [`Host::handle_datagram`] with the datagram's ECN codepoint, for
-    /// drivers that see it (the simulator, a socket reading IP_TOS).
-    pub fn handle_datagram_ecn(
+    /// A datagram from `from` arrived (decrypted in place), with the ECN
+    /// codepoint of its IP header when the driver sees it (the simulator, a
+    /// socket reading IP_TOS). Call [`Host::drive`] after a batch of them.
+    pub fn handle_datagram(
         &mut self,
         now: Instant,
         from: SocketAddr,
         ecn: Option<wire::ecn::Ecn>,
         payload: &mut [u8],
     ) {
-        self.endpoint.handle_datagram_ecn(now, from, ecn, payload);
+        self.endpoint.handle_datagram(now, from, ecn, payload);
     }
 
     /// Fires the endpoint's timers that are due. Call [`Host::drive`] after.

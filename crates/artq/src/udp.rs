@@ -217,7 +217,7 @@ impl Driver {
                     let mut start = 0;
                     while start < len {
                         let end = (start + stride).min(len);
-                        host.handle_datagram_ecn(
+                        host.handle_datagram(
                             now,
                             m.addr,
                             m.ecn.map(netem::ecn_from_udp),

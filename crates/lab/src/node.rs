@@ -162,22 +162,12 @@ impl Node for QuicNode {
         now: Instant,
         from: SocketAddr,
         _to: SocketAddr,
-        payload: &mut [u8],
-    ) {
-        self.handle_datagram_ecn(now, from, _to, None, payload);
-    }
-
-    fn handle_datagram_ecn(
-        &mut self,
-        now: Instant,
-        from: SocketAddr,
-        _to: SocketAddr,
         ecn: Option<netem::Ecn>,
         payload: &mut [u8],
     ) {
         self.timed(|n| {
             // Decrypted in place: the simulator hands the buffer over.
-            n.host.handle_datagram_ecn(now, from, ecn, payload);
+            n.host.handle_datagram(now, from, ecn, payload);
             n.host.drive(now);
         });
     }

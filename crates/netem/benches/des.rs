@@ -26,7 +26,15 @@ struct Source {
 }
 
 impl Node for Source {
-    fn handle_datagram(&mut self, _: Instant, _: SocketAddr, _: SocketAddr, _: &mut [u8]) {}
+    fn handle_datagram(
+        &mut self,
+        _: Instant,
+        _: SocketAddr,
+        _: SocketAddr,
+        _: Option<netem::Ecn>,
+        _: &mut [u8],
+    ) {
+    }
     fn poll_transmit(&mut self, now: Instant) -> Option<Datagram> {
         if self.left == 0 || now < self.next {
             return None;
@@ -48,7 +56,14 @@ impl Node for Source {
 struct Sink(u64);
 
 impl Node for Sink {
-    fn handle_datagram(&mut self, _: Instant, _: SocketAddr, _: SocketAddr, payload: &mut [u8]) {
+    fn handle_datagram(
+        &mut self,
+        _: Instant,
+        _: SocketAddr,
+        _: SocketAddr,
+        _: Option<netem::Ecn>,
+        payload: &mut [u8],
+    ) {
         self.0 += black_box(payload.len()) as u64;
     }
     fn poll_transmit(&mut self, _: Instant) -> Option<Datagram> {

@@ -39,29 +39,18 @@ const STALL_LIMIT: u64 = 10_000_000;
 /// The simulator drives it sans-IO, in quinn's verb style: `handle_*` feeds
 /// input, `poll_*` takes output.
 pub trait Node {
-    /// A datagram from `from` arrived for this node (at address `to`). The
-    /// buffer is the node's to use: a QUIC endpoint decrypts it in place.
+    /// A datagram from `from` arrived for this node (at address `to`), its
+    /// IP header carrying the ECN codepoint `ecn` (ECT as its sender marked
+    /// it, CE from a queue on the way, `None` for Not-ECT). The buffer is
+    /// the node's to use: a QUIC endpoint decrypts it in place.
     fn handle_datagram(
-        &mut self,
-        now: Instant,
-        from: SocketAddr,
-        to: SocketAddr,
-        payload: &mut [u8],
-    );
-    /// A datagram arrived whose IP header carried the ECN codepoint `ecn`
-    /// (ECT as its sender marked it, or CE from a queue on the way). Nodes
-    /// that use ECN override this; the default ignores the codepoint.
-    fn handle_datagram_ecn(
         &mut self,
         now: Instant,
         from: SocketAddr,
         to: SocketAddr,
         ecn: Option<crate::Ecn>,
         payload: &mut [u8],
-    ) {
-        let _ = ecn;
-        self.handle_datagram(now, from, to, payload);
-    }
+    );
     /// The next datagram this node wants to send now, if any. Called after
     /// every input until it returns `None`. The datagram's `src` should be
     /// the node's address; routing uses `(src, dst)` as given.
@@ -83,19 +72,10 @@ impl Node for Box<dyn Node> {
         now: Instant,
         from: SocketAddr,
         to: SocketAddr,
-        payload: &mut [u8],
-    ) {
-        (**self).handle_datagram(now, from, to, payload);
-    }
-    fn handle_datagram_ecn(
-        &mut self,
-        now: Instant,
-        from: SocketAddr,
-        to: SocketAddr,
         ecn: Option<crate::Ecn>,
         payload: &mut [u8],
     ) {
-        (**self).handle_datagram_ecn(now, from, to, ecn, payload);
+        (**self).handle_datagram(now, from, to, ecn, payload);
     }
     fn poll_transmit(&mut self, now: Instant) -> Option<Datagram> {
         (**self).poll_transmit(now)
@@ -579,7 +559,7 @@ impl Simulator {
             return;
         };
         self.stats.delivered = self.stats.delivered.saturating_add(1);
-        slot.node.handle_datagram_ecn(
+        slot.node.handle_datagram(
             self.now,
             datagram.src,
             datagram.dst,

@@ -51,7 +51,7 @@ pub fn server_datagrams(data: &[u8]) {
         let len = usize::from(u16::from_be_bytes([rest[0], rest[1]])).min(rest.len() - 2);
         let mut datagram = rest[2..2 + len].to_vec();
         rest = &rest[2 + len..];
-        ep.handle_datagram(now, from, &mut datagram);
+        ep.handle_datagram(now, from, None, &mut datagram);
         for _ in 0..64 {
             match ep.poll_transmit(now, &mut buf) {
                 Some(t) => assert!(t.size <= 65527 && t.size == buf.len()),
@@ -257,7 +257,8 @@ fn run_records(pair: &mut crate::test_pair::Pair, data: &[u8], toward: Toward) {
                 Toward::Server => pair.inject_to_server(bytes.to_vec()),
                 Toward::Client => {
                     let (now, from) = (pair.now, pair.server_addr);
-                    pair.client.handle_datagram(now, from, &mut bytes.to_vec());
+                    pair.client
+                        .handle_datagram(now, from, None, &mut bytes.to_vec());
                 }
             },
             2 => {
@@ -370,12 +371,12 @@ fn client_handshake(data: &[u8]) -> FuzzOutcome {
                 let end = d.len();
                 packet::set_long_length(&mut d, &layout, end);
                 if crypto::seal(&keys.local, &mut d, layout.pn_offset, 4, pn).is_ok() {
-                    ep.handle_datagram(now, server, &mut d);
+                    ep.handle_datagram(now, server, None, &mut d);
                 }
                 pn += 1;
             }
             1 => {
-                ep.handle_datagram(now, server, &mut bytes.to_vec());
+                ep.handle_datagram(now, server, None, &mut bytes.to_vec());
             }
             _ => {
                 now += Duration::from_millis(u64::from(bytes.first().copied().unwrap_or(0)) * 4);

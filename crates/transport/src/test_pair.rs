@@ -438,15 +438,15 @@ impl Pair {
             };
             self.delivered[usize::from(p.to_server)] += 1;
             if p.to_server {
-                if let Some(h) =
-                    self.server
-                        .handle_datagram_ecn(self.now, p.from, p.ecn, &mut p.data)
+                if let Some(h) = self
+                    .server
+                    .handle_datagram(self.now, p.from, p.ecn, &mut p.data)
                 {
                     self.server_conn.get_or_insert(h);
                 }
             } else {
                 self.client
-                    .handle_datagram_ecn(self.now, p.from, p.ecn, &mut p.data);
+                    .handle_datagram(self.now, p.from, p.ecn, &mut p.data);
             }
         }
         self.client.handle_timeout(self.now);

@@ -332,7 +332,7 @@ fn junk_initials_create_no_state_and_a_client_still_connects() {
     for i in 0..10_000u32 {
         let mut d = junk_initial(&mut rng, kinds[i as usize % kinds.len()]);
         let from = addr(i, 1024 + (i % 50_000) as u16);
-        pair.server.handle_datagram(pair.now, from, &mut d);
+        pair.server.handle_datagram(pair.now, from, None, &mut d);
     }
     assert_eq!(pair.server.len(), 0, "junk Initials created connections");
     // Unknown versions may get Version Negotiation (RFC 9000 §6.1), no
@@ -407,14 +407,14 @@ fn unvalidated_state_is_bounded_per_source_and_in_total() {
     // One address, many ports: five connections.
     for i in 0..30u64 {
         let (mut d, _) = client_first_datagram(1000 + i, server_addr);
-        ep.handle_datagram(now, addr(1, 2000 + i as u16), &mut d);
+        ep.handle_datagram(now, addr(1, 2000 + i as u16), None, &mut d);
     }
     let s = ep.stats();
     assert_eq!((s.connections, s.unvalidated, s.refused), (5, 5, 25));
     // Many addresses: forty in total.
     for i in 0..100u32 {
         let (mut d, _) = client_first_datagram(5000 + u64::from(i), server_addr);
-        ep.handle_datagram(now, addr(100 + i, 3000), &mut d);
+        ep.handle_datagram(now, addr(100 + i, 3000), None, &mut d);
     }
     let s = ep.stats();
     assert_eq!((s.connections, s.unvalidated), (40, 40), "{s:?}");
@@ -434,7 +434,7 @@ fn retry_is_automatic_under_load() {
     for i in 0..3u32 {
         let (mut d, _) = client_first_datagram(900 + u64::from(i), server_addr);
         pair.server
-            .handle_datagram(pair.now, addr(50 + i, 999), &mut d);
+            .handle_datagram(pair.now, addr(50 + i, 999), None, &mut d);
     }
     // Their answers go nowhere.
     let mut buf = Vec::new();
@@ -492,7 +492,7 @@ fn half_open_connections_expire() {
     let mut d = seal_client_initial(&dcid, &scid, 0, &crypto_frame(900, &[0x55; 300]));
     let from = addr(9, 9);
     let h = ep
-        .handle_datagram(Instant::ZERO, from, &mut d)
+        .handle_datagram(Instant::ZERO, from, None, &mut d)
         .expect("a decryptable Initial with CRYPTO creates state");
     assert_eq!(ep.stats().half_open, 1);
     let deadline = ep.poll_timeout().expect("a deadline");
@@ -563,7 +563,7 @@ fn retry_integrity_tag_is_checked() {
         let (mut retry, retry_scid) =
             forged_retry(&first.scid, &first.dcid, b"\x07forged", good_tag);
         let (now, from) = (pair.now, pair.server_addr);
-        pair.client.handle_datagram(now, from, &mut retry);
+        pair.client.handle_datagram(now, from, None, &mut retry);
         if good_tag {
             // Followed: the next Initial goes to the Retry's SCID with the
             // token, and the server's parameters then give the forgery away.
@@ -604,7 +604,7 @@ fn forged_retry_token_is_refused_with_invalid_token() {
     // It reaches the client before the server's answer (which the client,
     // once it followed the Retry, can no longer decrypt).
     let (now, from) = (pair.now, pair.server_addr);
-    pair.client.handle_datagram(now, from, &mut retry);
+    pair.client.handle_datagram(now, from, None, &mut retry);
     let reason = client_loss(&mut pair, Duration::from_secs(10));
     assert!(
         matches!(&reason, Some(ConnectionError::PeerClosed { code, .. }) if *code == INVALID_TOKEN),
@@ -719,7 +719,7 @@ fn forged_new_token_is_ignored() {
     packet::set_long_length(&mut out, &layout, 1200);
     crypto::seal(&keys.local, &mut out, layout.pn_offset, 4, 0).unwrap();
     assert!(ep
-        .handle_datagram(Instant::ZERO, addr(5, 5), &mut out)
+        .handle_datagram(Instant::ZERO, addr(5, 5), None, &mut out)
         .is_none());
     let s = ep.stats();
     assert_eq!(

@@ -29,7 +29,9 @@ fn unknown_version_gets_version_negotiation() {
     d[14] = 4;
     d[15..19].copy_from_slice(&[9, 9, 9, 9]);
     let from = "127.0.0.1:9999".parse().unwrap();
-    assert!(ep.handle_datagram(Instant::ZERO, from, &mut d).is_none());
+    assert!(ep
+        .handle_datagram(Instant::ZERO, from, None, &mut d)
+        .is_none());
     let mut buf = Vec::new();
     let t = ep
         .poll_transmit(Instant::ZERO, &mut buf)
@@ -49,7 +51,7 @@ fn unknown_version_gets_version_negotiation() {
     }
     // A small datagram of an unknown version gets nothing (RFC 9000 §6.1).
     let mut small = d[..100].to_vec();
-    ep.handle_datagram(Instant::ZERO, from, &mut small);
+    ep.handle_datagram(Instant::ZERO, from, None, &mut small);
     assert!(ep.poll_transmit(Instant::ZERO, &mut buf).is_none());
 }
 

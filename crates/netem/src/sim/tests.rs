@@ -61,6 +61,7 @@ impl Node for Pinger {
         now: Instant,
         from: SocketAddr,
         to: SocketAddr,
+        _ecn: Option<crate::Ecn>,
         payload: &mut [u8],
     ) {
         self.observe(now);
@@ -114,6 +115,7 @@ impl Node for Echo {
         now: Instant,
         from: SocketAddr,
         to: SocketAddr,
+        _ecn: Option<crate::Ecn>,
         payload: &mut [u8],
     ) {
         let seq = u32::from_be_bytes(payload[..4].try_into().expect("4 bytes"));
@@ -229,7 +231,15 @@ struct Blaster {
 }
 
 impl Node for Blaster {
-    fn handle_datagram(&mut self, _: Instant, _: SocketAddr, _: SocketAddr, _: &mut [u8]) {}
+    fn handle_datagram(
+        &mut self,
+        _: Instant,
+        _: SocketAddr,
+        _: SocketAddr,
+        _: Option<crate::Ecn>,
+        _: &mut [u8],
+    ) {
+    }
     fn poll_transmit(&mut self, now: Instant) -> Option<Datagram> {
         if now >= self.next && now < self.stop {
             let jitter = 0.5 + crate::seed::unit_f64(&mut self.rng);
@@ -357,7 +367,15 @@ struct Clockwatcher {
 }
 
 impl Node for Clockwatcher {
-    fn handle_datagram(&mut self, _: Instant, _: SocketAddr, _: SocketAddr, _: &mut [u8]) {}
+    fn handle_datagram(
+        &mut self,
+        _: Instant,
+        _: SocketAddr,
+        _: SocketAddr,
+        _: Option<crate::Ecn>,
+        _: &mut [u8],
+    ) {
+    }
     fn poll_transmit(&mut self, _: Instant) -> Option<Datagram> {
         None
     }
@@ -466,7 +484,15 @@ fn zero_delay_ping_pong_stalls_instead_of_hanging() {
     // Make them never "finished" so the run keeps going.
     struct Kick(SocketAddr, SocketAddr, bool);
     impl Node for Kick {
-        fn handle_datagram(&mut self, _: Instant, _: SocketAddr, _: SocketAddr, _: &mut [u8]) {}
+        fn handle_datagram(
+            &mut self,
+            _: Instant,
+            _: SocketAddr,
+            _: SocketAddr,
+            _: Option<crate::Ecn>,
+            _: &mut [u8],
+        ) {
+        }
         fn poll_transmit(&mut self, _: Instant) -> Option<Datagram> {
             if std::mem::replace(&mut self.2, false) {
                 Some(Datagram::new(self.0, self.1, vec![0; 8]))
@@ -493,7 +519,15 @@ fn simultaneous_arrivals_keep_send_order() {
     let (a, b) = (addr(1, 1), addr(2, 2));
     struct Burst(SocketAddr, SocketAddr, u32);
     impl Node for Burst {
-        fn handle_datagram(&mut self, _: Instant, _: SocketAddr, _: SocketAddr, _: &mut [u8]) {}
+        fn handle_datagram(
+            &mut self,
+            _: Instant,
+            _: SocketAddr,
+            _: SocketAddr,
+            _: Option<crate::Ecn>,
+            _: &mut [u8],
+        ) {
+        }
         fn poll_transmit(&mut self, _: Instant) -> Option<Datagram> {
             if self.2 == 0 {
                 return None;

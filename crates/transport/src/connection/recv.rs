@@ -31,14 +31,10 @@ impl Connection {
     /// Process one UDP datagram from `remote`. The buffer is decrypted in
     /// place. Undecryptable or malformed packets are dropped; protocol
     /// violations close the connection with the right error code.
-    pub fn handle_datagram(&mut self, now: Instant, remote: SocketAddr, data: &mut [u8]) {
-        self.handle_datagram_ecn(now, remote, None, data);
-    }
-
-    /// [`Connection::handle_datagram`] for a datagram whose IP header
-    /// carried the ECN codepoint `ecn` (counted per packet, reported in our
-    /// ACK frames: RFC 9000 §13.4.1).
-    pub fn handle_datagram_ecn(
+    /// `ecn` is the ECN codepoint of the datagram's IP header, when the
+    /// driver can read it (counted per packet and reported in our ACK
+    /// frames: RFC 9000 §13.4.1); `None` for Not-ECT or unknown.
+    pub fn handle_datagram(
         &mut self,
         now: Instant,
         remote: SocketAddr,

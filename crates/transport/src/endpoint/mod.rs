@@ -287,18 +287,9 @@ impl Endpoint {
     }
 
     /// Route one datagram. Returns the connection it went to, if any.
+    /// `ecn` is the codepoint of its IP header, for drivers that read it
+    /// (`None`: Not-ECT or unknown).
     pub fn handle_datagram(
-        &mut self,
-        now: Instant,
-        remote: SocketAddr,
-        data: &mut [u8],
-    ) -> Option<ConnectionHandle> {
-        self.handle_datagram_ecn(now, remote, None, data)
-    }
-
-    /// [`Endpoint::handle_datagram`] for a datagram whose IP header carried
-    /// the ECN codepoint `ecn` (drivers that can read it).
-    pub fn handle_datagram_ecn(
         &mut self,
         now: Instant,
         remote: SocketAddr,
@@ -311,7 +302,7 @@ impl Endpoint {
             None => self.admit(now, remote, data)?,
         };
         let slot = self.connections.get_mut(&handle.0)?;
-        slot.conn.handle_datagram_ecn(now, remote, ecn, data);
+        slot.conn.handle_datagram(now, remote, ecn, data);
         self.process_endpoint_events(handle);
         self.refresh_unvalidated(handle, now, true);
         Some(handle)
