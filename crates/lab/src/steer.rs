@@ -95,7 +95,7 @@ pub fn steer_kind(decision: &str, reward: Option<&str>, r_max: u32) -> Result<St
             }
             let config = recovery::rcp::parse(decision)
                 .ok_or_else(|| format!("unknown decision '{decision}'"))??;
-            Ok(SteerKind::RcpMessage(config))
+            Ok(SteerKind::RcpMessage(Box::new(config)))
         }
         _ => Err(format!(
             "unknown decision '{decision}'; the decisions are {}",

@@ -123,7 +123,7 @@ pub enum SteerKind {
     },
     /// RCP's retransmit-or-drop per lost message (action 0: drop,
     /// 1: retransmit), with RCP's configuration (its utility, its reward).
-    RcpMessage(MessageConfig),
+    RcpMessage(Box<MessageConfig>),
 }
 
 impl SteerKind {
@@ -172,7 +172,7 @@ impl PolicyFactory for SteeredFactory {
             SteerKind::RcpMessage(config) => Box::new(MessagePolicy::steered(
                 MessageConfig {
                     name: "env:rcp".into(),
-                    ..config.clone()
+                    ..(**config).clone()
                 },
                 self.desk.clone(),
             )),
