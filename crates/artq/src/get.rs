@@ -63,6 +63,8 @@ pub struct ConnectionStart {
     pub resumed: bool,
     /// Where the connection stood with 0-RTT at its end.
     pub zero_rtt: transport::ZeroRttStatus,
+    /// 0-RTT packets it sent.
+    pub zero_rtt_packets: u64,
 }
 
 /// What `artq get` does with its URL.
@@ -265,10 +267,12 @@ impl ConnectionRun<'_> {
             .map(|c| ConnectionStart {
                 resumed: c.is_resumed(),
                 zero_rtt: c.zero_rtt_status(),
+                zero_rtt_packets: c.stats().zero_rtt_packets_sent,
             })
             .unwrap_or(ConnectionStart {
                 resumed: false,
                 zero_rtt: transport::ZeroRttStatus::NotAttempted,
+                zero_rtt_packets: 0,
             });
         Ok((report, start))
     }
@@ -408,7 +412,7 @@ fn fetch(
 }
 
 /// How connection `n` (from 1) of a `--reconnect` run started, in words:
-/// `connection 2: resumed, 0-RTT accepted`.
+/// `connection 2: resumed, 0-RTT accepted, 1 0-RTT packets sent`.
 pub fn connection_line(n: usize, c: &ConnectionStart) -> String {
     let session = if c.resumed {
         "resumed"
@@ -421,7 +425,10 @@ pub fn connection_line(n: usize, c: &ConnectionStart) -> String {
         transport::ZeroRttStatus::Accepted => "0-RTT accepted",
         transport::ZeroRttStatus::Rejected => "0-RTT rejected",
     };
-    format!("connection {n}: {session}, {early}")
+    format!(
+        "connection {n}: {session}, {early}, {} 0-RTT packets sent",
+        c.zero_rtt_packets
+    )
 }
 
 /// What the client has done so far, whichever application it runs.

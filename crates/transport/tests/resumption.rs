@@ -102,6 +102,14 @@ fn second_connection_resumes_and_its_request_travels_in_zero_rtt() {
     assert!(p.client().is_resumed() && p.server().is_resumed());
     assert_eq!(p.client().zero_rtt_status(), ZeroRttStatus::Accepted);
     assert_eq!(p.server().zero_rtt_status(), ZeroRttStatus::Accepted);
+    let (sent, read) = (
+        p.client().stats().zero_rtt_packets_sent,
+        p.server().stats().zero_rtt_packets_received,
+    );
+    assert!(
+        sent >= 1 && read == sent,
+        "0-RTT packets: {sent} sent, {read} read"
+    );
 
     // The resumed connection got a ticket too: a third one resumes again.
     settle(&mut p);
@@ -136,6 +144,8 @@ fn a_ticket_the_server_never_issued_means_a_full_handshake_and_data_resent() {
     assert_eq!(b.client().zero_rtt_status(), ZeroRttStatus::Rejected);
     assert_eq!(b.server().zero_rtt_status(), ZeroRttStatus::NotAttempted);
     assert!(!b.server().is_resumed());
+    assert!(b.client().stats().zero_rtt_packets_sent >= 1);
+    assert_eq!(b.server().stats().zero_rtt_packets_received, 0);
 }
 
 #[test]

@@ -289,7 +289,9 @@ impl Connection {
         self.stats.packets_received += 1;
         let ecn = self.datagram_ecn;
         super::ecn::count(&mut self.space_mut(space).ecn_received, ecn);
-        if space == SpaceId::Data && !zero_rtt {
+        if zero_rtt {
+            self.stats.zero_rtt_packets_received += 1;
+        } else if space == SpaceId::Data {
             self.on_one_rtt_packet();
         }
         if space == SpaceId::Data && self.fec_rx.is_active() {

@@ -587,6 +587,9 @@ impl Connection {
         let size = (end - b.start) as u16;
         b.record.size = size;
         self.stats.packets_sent += 1;
+        if b.space == SpaceId::Data && b.layout.is_some() {
+            self.stats.zero_rtt_packets_sent += 1;
+        }
         for s in &mut self.subscribers {
             s.packet_sent(
                 now,
