@@ -119,6 +119,10 @@ pub struct RunResult {
     /// The metrics of the scenario's extra flows ([`Scenario::flows`]), in
     /// order; empty for a one-flow run.
     pub flows: Vec<RunMetrics>,
+    /// The message workload's retransmissions over time: when each
+    /// retransmitted message's recovery ended, with its retransmissions
+    /// (`Recorder::message_retransmissions`); empty for other workloads.
+    pub message_retransmissions: Vec<(Instant, u32)>,
 }
 
 impl RunResult {
@@ -267,6 +271,7 @@ pub fn run_with(scenario: &Scenario, options: RunOptions<'_>) -> Result<RunResul
         receiver_cpu: main.receiver_cpu,
         arrival_segments: main.arrival_segments,
         sender_stats: main.sender_stats,
+        message_retransmissions: main.message_retransmissions,
         flows: results.map(|f| f.metrics).collect(),
     })
 }
@@ -413,6 +418,7 @@ struct FlowResult {
     receiver_cpu: Option<std::time::Duration>,
     arrival_segments: usize,
     sender_stats: transport::ConnectionStats,
+    message_retransmissions: Vec<(Instant, u32)>,
 }
 
 /// The metrics of a flow that must have completed.
@@ -505,6 +511,7 @@ fn measure_flow_anyway(
         receiver_cpu: client.cpu_time(),
         arrival_segments: nodes.recorder.arrival_segments(),
         sender_stats: stats,
+        message_retransmissions: nodes.recorder.message_retransmissions(),
     })
 }
 

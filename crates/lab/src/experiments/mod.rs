@@ -25,6 +25,7 @@ pub mod fig25;
 pub mod fig27;
 pub mod plot;
 pub mod rcp;
+pub mod rcp_exp4;
 pub mod report;
 
 use std::collections::BTreeMap;
@@ -257,6 +258,18 @@ pub const METRICS: &[(&str, &str)] = &[
         "learn_steps",
         "art-fig27: learning steps behind the run (art-dqn's training and online learning; 0 for the others)",
     ),
+    (
+        "retx_before",
+        "rcp-exp4: retransmissions per 1000 slots before the slow-down",
+    ),
+    (
+        "retx_early",
+        "rcp-exp4: retransmissions per 1000 slots in the 4000 slots after the slow-down",
+    ),
+    (
+        "retx_late",
+        "rcp-exp4: retransmissions per 1000 slots from 7000 slots after the slow-down to the end",
+    ),
 ];
 
 /// Metrics that only some workloads or experiments produce: a run row
@@ -286,6 +299,9 @@ const OPTIONAL_METRICS: &[&str] = &[
     "retransmission_ratio",
     "t_wait_p50_ms",
     "learn_steps",
+    "retx_before",
+    "retx_early",
+    "retx_late",
 ];
 
 /// One run: a case with one seed, and its metrics (or why it failed).
@@ -570,6 +586,7 @@ fn case_runner(experiment: &str) -> Option<CaseRunner> {
     match experiment {
         "art-fig23" => Some(design::fig23_run),
         "art-fig27" => Some(fig27::fig27_run),
+        "rcp-exp4" => Some(rcp_exp4::exp4_run),
         _ => None,
     }
 }
