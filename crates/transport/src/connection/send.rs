@@ -56,7 +56,8 @@ impl Connection {
         for space in SpaceId::ALL {
             // A resuming client's Data space sends 0-RTT packets before
             // it has 1-RTT keys.
-            if !self.has_keys(space) && !(space == SpaceId::Data && self.is_sending_zero_rtt()) {
+            let zero_rtt = space == SpaceId::Data && self.is_sending_zero_rtt();
+            if !(self.has_keys(space) || zero_rtt) {
                 continue;
             }
             if limit.saturating_sub(buf.len()) < 64 {
