@@ -305,7 +305,9 @@ const OPTIONAL_METRICS: &[&str] = &[
 ];
 
 /// One run: a case with one seed, and its metrics (or why it failed).
-#[derive(Clone, Debug, Serialize)]
+/// Deserialize: the Python package's sweeps hand rows back to the CSV
+/// writers here.
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct RunRow {
     /// The case's group.
     pub group: String,
@@ -314,9 +316,10 @@ pub struct RunRow {
     /// The seed.
     pub seed: u64,
     /// The failure, when the run did not complete.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub error: Option<String>,
     /// [`METRICS`] by name (empty on failure).
+    #[serde(default)]
     pub metrics: BTreeMap<String, f64>,
 }
 
