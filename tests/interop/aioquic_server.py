@@ -16,7 +16,14 @@ not a file under the root.
 
 Usage::
 
-    aioquic_server.py --root DIR --cert PEM --key PEM [--retry] [--listen 127.0.0.1:0]
+    aioquic_server.py --root DIR --cert PEM --key PEM [--retry] [--resumption]
+                      [--listen 127.0.0.1:0]
+
+``--resumption`` issues session tickets and accepts resumption and 0-RTT
+(aioquic accepts early data with every ticket it issues); tickets are kept in
+memory and single-use, as in aioquic's own examples/http3_server.py. It checks
+`artq get --reconnect`'s client side: tickets kept, sessions resumed,
+requests sent in 0-RTT packets.
 
 Prints ``listening on IP:PORT`` on stdout once bound (the contract the tests'
 ``spawn_listening`` waits for), then serves until killed.
@@ -85,6 +92,27 @@ class HqServerProtocol(QuicConnectionProtocol):
         self.transmit()
 
 
+class SessionTicketStore:
+    """Single-use, in-memory session tickets (a ticket is removed when used)."""
+
+    def __init__(self) -> None:
+        self.tickets: dict[bytes, object] = {}
+
+    def add(self, ticket) -> None:
+        self.tickets[ticket.ticket] = ticket
+
+    def pop(self, label: bytes):
+        return self.tickets.pop(label, None)
+
+
+def resumption_options(enabled: bool) -> dict:
+    """serve()'s keyword arguments for session tickets, when enabled."""
+    if not enabled:
+        return {}
+    store = SessionTicketStore()
+    return {"session_ticket_fetcher": store.pop, "session_ticket_handler": store.add}
+
+
 async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--root", required=True, help="directory to serve")
@@ -92,6 +120,9 @@ async def main() -> int:
     parser.add_argument("--key", required=True, help="PEM private key")
     parser.add_argument("--listen", default="127.0.0.1:0", help="IP:PORT (port 0 picks one)")
     parser.add_argument("--retry", action="store_true", help="validate clients with Retry")
+    parser.add_argument(
+        "--resumption", action="store_true", help="issue session tickets, accept 0-RTT"
+    )
     args = parser.parse_args()
     host, _, port = args.listen.rpartition(":")
     if not os.path.isdir(args.root):
@@ -106,6 +137,7 @@ async def main() -> int:
         configuration=configuration,
         create_protocol=lambda *a, **kw: HqServerProtocol(*a, root=args.root, **kw),
         retry=args.retry,
+        **resumption_options(args.resumption),
     )
     sock = server._transport.get_extra_info("socket")  # the bound port
     bound = sock.getsockname() if sock is not None else (host, int(port))

@@ -517,8 +517,16 @@ impl FilesClient {
 }
 
 impl App for FilesClient {
-    fn on_connection(&mut self, _now: Instant, h: ConnectionHandle, _conn: &mut Connection) {
+    fn on_connection(&mut self, _now: Instant, h: ConnectionHandle, conn: &mut Connection) {
         self.conn.get_or_insert(h);
+        // A resuming connection that may send 0-RTT starts at once with
+        // hq-interop: its requests are plain GETs, safe to replay (RFC 9001
+        // §9.2). HTTP/3 waits for the handshake: its 0-RTT would need the
+        // server's SETTINGS remembered with the ticket (RFC 9114 §7.2.4.2),
+        // which artq does not keep.
+        if self.protocol == Protocol::HqInterop && conn.is_sending_zero_rtt() {
+            self.connected = true;
+        }
     }
 
     fn on_event(

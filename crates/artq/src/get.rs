@@ -51,6 +51,22 @@ pub struct GetOptions {
     pub seed: RngSeed,
     /// What to do with the URL.
     pub mode: GetMode,
+    /// Fetch the URL again this many times (file mode), each time on a new
+    /// connection after the previous one ended, resuming its session with
+    /// a ticket kept in memory and sending the request in 0-RTT when the
+    /// server allows it (hq-interop). The output gets the last body.
+    pub reconnect: u32,
+}
+
+/// How one connection of a run started (`artq get --reconnect`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConnectionStart {
+    /// The TLS session was resumed with a ticket.
+    pub resumed: bool,
+    /// Where the connection stood with 0-RTT at its end.
+    pub zero_rtt: transport::ZeroRttStatus,
+    /// 0-RTT packets it sent.
+    pub zero_rtt_packets: u64,
 }
 
 /// What `artq get` does with its URL.
@@ -106,6 +122,8 @@ pub struct GetReport {
     pub rpc: Option<RpcOutcome>,
     /// What arrived of the message workload (`--messages`).
     pub messages: Option<MessageReport>,
+    /// How each connection started, in order (one unless `--reconnect`).
+    pub connections: Vec<ConnectionStart>,
 }
 
 /// Split `https://host:port/path` into (host, port, path).
@@ -152,10 +170,16 @@ pub fn run(opts: GetOptions) -> Result<GetReport> {
     } else {
         bail!("no way to verify the server: pass --ca FILE (its certificate) or --insecure");
     };
-    let tls = transport::crypto::client_config(verification, &[opts.protocol.alpn()])?;
+    let mut tls = transport::crypto::client_config(verification, &[opts.protocol.alpn()])?;
+    if opts.reconnect > 0 {
+        if opts.mode != GetMode::File {
+            bail!("--reconnect fetches a file again: it does not combine with --live, --dash or --rpc");
+        }
+        tls = transport::crypto::enable_client_resumption(tls);
+    }
     let client = ClientConfig {
         tls,
-        transport: Arc::new(opts.transport),
+        transport: Arc::new(opts.transport.clone()),
         server_name: host_name.clone(),
     };
     let bind: SocketAddr = if remote.is_ipv6() {
@@ -163,62 +187,19 @@ pub fn run(opts: GetOptions) -> Result<GetReport> {
     } else {
         "0.0.0.0:0".parse()?
     };
-    let sink: Box<dyn Write> = match &opts.output {
+    let mut sink: Option<Box<dyn Write>> = Some(match &opts.output {
         Some(p) => Box::new(BufWriter::with_capacity(
             1 << 20,
             File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
         )),
         None => Box::new(BufWriter::new(io::stdout())),
-    };
+    });
     let authority = if port == 443 {
         host_name.clone()
     } else if host_name.contains(':') {
         format!("[{host_name}]:{port}")
     } else {
         format!("{host_name}:{port}")
-    };
-    let app: Box<dyn App> = match opts.mode {
-        GetMode::File => Box::new(FilesClient::new(
-            opts.protocol,
-            Some(authority),
-            Paths::List(vec![path]),
-            Box::new(WriteSink::new(sink)),
-        )),
-        GetMode::Live { startup } => Box::new(FilesClient::with_fetcher(
-            opts.protocol,
-            Some(authority),
-            Box::new(LivePlayer::new(path, startup)),
-        )),
-        GetMode::Dash => Box::new(FilesClient::with_fetcher(
-            opts.protocol,
-            Some(authority),
-            Box::new(DashPlayer::new(path)),
-        )),
-        GetMode::Rpc { calls, rate } => {
-            let endpoint = path.trim_end_matches('/');
-            if endpoint != RPC_PREFIX {
-                bail!(
-                    "--rpc calls the server's RPC endpoint: the URL's path must be {RPC_PREFIX} \
-                     (artq serve's), not '{path}'"
-                );
-            }
-            if calls == 0 || rate == 0 || rate > apps::rpc::MAX_RATE {
-                bail!(
-                    "--rpcs must be at least 1 and --rpc-rate in 1..={}",
-                    apps::rpc::MAX_RATE
-                );
-            }
-            // The server generates its answers from its content seed; the
-            // calls' sizes and schedule derive from the same seed.
-            Box::new(RpcClient::new(
-                opts.protocol,
-                Some(authority),
-                crate::serve::CONTENT_SEED,
-                calls,
-                rate,
-            ))
-        }
-        GetMode::Messages { params } => Box::new(MessageReceiver::new(params)),
     };
     let qlog = match &opts.qlog {
         Some(q) => {
@@ -227,10 +208,143 @@ pub fn run(opts: GetOptions) -> Result<GetReport> {
         None => None,
     };
     let mut driver = Driver::bind(bind).context("cannot bind a UDP socket")?;
-    let endpoint = Endpoint::new(EndpointConfig::new(opts.seed, None));
-    let mut host = Host::new(endpoint, app).with_observer(Box::new(GetObserver { qlog }));
-    let started = driver.clock().now();
-    let h = host.connect(started, &client, remote)?;
+    let mut run = ConnectionRun {
+        opts: &opts,
+        client: &client,
+        remote,
+        authority,
+        path,
+        qlog,
+        seeds: None,
+    };
+    let mut connections = Vec::new();
+    for _ in 0..opts.reconnect {
+        // Earlier connections: their bodies are counted, not written.
+        let (report, start) = run.once(&mut driver, Box::new(io::sink()))?;
+        connections.push(start);
+        drop(report);
+    }
+    let sink = sink.take().context("the output was already used")?;
+    let (mut report, start) = run.once(&mut driver, sink)?;
+    connections.push(start);
+    report.connections = connections;
+    Ok(report)
+}
+
+/// What one connection of `artq get` needs.
+struct ConnectionRun<'a> {
+    opts: &'a GetOptions,
+    client: &'a ClientConfig,
+    remote: SocketAddr,
+    authority: String,
+    path: String,
+    /// The qlog file, for the first connection only.
+    qlog: Option<File>,
+    /// Seeds of the connections after the first.
+    seeds: Option<transport::rng::StackRng>,
+}
+
+impl ConnectionRun<'_> {
+    /// One connection: fetch (or play, or call) the URL until done.
+    fn once(
+        &mut self,
+        driver: &mut Driver,
+        sink: Box<dyn Write>,
+    ) -> Result<(GetReport, ConnectionStart)> {
+        let opts = self.opts;
+        let (authority, path) = (self.authority.clone(), self.path.clone());
+        let app = self.app(sink, authority, path)?;
+        // The first connection's endpoint takes the seed as given; each
+        // later one a child of it, so connection IDs never repeat.
+        let seed = match self.seeds.as_mut() {
+            None => {
+                self.seeds = Some(transport::rng::StackRng::new(opts.seed));
+                opts.seed
+            }
+            Some(rng) => rng.child_seed(),
+        };
+        let endpoint = Endpoint::new(EndpointConfig::new(seed, None));
+        let observer = GetObserver {
+            qlog: self.qlog.take(),
+        };
+        let mut host = Host::new(endpoint, app).with_observer(Box::new(observer));
+        let started = driver.clock().now();
+        let h = host.connect(started, self.client, self.remote)?;
+        let report = fetch(opts, driver, &mut host, h, started)?;
+        let start = host
+            .endpoint()
+            .connection(h)
+            .map(|c| ConnectionStart {
+                resumed: c.is_resumed(),
+                zero_rtt: c.zero_rtt_status(),
+                zero_rtt_packets: c.stats().zero_rtt_packets_sent,
+            })
+            .unwrap_or(ConnectionStart {
+                resumed: false,
+                zero_rtt: transport::ZeroRttStatus::NotAttempted,
+                zero_rtt_packets: 0,
+            });
+        Ok((report, start))
+    }
+
+    /// The application for the mode.
+    fn app(&self, sink: Box<dyn Write>, authority: String, path: String) -> Result<Box<dyn App>> {
+        let opts = self.opts;
+        Ok(match opts.mode {
+            GetMode::File => Box::new(FilesClient::new(
+                opts.protocol,
+                Some(authority),
+                Paths::List(vec![path]),
+                Box::new(WriteSink::new(sink)),
+            )),
+            GetMode::Live { startup } => Box::new(FilesClient::with_fetcher(
+                opts.protocol,
+                Some(authority),
+                Box::new(LivePlayer::new(path, startup)),
+            )),
+            GetMode::Dash => Box::new(FilesClient::with_fetcher(
+                opts.protocol,
+                Some(authority),
+                Box::new(DashPlayer::new(path)),
+            )),
+            GetMode::Rpc { calls, rate } => {
+                let endpoint = path.trim_end_matches('/');
+                if endpoint != RPC_PREFIX {
+                    bail!(
+                    "--rpc calls the server's RPC endpoint: the URL's path must be {RPC_PREFIX} \
+                     (artq serve's), not '{path}'"
+                );
+                }
+                if calls == 0 || rate == 0 || rate > apps::rpc::MAX_RATE {
+                    bail!(
+                        "--rpcs must be at least 1 and --rpc-rate in 1..={}",
+                        apps::rpc::MAX_RATE
+                    );
+                }
+                // The server generates its answers from its content seed; the
+                // calls' sizes and schedule derive from the same seed.
+                Box::new(RpcClient::new(
+                    opts.protocol,
+                    Some(authority),
+                    crate::serve::CONTENT_SEED,
+                    calls,
+                    rate,
+                ))
+            }
+            GetMode::Messages { params } => Box::new(MessageReceiver::new(params)),
+        })
+    }
+}
+
+/// Drive `host` (its client connection `h`, opened at `started`) until the
+/// application is done, and say what it got.
+fn fetch(
+    opts: &GetOptions,
+    driver: &mut Driver,
+    host: &mut Host,
+    h: ConnectionHandle,
+    started: wire::time::Instant,
+) -> Result<GetReport> {
     let deadline = std::time::Instant::now() + opts.timeout;
     let params_size = match opts.mode {
         GetMode::Messages { params } => params.size,
@@ -265,7 +379,7 @@ pub fn run(opts: GetOptions) -> Result<GetReport> {
             .unwrap_or_default()
     };
     match driver.run(
-        &mut host,
+        host,
         Stop {
             when_finished: true,
             deadline: Some(deadline),
@@ -277,12 +391,12 @@ pub fn run(opts: GetOptions) -> Result<GetReport> {
             bail!(
                 "timed out after {:?} ({} bytes received)",
                 opts.timeout,
-                report(&host).bytes_received
+                report(host).bytes_received
             )
         }
         Err(e) => return Err(e.into()),
     }
-    let r = report(&host);
+    let r = report(host);
     if let Some(e) = r.error {
         bail!(explain(&e));
     }
@@ -317,7 +431,28 @@ pub fn run(opts: GetOptions) -> Result<GetReport> {
         playback,
         rpc,
         messages: host.app::<MessageReceiver>().map(|c| c.report().clone()),
+        connections: Vec::new(),
     })
+}
+
+/// How connection `n` (from 1) of a `--reconnect` run started, in words:
+/// `connection 2: resumed, 0-RTT accepted, 1 0-RTT packets sent`.
+pub fn connection_line(n: usize, c: &ConnectionStart) -> String {
+    let session = if c.resumed {
+        "resumed"
+    } else {
+        "full handshake"
+    };
+    let early = match c.zero_rtt {
+        transport::ZeroRttStatus::NotAttempted => "no 0-RTT",
+        transport::ZeroRttStatus::Sending => "0-RTT unanswered",
+        transport::ZeroRttStatus::Accepted => "0-RTT accepted",
+        transport::ZeroRttStatus::Rejected => "0-RTT rejected",
+    };
+    format!(
+        "connection {n}: {session}, {early}, {} 0-RTT packets sent",
+        c.zero_rtt_packets
+    )
 }
 
 /// What the client has done so far, whichever application it runs.

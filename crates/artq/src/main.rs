@@ -214,6 +214,14 @@ struct ServeArgs {
     /// address to be validated (or one IP address has 16 waiting).
     #[arg(long, value_name = "N", default_value_t = 64, conflicts_with = "retry")]
     retry_threshold: usize,
+    /// Issue TLS session tickets and accept resumption and 0-RTT early data
+    /// (RFC 9001 §4.6). Tickets are single-use and kept in memory (at most
+    /// 4096; lost on restart), so a replayed first flight gets a full
+    /// handshake and its early data is dropped; early data is only the
+    /// clients' requests, which artq answers without side effects
+    /// (docs/endpoint.md, "Resumption and 0-RTT").
+    #[arg(long)]
+    resumption: bool,
     #[command(flatten)]
     transport: TransportArgs,
 }
@@ -269,6 +277,14 @@ struct GetArgs {
     /// --live: the player's start-up delay, ms.
     #[arg(long, value_name = "MS", default_value_t = 1000, requires = "live")]
     startup_delay: u64,
+    /// Fetch the URL N more times, each on a new connection once the
+    /// previous one ended, resuming the TLS session with the ticket the
+    /// server gave (kept in memory for this run) and, with --alpn
+    /// hq-interop, sending the request in 0-RTT when the server accepts
+    /// early data. Prints how each connection started; the output gets
+    /// the last body.
+    #[arg(long, value_name = "N", default_value_t = 0, conflicts_with_all = ["live", "dash", "rpc"])]
+    reconnect: u32,
     /// Receive the message workload from `artq serve --messages` (give it
     /// the server's --messages, --message-size, --message-rate and --drain;
     /// the URL's path is not used) and print what arrived: messages
@@ -340,6 +356,7 @@ fn run(cli: Cli) -> Result<()> {
                     RetryMode::WhenUnvalidatedAtLeast(a.retry_threshold)
                 },
                 seed: a.transport.rng_seed()?,
+                resumption: a.resumption,
             })
         }
         Command::Get(a) => {
@@ -374,7 +391,13 @@ fn run(cli: Cli) -> Result<()> {
                 } else {
                     get::GetMode::File
                 },
+                reconnect: a.reconnect,
             })?;
+            if report.connections.len() > 1 {
+                for (i, c) in report.connections.iter().enumerate() {
+                    eprintln!("{}", get::connection_line(i + 1, c));
+                }
+            }
             let secs = report.elapsed.as_secs_f64();
             let mbps = if secs > 0.0 {
                 report.bytes as f64 * 8.0 / secs / 1e6

@@ -52,6 +52,9 @@ pub struct ServeOptions {
     /// Seeds connection IDs, reset tokens, the token key and every random
     /// choice of the stack (secret, from the OS, unless `--seed`).
     pub seed: RngSeed,
+    /// Issue session tickets and accept resumption and 0-RTT
+    /// ([`transport::crypto::enable_server_resumption`]).
+    pub resumption: bool,
 }
 
 /// What `artq serve` runs on each connection.
@@ -90,7 +93,11 @@ pub fn run(opts: ServeOptions) -> Result<()> {
             transport::crypto::self_signed_with_key(&["localhost", "127.0.0.1", "::1"], key)?
         }
     };
-    let tls = transport::crypto::server_config(chain, key, &Protocol::alpn_list(&Protocol::ALL))?;
+    let mut tls =
+        transport::crypto::server_config(chain, key, &Protocol::alpn_list(&Protocol::ALL))?;
+    if opts.resumption {
+        tls = transport::crypto::enable_server_resumption(tls);
+    }
     if let Some(dir) = &opts.qlog {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("cannot create --qlog {}", dir.display()))?;

@@ -744,7 +744,35 @@ fn matrix_keyupdate_after_corruption_against_quic_go_server() {
     matrix::run(&matrix::KEYUPDATE_AFTER_CORRUPTION, QuicGo);
 }
 
+/// The matrix's `resumption` case against quic-go's interop server.
+#[test]
+fn matrix_resumption_against_quic_go_server() {
+    matrix::run(&matrix::RESUMPTION, QuicGo);
+}
+
+/// The matrix's `zerortt` case against quic-go's interop server.
+#[test]
+fn matrix_zerortt_against_quic_go_server() {
+    matrix::run(&matrix::ZERORTT, QuicGo);
+}
+
 // The matrix's evidence checks can fail: each is fed a trace it must reject.
+
+/// `resumption`'s evidence rejects two full handshakes (or one connection)
+/// and accepts a full one beside a resumed one, whatever their order.
+#[test]
+fn resumption_check_rejects_two_full_handshakes() {
+    use common::qlog::ConnectionLog;
+    let log = |crypto| ConnectionLog {
+        received_handshake_crypto: crypto,
+        ..ConnectionLog::default()
+    };
+    assert!(matrix::check_resumed(&[log(592), log(590)]).is_err());
+    assert!(matrix::check_resumed(&[log(592)]).is_err());
+    assert!(matrix::check_resumed(&[log(0), log(592)]).is_err());
+    assert!(matrix::check_resumed(&[log(151), log(592)]).is_ok());
+    assert!(matrix::check_resumed(&[log(592), log(151)]).is_ok());
+}
 
 /// A v1 long-header packet of `kind` (0 Initial, 2 Handshake) with the given
 /// connection IDs and `len` bytes in all.

@@ -118,3 +118,17 @@ fn rebind_port() {
 fn rebind_addr() {
     matrix::run(&matrix::REBIND_ADDR, Artq);
 }
+
+/// A second connection resumes the first one's TLS session (`artq serve
+/// --resumption`).
+#[test]
+fn resumption() {
+    matrix::run(&matrix::RESUMPTION, Artq);
+}
+
+/// A second connection resumes and sends its requests in 0-RTT; the
+/// server reads and answers them.
+#[test]
+fn zerortt() {
+    matrix::run(&matrix::ZERORTT, Artq);
+}

@@ -46,7 +46,7 @@ pub mod test_pair;
 pub use config::{
     AdmissionConfig, ClientConfig, EndpointConfig, RetryMode, ServerConfig, TransportConfig,
 };
-pub use connection::{Connection, ConnectionError, Event, Transmit};
+pub use connection::{Connection, ConnectionError, Event, Transmit, ZeroRttStatus};
 pub use endpoint::{ConnectionHandle, Endpoint, EndpointStats};
 pub use error::TransportError;
 pub use rng::RngSeed;

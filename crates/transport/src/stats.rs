@@ -66,6 +66,10 @@ pub struct ConnectionStats {
     pub ecn_validation_failed: bool,
     /// Datagrams we sent marked ECT(0).
     pub ecn_marked_sent: u64,
+    /// Client: 0-RTT packets sent (early data of a resumed session).
+    pub zero_rtt_packets_sent: u64,
+    /// Server: 0-RTT packets read (early data accepted and decrypted).
+    pub zero_rtt_packets_received: u64,
     /// Congestion events (window reductions).
     pub congestion_events: u64,
     /// PTO expirations.

@@ -103,6 +103,9 @@ pub struct Pair {
     pub client_conn: Option<ConnectionHandle>,
     /// The server's connection, once the first client datagram arrived.
     pub server_conn: Option<ConnectionHandle>,
+    /// Server connections of the client connections before the last
+    /// [`Pair::reconnect`]: their datagrams do not make them current again.
+    earlier_server_conns: Vec<ConnectionHandle>,
     /// Datagrams delivered, indexed by direction (1: toward the server).
     pub delivered: [u64; 2],
     /// Datagrams dropped, indexed by direction (1: toward the server).
@@ -162,6 +165,22 @@ pub fn client_config(transport: TransportConfig) -> ClientConfig {
     }
 }
 
+/// [`server_config`] with session tickets and 0-RTT turned on
+/// ([`crypto::enable_server_resumption`]).
+pub fn resumable_server_config(transport: TransportConfig) -> ServerConfig {
+    let mut config = server_config(transport);
+    config.tls = crypto::enable_server_resumption(config.tls);
+    config
+}
+
+/// [`client_config`] that keeps tickets and sends 0-RTT
+/// ([`crypto::enable_client_resumption`]): clone it to resume.
+pub fn resumable_client_config(transport: TransportConfig) -> ClientConfig {
+    let mut config = client_config(transport);
+    config.tls = crypto::enable_client_resumption(config.tls);
+    config
+}
+
 /// Default transport parameters with `policy` as the loss-recovery policy.
 pub fn transport_with(policy: Arc<dyn PolicyFactory>) -> TransportConfig {
     TransportConfig {
@@ -219,7 +238,29 @@ impl Pair {
     /// fixed endpoint seeds, a fresh server certificate, drop RNG seed 42,
     /// 10 ms latency, 100 Mbit/s, no loss.
     pub fn new(server_transport: TransportConfig, client_transport: TransportConfig) -> Self {
-        Self::build(server_config(server_transport), client_transport, 7, 9, 42)
+        Self::build(
+            server_config(server_transport),
+            client_config(client_transport),
+            7,
+            9,
+            42,
+        )
+    }
+
+    /// Like [`Pair::new`], with both configurations given (e.g. resumable
+    /// ones: [`resumable_server_config`], [`resumable_client_config`]).
+    pub fn with_configs(server: ServerConfig, client: &ClientConfig) -> Self {
+        Self::build(server, client.clone(), 7, 9, 42)
+    }
+
+    /// Open a new client connection to the server from the same client
+    /// endpoint (the previous connections stay as they are): what a
+    /// returning client does, resuming when `config` holds a ticket. The
+    /// new connection becomes [`Pair::client`]; [`Pair::server`] follows
+    /// once its first datagram arrives.
+    pub fn reconnect(&mut self, config: &ClientConfig) {
+        self.client_conn = self.client.connect(self.now, config, self.server_addr).ok();
+        self.earlier_server_conns.extend(self.server_conn.take());
     }
 
     /// [`Pair::new`] with default parameters on both sides.
@@ -236,7 +277,7 @@ impl Pair {
     ) -> Self {
         Self::build(
             seeded_server_config(server_transport, [7; 32]),
-            client_transport,
+            client_config(client_transport),
             seed.wrapping_mul(2).wrapping_add(1),
             seed.wrapping_mul(2).wrapping_add(2),
             seed ^ 0x5eed,
@@ -245,7 +286,7 @@ impl Pair {
 
     fn build(
         server: ServerConfig,
-        client_transport: TransportConfig,
+        cfg: ClientConfig,
         server_seed: u64,
         client_seed: u64,
         rng_seed: u64,
@@ -266,6 +307,7 @@ impl Pair {
             bleach_ecn: false,
             client_conn: None,
             server_conn: None,
+            earlier_server_conns: Vec::new(),
             delivered: [0; 2],
             dropped: [0; 2],
             outage_until: Instant::ZERO,
@@ -274,7 +316,6 @@ impl Pair {
             seq: 0,
             buf: Vec::new(),
         };
-        let cfg = client_config(client_transport);
         // A fresh client endpoint always accepts a connect; if it ever did
         // not, `client_conn` stays `None` and the helpers report it.
         pair.client_conn = pair.client.connect(pair.now, &cfg, pair.server_addr).ok();
@@ -442,7 +483,9 @@ impl Pair {
                     .server
                     .handle_datagram(self.now, p.from, p.ecn, &mut p.data)
                 {
-                    self.server_conn.get_or_insert(h);
+                    if !self.earlier_server_conns.contains(&h) {
+                        self.server_conn.get_or_insert(h);
+                    }
                 }
             } else {
                 self.client

@@ -32,6 +32,15 @@ pub struct ConnectionLog {
     pub received_1rtt: u64,
     /// The server's `initial_max_streams_bidi` transport parameter.
     pub peer_max_streams_bidi: Option<u64>,
+    /// 0-RTT packets sent.
+    pub sent_0rtt: u64,
+    /// Of those, how many the server acknowledged (in ACK frames of 1-RTT
+    /// packets: 0-RTT and 1-RTT share a packet number space), which it
+    /// only does when it accepted the early data and read them.
+    pub acked_0rtt: u64,
+    /// CRYPTO bytes received in Handshake packets (the server's Handshake
+    /// flight: with a resumed session it carries no certificate).
+    pub received_handshake_crypto: u64,
     /// The `connection_closed` event's data, if the connection logged one.
     pub closed: Option<String>,
 }
@@ -61,6 +70,8 @@ pub fn read_file(path: &Path) -> Result<ConnectionLog, String> {
             .unwrap_or_default(),
         ..ConnectionLog::default()
     };
+    let mut zero_rtt_pns = Vec::new();
+    let mut acked_1rtt: Vec<(u64, u64)> = Vec::new();
     for line in text.lines() {
         let Ok(event) = serde_json::from_str::<Value>(line.trim_start_matches('\u{1e}')) else {
             continue;
@@ -70,11 +81,24 @@ pub fn read_file(path: &Path) -> Result<ConnectionLog, String> {
         let phase_1 = data["header"]["key_phase_bit"] == true;
         match event["name"].as_str() {
             Some("transport:packet_sent") if one_rtt && phase_1 => log.sent_key_phase_1 += 1,
+            Some("transport:packet_sent") if data["header"]["packet_type"] == "0RTT" => {
+                log.sent_0rtt += 1;
+                zero_rtt_pns.extend(data["header"]["packet_number"].as_u64());
+            }
+            Some("transport:packet_received") if data["header"]["packet_type"] == "handshake" => {
+                let frames = data["frames"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+                log.received_handshake_crypto += frames
+                    .iter()
+                    .filter(|f| f["frame_type"] == "crypto")
+                    .filter_map(|f| f["length"].as_u64())
+                    .sum::<u64>();
+            }
             Some("transport:packet_received") if data["header"]["packet_type"] == "retry" => {
                 log.retries_received += 1
             }
             Some("transport:packet_received") if one_rtt => {
                 log.received_1rtt += 1;
+                acked_1rtt.extend(acked_ranges(data));
                 if phase_1 {
                     log.received_key_phase_1 += 1;
                 }
@@ -88,5 +112,25 @@ pub fn read_file(path: &Path) -> Result<ConnectionLog, String> {
             _ => {}
         }
     }
+    log.acked_0rtt = zero_rtt_pns
+        .iter()
+        .filter(|&&pn| acked_1rtt.iter().any(|&(lo, hi)| lo <= pn && pn <= hi))
+        .count() as u64;
     Ok(log)
+}
+
+/// The packet-number ranges `[lo, hi]` the ACK frames of a packet event
+/// acknowledge (qlog writes `[lo, hi]`, or `[pn]` for one packet).
+fn acked_ranges(data: &Value) -> Vec<(u64, u64)> {
+    let frames = data["frames"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+    frames
+        .iter()
+        .filter(|f| f["frame_type"] == "ack")
+        .filter_map(|f| f["acked_ranges"].as_array())
+        .flatten()
+        .filter_map(|r| {
+            let lo = r.get(0)?.as_u64()?;
+            Some((lo, r.get(1).and_then(Value::as_u64).unwrap_or(lo)))
+        })
+        .collect()
 }

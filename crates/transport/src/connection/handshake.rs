@@ -32,10 +32,12 @@ impl Connection {
                 Some(KeyChange::OneRtt { keys, next }) => {
                     self.one_rtt = Some(OneRttKeys::new(keys, next));
                     self.tls_write_space = SpaceId::Data;
+                    self.on_one_rtt_keys();
                 }
                 None => break,
             }
         }
+        self.accept_zero_rtt();
     }
 
     /// Peer transport parameters arrived: validate and apply them.
@@ -46,6 +48,11 @@ impl Connection {
         let Some(raw) = self.tls.peer_transport_parameters() else {
             return Ok(());
         };
+        if self.params_are_remembered(raw) {
+            // A resuming client: rustls reports the ticket's parameters
+            // until the server's EncryptedExtensions replace them.
+            return Ok(());
+        }
         let params = TransportParameters::decode(raw, self.side.opposite()).map_err(|e| {
             tracing::debug!(error = %e, "bad transport parameters");
             TransportError::new(
@@ -69,6 +76,7 @@ impl Connection {
         self.peer_max_datagram_frame = params.max_datagram_frame_size;
         self.cids.set_peer_limit(params.active_connection_id_limit);
         self.fec_tx = self.config.fec.encoder_for(params.artq_fec);
+        self.on_server_params(&params)?;
         self.peer_params = Some(params);
         Ok(())
     }

@@ -35,7 +35,9 @@
 //! - `validation`: address validation as the client sees it (following a
 //!   Retry) and as the server offers it (NEW_TOKEN), RFC 9000 §8.1, and
 //!   the server's anti-amplification budget until then;
-//! - `timer`: the timer table.
+//! - `timer`: the timer table;
+//! - `zero_rtt`: session resumption's 0-RTT: early keys, remembered
+//!   transport parameters, acceptance and rejection (RFC 9001 §4.6).
 
 mod ack;
 mod cids;
@@ -54,6 +56,7 @@ pub(crate) mod spaces;
 mod spurious;
 mod timer;
 mod validation;
+mod zero_rtt;
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -87,6 +90,7 @@ use self::key_phase::OneRttKeys;
 use self::spaces::PacketSpace;
 pub use self::spaces::SpaceId;
 use self::timer::{Timer, TimerTable};
+pub use self::zero_rtt::ZeroRttStatus;
 
 /// Why a connection ended, as the application sees it.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -179,6 +183,8 @@ pub struct Connection {
     initial_keys: Option<Keys>,
     handshake_keys: Option<Keys>,
     one_rtt: Option<OneRttKeys>,
+    /// 0-RTT keys and status (session resumption).
+    zero_rtt: zero_rtt::ZeroRtt,
     /// Level the TLS writer currently produces data for.
     tls_write_space: SpaceId,
     spaces: [PacketSpace; 3],
@@ -350,6 +356,7 @@ impl Connection {
             initial_keys: Some(crypto::initial_keys(&ids.initial_dcid, side)),
             handshake_keys: None,
             one_rtt: None,
+            zero_rtt: zero_rtt::ZeroRtt::new(),
             tls_write_space: SpaceId::Initial,
             spaces: Default::default(),
             remote,
@@ -464,6 +471,7 @@ impl Connection {
             rng.child_seed(),
         );
         conn.initial_token = token;
+        conn.start_zero_rtt();
         conn.process_tls_output();
         Ok(conn)
     }

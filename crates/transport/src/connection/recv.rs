@@ -27,6 +27,12 @@ enum Readiness {
 const LONG_RESERVED_BITS: u8 = 0x0c;
 const SHORT_RESERVED_BITS: u8 = 0x18;
 
+/// A Data-space packet with a long header is a 0-RTT packet (1-RTT
+/// packets have short headers: RFC 9000 §17.2.3, §17.3).
+fn is_zero_rtt(space: SpaceId, packet: &[u8]) -> bool {
+    space == SpaceId::Data && packet.first().is_some_and(|b| b & 0x80 != 0)
+}
+
 impl Connection {
     /// Process one UDP datagram from `remote`. The buffer is decrypted in
     /// place. Undecryptable or malformed packets are dropped; protocol
@@ -86,8 +92,10 @@ impl Connection {
                     let space = match ty {
                         LongType::Initial => SpaceId::Initial,
                         LongType::Handshake => SpaceId::Handshake,
-                        // We never send 0-RTT tickets, so 0-RTT cannot be decrypted.
-                        LongType::ZeroRtt | LongType::Retry => {
+                        // 0-RTT shares the Application Data space; only a
+                        // server reads it (see `readiness`).
+                        LongType::ZeroRtt => SpaceId::Data,
+                        LongType::Retry => {
                             offset += len;
                             continue;
                         }
@@ -129,7 +137,7 @@ impl Connection {
             let end = offset.saturating_add(len).min(data.len());
             let packet = &mut data[offset..end];
             offset = end;
-            let result = match self.readiness(space) {
+            let result = match self.readiness(space, is_zero_rtt(space, packet)) {
                 Readiness::Read => self
                     .process_packet(now, space, packet, pn_offset)
                     .and_then(|()| self.read_deferred(now)),
@@ -154,9 +162,21 @@ impl Connection {
         }
     }
 
-    /// Whether a packet of `space` can be read now, must wait, or never
-    /// will be (its keys are discarded).
-    fn readiness(&self, space: SpaceId) -> Readiness {
+    /// Whether a packet of `space` (a 0-RTT one when `zero_rtt`) can be
+    /// read now, must wait, or never will be (its keys are discarded, or
+    /// never came).
+    fn readiness(&self, space: SpaceId, zero_rtt: bool) -> Readiness {
+        if zero_rtt {
+            return if self.zero_rtt_keys().is_some() && self.side.is_server() {
+                Readiness::Read
+            } else if self.zero_rtt_undecided() {
+                // Reordered ahead of the ClientHello that may accept it.
+                Readiness::Defer
+            } else {
+                // No ticket, early data refused, a client, or keys dropped.
+                Readiness::Drop
+            };
+        }
         match space {
             SpaceId::Initial if self.initial_keys.is_some() => Readiness::Read,
             SpaceId::Initial => Readiness::Drop,
@@ -180,11 +200,28 @@ impl Connection {
     /// (a Handshake packet read now may make 1-RTT packets readable).
     fn read_deferred(&mut self, now: Instant) -> Result<(), TransportError> {
         for space in [SpaceId::Handshake, SpaceId::Data] {
-            if self.space(space).deferred.is_empty() || self.readiness(space) != Readiness::Read {
+            if self.space(space).deferred.is_empty() {
+                continue;
+            }
+            // The Data space holds 0-RTT and 1-RTT packets, each with its
+            // own readiness: read what is ready, keep what may still be.
+            let ready = |c: &Self, packet: &[u8]| c.readiness(space, is_zero_rtt(space, packet));
+            let any_ready = self
+                .space(space)
+                .deferred
+                .iter()
+                .any(|(p, _)| ready(self, p) == Readiness::Read);
+            if !any_ready {
                 continue;
             }
             for (mut packet, pn_offset) in self.space_mut(space).deferred.take() {
-                self.process_packet(now, space, &mut packet, pn_offset)?;
+                match ready(self, &packet) {
+                    Readiness::Read => self.process_packet(now, space, &mut packet, pn_offset)?,
+                    Readiness::Defer => {
+                        let _kept = self.space_mut(space).deferred.push(&packet, pn_offset);
+                    }
+                    Readiness::Drop => self.stats.packets_dropped += 1,
+                }
                 if self.is_closed() {
                     return Ok(());
                 }
@@ -201,8 +238,14 @@ impl Connection {
         pn_offset: usize,
     ) -> Result<(), TransportError> {
         let largest = self.space(space).largest_received.map(|(pn, _)| pn);
+        let zero_rtt = is_zero_rtt(space, packet);
         let (first, pn, payload) = {
-            let Some(header_key) = self.remote_header_key(space) else {
+            let header_key = if zero_rtt {
+                self.zero_rtt_keys().map(|k| &*k.header)
+            } else {
+                self.remote_header_key(space)
+            };
+            let Some(header_key) = header_key else {
                 self.stats.packets_dropped += 1;
                 return Ok(());
             };
@@ -214,7 +257,13 @@ impl Connection {
             };
             let pn = packet::decode_pn(largest, u64::from(truncated), pn_len);
             let header_len = pn_offset + pn_len;
-            match self.decrypt(space, first, packet, header_len, pn, now) {
+            let opened = if zero_rtt {
+                self.zero_rtt_keys()
+                    .and_then(|k| crypto::open(&*k.packet, packet, header_len, pn).ok())
+            } else {
+                self.decrypt(space, first, packet, header_len, pn, now)
+            };
+            match opened {
                 Some(range) => (first, pn, range),
                 None => {
                     self.stats.packets_dropped += 1;
@@ -223,7 +272,7 @@ impl Connection {
             }
         };
         // RFC 9000 §17.2/§17.3.1: reserved bits checked after decryption.
-        let reserved = if space == SpaceId::Data {
+        let reserved = if space == SpaceId::Data && !zero_rtt {
             SHORT_RESERVED_BITS
         } else {
             LONG_RESERVED_BITS
@@ -240,6 +289,11 @@ impl Connection {
         self.stats.packets_received += 1;
         let ecn = self.datagram_ecn;
         super::ecn::count(&mut self.space_mut(space).ecn_received, ecn);
+        if zero_rtt {
+            self.stats.zero_rtt_packets_received += 1;
+        } else if space == SpaceId::Data {
+            self.on_one_rtt_packet();
+        }
         if space == SpaceId::Data && self.fec_rx.is_active() {
             self.fec_rx.store(pn, &packet[payload.clone()]);
         }
@@ -267,6 +321,12 @@ impl Connection {
         for frame in FrameIter::new(payload) {
             let frame =
                 frame.map_err(|e| TransportError::new(e.error_code(), "malformed frame"))?;
+            if zero_rtt && !super::zero_rtt::allowed_in_zero_rtt(&frame) {
+                return Err(TransportError::protocol_violation(
+                    "frame not allowed in a 0-RTT packet",
+                )
+                .with_frame(frame.ty()));
+            }
             if space != SpaceId::Data && !frame.allowed_in_long_header() {
                 return Err(TransportError::protocol_violation(
                     "frame not allowed in this packet type",
@@ -289,7 +349,7 @@ impl Connection {
                 self.resend_initial_crypto_early();
             }
         }
-        if space == SpaceId::Data {
+        if space == SpaceId::Data && !zero_rtt {
             self.update_keys_if_worn();
             let newest = largest.is_none_or(|l| pn > l);
             self.on_packet_from_peer(now, newest, non_probing);

@@ -54,7 +54,10 @@ impl Connection {
         }
         let mut built: Vec<Built> = Vec::with_capacity(3);
         for space in SpaceId::ALL {
-            if !self.has_keys(space) {
+            // A resuming client's Data space sends 0-RTT packets before
+            // it has 1-RTT keys.
+            let zero_rtt = space == SpaceId::Data && self.is_sending_zero_rtt();
+            if !(self.has_keys(space) || zero_rtt) {
                 continue;
             }
             if limit.saturating_sub(buf.len()) < 64 {
@@ -351,6 +354,10 @@ impl Connection {
         if s.crypto_send.has_pending() || s.ping_pending || s.probes > 0 {
             return true;
         }
+        if space == SpaceId::Data && self.is_sending_zero_rtt() {
+            // 0-RTT carries stream data only (RFC 9000 §12.4).
+            return self.streams.has_pending();
+        }
         if space != SpaceId::Data || !self.handshake_complete {
             return false;
         }
@@ -451,8 +458,9 @@ impl Connection {
             buf.extend_from_slice(s.crypto_send.bytes(&r));
             record.retransmits.push(Retransmit::Crypto(r));
         }
-        if space == SpaceId::Data && self.handshake_complete && may_elicit {
-            while let Some(d) = self.datagrams_out.front() {
+        let zero_rtt = space == SpaceId::Data && self.is_sending_zero_rtt();
+        if space == SpaceId::Data && (self.handshake_complete || zero_rtt) && may_elicit {
+            while let Some(d) = self.datagrams_out.front().filter(|_| !zero_rtt) {
                 let need = frame::datagram_header_len(d.len()) + d.len();
                 if buf.len() + need > max_end {
                     break;
@@ -580,6 +588,9 @@ impl Connection {
         let size = (end - b.start) as u16;
         b.record.size = size;
         self.stats.packets_sent += 1;
+        if b.space == SpaceId::Data && b.layout.is_some() {
+            self.stats.zero_rtt_packets_sent += 1;
+        }
         for s in &mut self.subscribers {
             s.packet_sent(
                 now,
@@ -623,7 +634,8 @@ impl Connection {
     }
 
     /// Write the header of a `space` packet numbered `pn` at the end of
-    /// `buf`: long (Initial/Handshake, with a Length placeholder) or short.
+    /// `buf`: long (Initial/Handshake/0-RTT, with a Length placeholder) or
+    /// short.
     /// Returns the long-header layout, if any, and the packet-number offset.
     fn write_header(
         &self,
@@ -634,7 +646,7 @@ impl Connection {
     ) -> (Option<LongHeaderLayout>, usize) {
         let dcid = self.cids.remote_cid();
         match space {
-            SpaceId::Data => {
+            SpaceId::Data if !self.is_sending_zero_rtt() => {
                 let phase = self.one_rtt.as_ref().is_some_and(|k| k.phase);
                 (
                     None,
@@ -642,10 +654,10 @@ impl Connection {
                 )
             }
             _ => {
-                let ty = if space == SpaceId::Initial {
-                    LongType::Initial
-                } else {
-                    LongType::Handshake
+                let ty = match space {
+                    SpaceId::Initial => LongType::Initial,
+                    SpaceId::Handshake => LongType::Handshake,
+                    SpaceId::Data => LongType::ZeroRtt,
                 };
                 let scid = self.cids.issued(0).map(|c| c.cid).unwrap_or_default();
                 // A client's Initials carry its token (RFC 9000 §17.2.2).
@@ -674,7 +686,12 @@ impl Connection {
         match space {
             SpaceId::Initial => self.initial_keys.as_ref().map(|k| &k.local),
             SpaceId::Handshake => self.handshake_keys.as_ref().map(|k| &k.local),
-            SpaceId::Data => self.one_rtt.as_ref().map(|k| &k.keys.local),
+            SpaceId::Data => match self.one_rtt.as_ref() {
+                Some(k) => Some(&k.keys.local),
+                // A resuming client's 0-RTT packets.
+                None if self.side.is_client() => self.zero_rtt_keys(),
+                None => None,
+            },
         }
     }
 

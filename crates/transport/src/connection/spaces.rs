@@ -284,6 +284,11 @@ impl DeferredPackets {
         self.packets.is_empty()
     }
 
+    /// The packets kept and their packet-number offsets, oldest first.
+    pub fn iter(&self) -> impl Iterator<Item = &(Vec<u8>, usize)> {
+        self.packets.iter()
+    }
+
     /// Everything kept, oldest first; empties the buffer.
     pub fn take(&mut self) -> VecDeque<(Vec<u8>, usize)> {
         self.bytes = 0;

@@ -2,9 +2,12 @@
 //!
 //! Both configurations are TLS 1.3 only (RFC 9001 §4.2) on rustls's ring
 //! provider, with the ALPN list the caller gives (RFC 9001 §8.1; the
-//! application layer owns the tokens). Neither side resumes sessions or accepts
-//! 0-RTT: every connection runs a full handshake, so each measured transfer
-//! starts from the same state.
+//! application layer owns the tokens). By default neither side resumes
+//! sessions or accepts 0-RTT: every connection runs a full handshake, so each
+//! measured transfer starts from the same state. [`enable_server_resumption`]
+//! and [`enable_client_resumption`] turn session tickets and 0-RTT on for a
+//! real server or client (`artq serve --resumption`, `artq get`), with the
+//! anti-replay rules documented on [`enable_server_resumption`].
 //!
 //! Certificates made here are Ed25519: its signatures are deterministic and
 //! always 64 bytes, so a handshake's message sizes do not vary from run to run
@@ -196,6 +199,68 @@ pub fn server_config(
     config.max_early_data_size = 0;
     config.send_tls13_tickets = 0;
     Ok(Arc::new(config))
+}
+
+/// Largest number of session tickets a resuming server keeps
+/// ([`enable_server_resumption`]): each is one entry of rustls's in-memory
+/// store (about 200 bytes: the resumption secret, the suite, the ALPN, the
+/// client's certificate-free identity), so this bounds it to about 1 MB. When
+/// full, the oldest ticket is forgotten and its client falls back to a full
+/// handshake.
+pub const MAX_SERVER_TICKETS: usize = 4096;
+
+/// Tickets a resuming server issues per connection (RFC 8446 §4.6.1): one
+/// per later connection a client may open; tickets are single-use.
+pub const TICKETS_PER_CONNECTION: usize = 2;
+
+/// Largest number of servers a resuming client remembers tickets for
+/// ([`enable_client_resumption`]).
+pub const MAX_CLIENT_SESSIONS: usize = 64;
+
+/// Turn on session resumption and 0-RTT for a server configuration made by
+/// [`server_config`] (RFC 8446 §2.2, §2.3; RFC 9001 §4.6).
+///
+/// Anti-replay (RFC 8446 §8, RFC 9001 §9.2): tickets are *stateful and
+/// single-use*. The server keeps each ticket it issued in a bounded
+/// in-memory store ([`MAX_SERVER_TICKETS`]) and removes it when a client
+/// presents it, so a ClientHello replayed with the same ticket finds
+/// nothing: it gets a full handshake and its 0-RTT data is rejected
+/// (discarded unread). rustls also checks the ticket's age against the time
+/// it was issued. What remains (and what the docs tell an application) is
+/// that 0-RTT data is not protected against replay *to another server
+/// instance* that shares no store, nor after a restart loses the store; it
+/// is only accepted with the same ALPN, and tickets die with the process.
+/// An application must only act on 0-RTT requests that are idempotent
+/// (artq's file and generated-content GETs are).
+///
+/// `max_early_data_size` is 0xffffffff, as RFC 9001 §4.6.1 requires of
+/// QUIC: the amount of 0-RTT data is bounded by the transport's flow
+/// control (the connection and stream receive windows), not by TLS.
+///
+/// The server's transport parameters that a client remembers with a ticket
+/// (RFC 9000 §7.4.1) are those of the configuration the store belongs to:
+/// the store lives inside this rustls configuration, which one endpoint
+/// uses with one transport configuration, so a ticket accepted by it was
+/// issued under the same limits and they are never reduced.
+pub fn enable_server_resumption(config: Arc<rustls::ServerConfig>) -> Arc<rustls::ServerConfig> {
+    let mut config = Arc::unwrap_or_clone(config);
+    config.session_storage = rustls::server::ServerSessionMemoryCache::new(MAX_SERVER_TICKETS);
+    // rustls's default ticketer is off: tickets are store entries (stateful),
+    // which is also what rustls requires to accept 0-RTT.
+    config.send_tls13_tickets = TICKETS_PER_CONNECTION;
+    config.max_early_data_size = u32::MAX;
+    Arc::new(config)
+}
+
+/// Turn on session resumption and 0-RTT for a client configuration made by
+/// [`client_config`]: tickets are kept in memory, per server name, for as
+/// long as the configuration lives (every connection of one `artq get` run
+/// shares it), at most [`MAX_CLIENT_SESSIONS`] servers.
+pub fn enable_client_resumption(config: Arc<rustls::ClientConfig>) -> Arc<rustls::ClientConfig> {
+    let mut config = Arc::unwrap_or_clone(config);
+    config.resumption = rustls::client::Resumption::in_memory_sessions(MAX_CLIENT_SESSIONS);
+    config.enable_early_data = true;
+    Arc::new(config)
 }
 
 /// A client configuration: TLS 1.3 only, ALPN `alpn` (offered in this order),

@@ -45,8 +45,9 @@ mod test_vectors;
 use std::path::PathBuf;
 
 pub use certs::{
-    client_config, load_pem_chain, load_pem_key, self_signed_from_seed, self_signed_with_key,
-    server_config, ServerVerification, TEST_ALPN,
+    client_config, enable_client_resumption, enable_server_resumption, load_pem_chain,
+    load_pem_key, self_signed_from_seed, self_signed_with_key, server_config, ServerVerification,
+    MAX_CLIENT_SESSIONS, MAX_SERVER_TICKETS, TEST_ALPN, TICKETS_PER_CONNECTION,
 };
 pub use keys::{
     initial_keys, DirectionalKeys, HeaderProtectionKey, KeyChange, Keys, NextSecrets, PacketKey,

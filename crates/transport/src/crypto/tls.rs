@@ -139,6 +139,30 @@ impl TlsSession {
         self.conn.quic_transport_parameters()
     }
 
+    /// The keys of 0-RTT packets (RFC 9001 §4.6, §5.1), when this session
+    /// has them: a client resuming a session whose ticket allows early data
+    /// (from the start: they protect what it sends), a server that accepted
+    /// a client's early data (once it has read the ClientHello: they open
+    /// what it receives). Only one direction exists: the client's.
+    pub fn zero_rtt_keys(&self) -> Option<super::DirectionalKeys> {
+        self.conn.zero_rtt_keys()
+    }
+
+    /// Client: whether the server accepted our 0-RTT data (known once its
+    /// EncryptedExtensions are read). Always false for a server.
+    pub fn is_early_data_accepted(&self) -> bool {
+        match &self.conn {
+            quic::Connection::Client(c) => c.is_early_data_accepted(),
+            quic::Connection::Server(_) => false,
+        }
+    }
+
+    /// Whether this handshake resumed an earlier session (a ticket was
+    /// accepted), once the handshake has got that far.
+    pub fn is_resumed(&self) -> bool {
+        self.conn.handshake_kind() == Some(rustls::HandshakeKind::Resumed)
+    }
+
     /// The negotiated application protocol (RFC 9001 §8.1), once agreed.
     pub fn alpn_protocol(&self) -> Option<&[u8]> {
         self.conn.alpn_protocol()
