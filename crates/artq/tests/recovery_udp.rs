@@ -97,7 +97,7 @@ fn run_with(client: Client, scheme: &str, seed: u32, loss: &str, size: u64) -> (
     )
     .unwrap_or_else(|e| panic!("{e}"));
     let out = scratch.out("file");
-    let context = || format!("link: {}\nserver: {}", link.describe(), server.describe());
+    let mut context = || format!("link: {}\nserver: {}", link.describe(), server.describe());
     match client {
         Client::Quinn => {
             let rt = common::runtime();

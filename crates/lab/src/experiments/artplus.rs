@@ -86,9 +86,12 @@ fn is_fig19_21(group: &str) -> bool {
     group.starts_with("fig19 ") || group.starts_with("fig20 ") || group.starts_with("fig21 ")
 }
 
+/// Builds a setting's scenario for a scheme.
+type MakeScenario = Box<dyn Fn(&str) -> Scenario>;
+
 /// Every setting: (group, scenario for a scheme).
-fn settings(scale: Scale) -> Vec<(String, Box<dyn Fn(&str) -> Scenario>)> {
-    let mut out: Vec<(String, Box<dyn Fn(&str) -> Scenario>)> = Vec::new();
+fn settings(scale: Scale) -> Vec<(String, MakeScenario)> {
+    let mut out: Vec<(String, MakeScenario)> = Vec::new();
     let big = scale.pick(100_000_000, 10_000_000, 500_000);
     out.push((
         format!("fig19 {} 30ms 4%", size_label(big)),

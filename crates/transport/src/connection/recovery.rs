@@ -207,7 +207,7 @@ impl Connection {
                 .first()
                 .and_then(|p| self.streams.position(p.id, p.offset))
             {
-                if position.map_or(true, |q| here.behind_head < q.behind_head) {
+                if position.is_none_or(|q| here.behind_head < q.behind_head) {
                     position = Some(here);
                 }
             }
