@@ -12,7 +12,9 @@ use std::sync::Arc;
 use std::time::Duration as StdDuration;
 
 use anyhow::{bail, Context, Result};
+use apps::files::ClientError;
 use apps::files::{FilesClient, Paths, WriteSink};
+use apps::messages::{MessageParams, MessageReceiver, MessageReport};
 use apps::rpc::{RpcClient, RPC_PREFIX};
 use apps::video::dash::DashPlayer;
 use apps::video::live::LivePlayer;
@@ -71,6 +73,12 @@ pub enum GetMode {
         /// Calls per second.
         rate: u64,
     },
+    /// Receive RCP's message workload from `artq serve --messages`
+    /// (`apps::messages`): the same parameters as the server's.
+    Messages {
+        /// The workload the server sends.
+        params: MessageParams,
+    },
 }
 
 /// What `artq get --rpc` measured.
@@ -96,6 +104,8 @@ pub struct GetReport {
     pub playback: Option<Playback>,
     /// The calls' completion times (`--rpc`).
     pub rpc: Option<RpcOutcome>,
+    /// What arrived of the message workload (`--messages`).
+    pub messages: Option<MessageReport>,
 }
 
 /// Split `https://host:port/path` into (host, port, path).
@@ -208,6 +218,7 @@ pub fn run(opts: GetOptions) -> Result<GetReport> {
                 rate,
             ))
         }
+        GetMode::Messages { params } => Box::new(MessageReceiver::new(params)),
     };
     let qlog = match &opts.qlog {
         Some(q) => {
@@ -221,7 +232,19 @@ pub fn run(opts: GetOptions) -> Result<GetReport> {
     let started = driver.clock().now();
     let h = host.connect(started, &client, remote)?;
     let deadline = std::time::Instant::now() + opts.timeout;
+    let params_size = match opts.mode {
+        GetMode::Messages { params } => params.size,
+        _ => 0,
+    };
     let report = |host: &Host| -> Progress {
+        if let Some(c) = host.app::<MessageReceiver>() {
+            let r = c.report();
+            return Progress {
+                bytes_received: r.delivered.saturating_mul(u64::from(params_size)),
+                done_at: r.done_at,
+                error: r.error.clone().map(ClientError::Connection),
+            };
+        }
         if let Some(c) = host.app::<RpcClient>() {
             let r = c.report();
             return Progress {
@@ -276,7 +299,7 @@ pub fn run(opts: GetOptions) -> Result<GetReport> {
         }
     });
     let playback = host.app::<FilesClient>().and_then(|c| match opts.mode {
-        GetMode::File | GetMode::Rpc { .. } => None,
+        GetMode::File | GetMode::Rpc { .. } | GetMode::Messages { .. } => None,
         GetMode::Live { .. } => c
             .fetcher::<LivePlayer>()
             .map(|p| Playback::Live(p.report(None))),
@@ -293,6 +316,7 @@ pub fn run(opts: GetOptions) -> Result<GetReport> {
         stats: host.endpoint().connection(h).map(Connection::stats),
         playback,
         rpc,
+        messages: host.app::<MessageReceiver>().map(|c| c.report().clone()),
     })
 }
 
@@ -312,6 +336,33 @@ pub fn rpc_json(r: &RpcOutcome) -> serde_json::Value {
         "rpcs": r.calls,
         "rpc_fct_ms": r.fct,
     })
+}
+
+/// What arrived of the message workload as one JSON object (`artq get
+/// --messages --stats`), with the names of `artq sim --json` where they
+/// exist. No latency: the sender's generation stamps are read from its own
+/// clock, which the receiver's does not share.
+pub fn messages_json(r: &MessageReport) -> serde_json::Value {
+    serde_json::json!({
+        "workload": "messages",
+        "messages": r.generated,
+        "delivered": r.delivered,
+        "delivery_ratio": r.delivery_ratio(),
+        "duplicates": r.duplicates,
+        "malformed": r.malformed,
+    })
+}
+
+/// What arrived of the message workload in words (one line).
+pub fn messages_line(r: &MessageReport) -> String {
+    format!(
+        "messages: {} of {} delivered (ratio {:.4}), {} duplicates, {} malformed",
+        r.delivered,
+        r.generated,
+        r.delivery_ratio(),
+        r.duplicates,
+        r.malformed
+    )
 }
 
 /// The RPC calls' outcome in words (one line).

@@ -5,6 +5,7 @@
 #[cfg(test)]
 mod driver_tests;
 mod get;
+mod message_args;
 mod progress;
 mod reproduce;
 mod schemes;
@@ -166,12 +167,25 @@ struct ServeArgs {
     /// Address to listen on, e.g. 127.0.0.1:4433 (port 0 picks one).
     #[arg(long)]
     listen: SocketAddr,
-    /// Directory to serve.
-    #[arg(long)]
-    root: PathBuf,
+    /// Directory to serve (not with --messages).
+    #[arg(
+        long,
+        required_unless_present = "messages",
+        conflicts_with = "messages"
+    )]
+    root: Option<PathBuf>,
     /// Loss recovery scheme (see `--recovery help`).
     #[arg(long, default_value = "quic")]
     recovery: String,
+    /// Instead of HTTP, send every client that connects the message
+    /// workload of RCP (rcp.md): --messages messages of --message-size bytes
+    /// at --message-rate per second, each in a DATAGRAM frame (RFC 9221; on
+    /// a stream with `--recovery tcp`), stamped with its sequence number and
+    /// generation time (docs/apps.md), then close the connection --drain ms
+    /// after the last. Meant for the message schemes (rcp, udp, arq, tcp);
+    /// `artq get --messages` receives them.
+    #[command(flatten, next_help_heading = "Message workload (with --messages)")]
+    messages: message_args::MessageArgs,
     /// PEM certificate chain (with --key); a self-signed one is made if absent.
     #[arg(long, requires = "key")]
     cert: Option<PathBuf>,
@@ -209,7 +223,7 @@ struct GetArgs {
     /// https://host:port/path
     url: String,
     /// Write the body here instead of standard output.
-    #[arg(short, long)]
+    #[arg(short, long, conflicts_with = "messages")]
     output: Option<PathBuf>,
     /// Do not verify the server's certificate (testing only).
     #[arg(long)]
@@ -233,18 +247,18 @@ struct GetArgs {
     /// Play the URL as a live stream (`artq serve`'s /live/<kbps>/<seconds>)
     /// and print the player's statistics (freezes per 100 s, bitrate)
     /// instead of writing the body.
-    #[arg(long, conflicts_with_all = ["dash", "output"])]
+    #[arg(long, conflicts_with_all = ["dash", "output", "messages"])]
     live: bool,
     /// Play the URL as a DASH manifest (`artq serve`'s
     /// /dash/<seconds>/manifest.mpd) with rate-based adaptation and print
     /// the quality of experience (bitrate, rebuffering, start-up, switches).
-    #[arg(long, conflicts_with = "output")]
+    #[arg(long, conflicts_with_all = ["output", "messages"])]
     dash: bool,
     /// Call the server's RPC endpoint (the URL's path must be /rpc, as
     /// `artq serve` has it): --rpcs calls with memcached ETC request and
     /// response sizes at --rpc-rate calls per second (Poisson), one
     /// connection; prints the calls' completion times (FCT p50/p95/p99).
-    #[arg(long, conflicts_with_all = ["live", "dash", "output"])]
+    #[arg(long, conflicts_with_all = ["live", "dash", "output", "messages"])]
     rpc: bool,
     /// --rpc: number of calls.
     #[arg(long, value_name = "N", default_value_t = 1000, requires = "rpc")]
@@ -255,6 +269,13 @@ struct GetArgs {
     /// --live: the player's start-up delay, ms.
     #[arg(long, value_name = "MS", default_value_t = 1000, requires = "live")]
     startup_delay: u64,
+    /// Receive the message workload from `artq serve --messages` (give it
+    /// the server's --messages, --message-size, --message-rate and --drain;
+    /// the URL's path is not used) and print what arrived: messages
+    /// delivered, the delivery ratio, duplicates. Over real UDP the two
+    /// ends' clocks differ, so no latency is reported.
+    #[command(flatten, next_help_heading = "Message workload (with --messages)")]
+    messages: message_args::MessageArgs,
     #[command(flatten)]
     transport: TransportArgs,
 }
@@ -300,9 +321,14 @@ fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Serve(a) => {
             let transport = a.transport.config(&a.recovery)?;
+            let app = match (a.messages.params()?, a.root) {
+                (Some(params), _) => serve::ServeApp::Messages(params),
+                (None, Some(root)) => serve::ServeApp::Http { root },
+                (None, None) => anyhow::bail!("--root DIR or --messages N is needed"),
+            };
             serve::run(serve::ServeOptions {
                 listen: a.listen,
-                root: a.root,
+                app,
                 transport,
                 cert: a.cert.zip(a.key),
                 qlog: a.qlog,
@@ -338,6 +364,8 @@ fn run(cli: Cli) -> Result<()> {
                     }
                 } else if a.dash {
                     get::GetMode::Dash
+                } else if let Some(params) = a.messages.params()? {
+                    get::GetMode::Messages { params }
                 } else if a.rpc {
                     get::GetMode::Rpc {
                         calls: a.rpcs,
@@ -362,6 +390,13 @@ fn run(cli: Cli) -> Result<()> {
                     println!("{}", get::playback_json(p));
                 } else {
                     println!("{}", get::playback_line(p));
+                }
+            }
+            if let Some(r) = &report.messages {
+                if a.stats {
+                    println!("{}", get::messages_json(r));
+                } else {
+                    println!("{}", get::messages_line(r));
                 }
             }
             if let Some(r) = &report.rpc {

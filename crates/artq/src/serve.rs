@@ -12,8 +12,9 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use apps::content::Directory;
+use apps::messages::{MessageParams, MessageSender};
 use apps::server::{HttpServer, ServerOptions};
-use apps::{Host, Observer, Protocol};
+use apps::{App, Host, Observer, Protocol};
 use transport::events::QlogWriter;
 use transport::{
     AdmissionConfig, Connection, ConnectionHandle, Endpoint, EndpointConfig, Event, RetryMode,
@@ -31,8 +32,8 @@ pub const CONTENT_SEED: u64 = 1;
 pub struct ServeOptions {
     /// Address to bind.
     pub listen: SocketAddr,
-    /// Directory whose files are served.
-    pub root: PathBuf,
+    /// What the server answers with.
+    pub app: ServeApp,
     /// Transport settings (recovery scheme, congestion control, windows):
     /// the same for every connection, whatever its protocol.
     pub transport: TransportConfig,
@@ -53,12 +54,23 @@ pub struct ServeOptions {
     pub seed: RngSeed,
 }
 
+/// What `artq serve` runs on each connection.
+pub enum ServeApp {
+    /// HTTP/3 and hq-interop: the files of `root`, with generated video
+    /// under `/live` and `/dash` and the RPC endpoint under `/rpc`.
+    Http {
+        /// Directory whose files are served.
+        root: PathBuf,
+    },
+    /// RCP's message workload (`apps::messages`), sent to every client
+    /// that connects, whatever its ALPN.
+    Messages(MessageParams),
+}
+
 /// Runs the server until SIGINT or SIGTERM, then shuts down gracefully
 /// (HTTP/3 GOAWAY, in-flight responses finish, at most
 /// [`crate::udp::SHUTDOWN_GRACE`]).
 pub fn run(opts: ServeOptions) -> Result<()> {
-    let directory = Directory::new(&opts.root).map_err(|e| anyhow::anyhow!("--root {e}"))?;
-    let directory_root = directory.root().to_path_buf();
     let scheme = opts.transport.policy.name();
     let (chain, key) = match &opts.cert {
         Some((c, k)) => (
@@ -95,16 +107,34 @@ pub fn run(opts: ServeOptions) -> Result<()> {
         Some(v) if v.is_empty() => None,
         Some(v) => Some(v),
     };
-    // Generated content beside the directory: /live/<kbps>/<seconds> and
-    // /dash/<seconds>/manifest.mpd (docs/video.md), and the RPC endpoint
-    // /rpc/<index>/<size> (docs/apps.md).
-    let content = apps::video::video_content(CONTENT_SEED)
-        .mount(
-            apps::rpc::RPC_PREFIX,
-            Box::new(apps::rpc::RpcContent { seed: CONTENT_SEED }),
-        )
-        .mount("/", Box::new(directory));
-    let app = HttpServer::new(Box::new(content), ServerOptions { alt_svc });
+    let (app, serving): (Box<dyn App>, String) = match opts.app {
+        ServeApp::Http { root } => {
+            let directory = Directory::new(&root).map_err(|e| anyhow::anyhow!("--root {e}"))?;
+            let serving = format!(
+                "{} from {}",
+                Protocol::ALL.map(Protocol::name).join(" and "),
+                directory.root().display()
+            );
+            // Generated content beside the directory: /live/<kbps>/<seconds>
+            // and /dash/<seconds>/manifest.mpd (docs/video.md), and the RPC
+            // endpoint /rpc/<index>/<size> (docs/apps.md).
+            let content = apps::video::video_content(CONTENT_SEED)
+                .mount(
+                    apps::rpc::RPC_PREFIX,
+                    Box::new(apps::rpc::RpcContent { seed: CONTENT_SEED }),
+                )
+                .mount("/", Box::new(directory));
+            let app = HttpServer::new(Box::new(content), ServerOptions { alt_svc });
+            (Box::new(app), serving)
+        }
+        ServeApp::Messages(params) => {
+            let serving = format!(
+                "{} messages of {} bytes at {}/s to every client",
+                params.messages, params.size, params.rate
+            );
+            (Box::new(MessageSender::new(params, CONTENT_SEED)), serving)
+        }
+    };
     let admission = AdmissionConfig {
         retry: opts.retry,
         // A browser or a client that comes back within a day skips Retry.
@@ -130,7 +160,7 @@ pub fn run(opts: ServeOptions) -> Result<()> {
         scheme: scheme.clone(),
         accepted: 0,
     };
-    let mut host = Host::new(endpoint, Box::new(app)).with_observer(Box::new(observer));
+    let mut host = Host::new(endpoint, app).with_observer(Box::new(observer));
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(signal, Arc::clone(&stop))
@@ -139,12 +169,7 @@ pub fn run(opts: ServeOptions) -> Result<()> {
     // The ready line is a contract (tests and scripts read the address).
     println!("listening on {addr}");
     io::stdout().flush()?;
-    eprintln!(
-        "artq serve: {} from {}, recovery {}",
-        Protocol::ALL.map(Protocol::name).join(" and "),
-        directory_root.display(),
-        scheme,
-    );
+    eprintln!("artq serve: {serving}, recovery {scheme}");
     driver.run(
         &mut host,
         Stop {

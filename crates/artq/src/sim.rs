@@ -134,19 +134,8 @@ pub struct ScenarioArgs {
     /// rpc: calls per second, Poisson arrivals [default: 100].
     #[arg(long, value_name = "PER_S")]
     rpc_rate: Option<u64>,
-    /// messages: number of messages [default: 10000].
-    #[arg(long, value_name = "N")]
-    messages: Option<u64>,
-    /// messages: bytes per message [default: 100].
-    #[arg(long, value_name = "BYTES")]
-    message_size: Option<u32>,
-    /// messages: messages per second [default: 1000].
-    #[arg(long, value_name = "PER_S")]
-    message_rate: Option<u64>,
-    /// messages: ms after the last message before the sender closes; a
-    /// message not arrived by then is lost [default: 3000].
-    #[arg(long, value_name = "MS")]
-    drain: Option<u32>,
+    #[command(flatten)]
+    messages: crate::message_args::MessageArgs,
     /// The client's receive window (flow-control credit: its receive
     /// buffer), bytes or with a unit [default: 16MiB].
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
@@ -235,20 +224,30 @@ pub fn run(a: SimArgs) -> Result<()> {
             return;
         }
         last_shown = Some(StdInstant::now());
-        let pct = if p.total_bytes == 0 {
+        let (virt, wall) = (p.now.since_epoch().as_secs_f64(), wall.as_secs_f64());
+        let items = scenario.workload.items();
+        let line = if p.total_bytes > 0 {
+            let pct = p.bytes_received as f64 * 100.0 / p.total_bytes as f64;
+            format!(
+                "artq sim: {pct:5.1}% ({} of {}, {} files), {virt:.1} s virtual, {wall:.1} s wall",
+                human_bytes(p.bytes_received),
+                human_bytes(p.total_bytes),
+                p.files_done,
+            )
+        } else if items > 1 {
             // DASH: its bytes are not known in advance; count segments.
-            p.files_done as f64 * 100.0 / scenario.workload.items().max(1) as f64
+            let pct = p.files_done as f64 * 100.0 / items as f64;
+            format!(
+                "artq sim: {pct:5.1}% ({} of {items} items), {virt:.1} s virtual, {wall:.1} s wall",
+                p.files_done,
+            )
         } else {
-            p.bytes_received as f64 * 100.0 / p.total_bytes as f64
+            // Live, rpc, messages: paced by their own clock; no total.
+            format!(
+                "artq sim: {} received, {virt:.1} s virtual, {wall:.1} s wall",
+                human_bytes(p.bytes_received),
+            )
         };
-        let line = format!(
-            "artq sim: {pct:5.1}% ({} of {}, {} files), {:.1} s virtual, {:.1} s wall",
-            human_bytes(p.bytes_received),
-            human_bytes(p.total_bytes),
-            p.files_done,
-            p.now.since_epoch().as_secs_f64(),
-            wall.as_secs_f64()
-        );
         if terminal {
             eprint!("\r{line}");
         } else {
@@ -323,7 +322,7 @@ pub fn scenario_of(a: &ScenarioArgs, scheme: &str) -> Result<(Scenario, (LinkCon
 /// and scenario files accept and refuse the same things).
 fn workload_of(a: &ScenarioArgs) -> Result<Workload> {
     let files_kind = a.workload == "files";
-    let options = WorkloadOptions {
+    let mut options = WorkloadOptions {
         kind: Some(a.workload.clone()),
         files: a.files,
         size: a.size.or(files_kind.then_some(DEFAULT_SIZE)),
@@ -337,20 +336,14 @@ fn workload_of(a: &ScenarioArgs) -> Result<Workload> {
         audio: a.audio,
         startup_delay: a.startup_delay,
         video_duration: a.video_duration,
-        messages: a
-            .messages
-            .or((a.workload == "messages").then_some(DEFAULT_MESSAGES)),
-        message_size: a.message_size,
-        message_rate: a.message_rate,
-        drain: a.drain,
+        ..WorkloadOptions::default()
     };
+    a.messages.options(a.workload == "messages", &mut options);
     Workload::try_from(options).map_err(|e| anyhow::anyhow!("--workload {}: {e}", a.workload))
 }
 
 /// `--size` default of the files workload, bytes.
 const DEFAULT_SIZE: u64 = 10_000_000;
-/// `--messages` default of the messages workload.
-const DEFAULT_MESSAGES: u64 = 10_000;
 /// `--rpcs` default of the rpc workload.
 const DEFAULT_RPCS: u64 = 1000;
 /// The human-readable result: a few aligned lines.
@@ -495,6 +488,13 @@ pub(crate) fn human_bytes(b: u64) -> String {
 fn describe_links(up: &LinkConfig, down: &LinkConfig) -> String {
     let rate = |c: &Capacity| match c {
         Capacity::Constant { bits_per_sec } => format!("{} Mbit/s", *bits_per_sec as f64 / 1e6),
+        Capacity::Stepped {
+            bits_per_sec,
+            changes,
+        } => format!(
+            "{} Mbit/s, then {changes} (ms:Mbit/s)",
+            *bits_per_sec as f64 / 1e6
+        ),
         Capacity::Trace(t) => format!("trace {}", t.origin()),
         Capacity::Unlimited => "unlimited rate".to_string(),
     };

@@ -10,7 +10,6 @@
 mod common;
 
 use std::path::PathBuf;
-use std::process::Command;
 use std::time::Duration;
 
 use apps::content::{Body, BodyChunk};
@@ -38,45 +37,6 @@ fn traces(test: &str) -> Option<PathBuf> {
     None
 }
 
-/// Starts `artq link` in front of `server` with `link_args`.
-fn spawn_link(
-    scratch: &Scratch,
-    server: std::net::SocketAddr,
-    link_args: &[String],
-) -> (process::ChildGuard, std::net::SocketAddr) {
-    let mut cmd = Command::new(common::artq_bin());
-    cmd.args(["link", "--listen", "127.0.0.1:0", "--to"])
-        .arg(server.to_string())
-        .args(link_args);
-    process::spawn_listening(cmd, "artq-link", &scratch.logs(), Duration::from_secs(20))
-        .unwrap_or_else(|e| panic!("{e}"))
-}
-
-/// Runs `artq get --stats` with `mode_args` on `url` and returns the
-/// player's JSON line.
-fn play(url: &str, mode_args: &[&str], context: &mut dyn FnMut() -> String) -> serde_json::Value {
-    let mut get = Command::new(common::artq_bin());
-    get.arg("get")
-        .args(mode_args)
-        .arg(url)
-        .args(["--insecure", "--stats", "--timeout", "100"]);
-    let run = process::run_with_deadline(get, Duration::from_secs(110))
-        .unwrap_or_else(|e| panic!("{e}\n{}", context()));
-    assert!(
-        run.status.success(),
-        "artq get failed ({}):\n{}\n{}",
-        run.status,
-        run.stderr,
-        context()
-    );
-    let line = run
-        .stdout
-        .lines()
-        .find(|l| l.starts_with('{'))
-        .unwrap_or_else(|| panic!("no JSON statistics in stdout:\n{}", run.stdout));
-    serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"))
-}
-
 #[test]
 fn get_dash_plays_a_video_through_the_verizon_link() {
     let Some(traces) = traces("get_dash_plays_a_video_through_the_verizon_link") else {
@@ -98,8 +58,8 @@ fn get_dash_plays_a_video_through_the_verizon_link() {
         "--seed".into(),
         "3".into(),
     ];
-    let (mut link, link_addr) = spawn_link(&scratch, server_addr, &link_args);
-    let stats = play(
+    let (mut link, link_addr) = common::spawn_link(&scratch, server_addr, &link_args);
+    let stats = common::artq_get_json(
         &format!("https://{link_addr}/dash/20/manifest.mpd"),
         &["--dash"],
         &mut || format!("link: {}\nserver: {}", link.describe(), server.describe()),
@@ -126,9 +86,9 @@ fn get_live_plays_a_stream_through_a_lossy_link() {
         .iter()
         .map(|s| s.to_string())
         .collect();
-    let (mut link, link_addr) = spawn_link(&scratch, server_addr, &link_args);
+    let (mut link, link_addr) = common::spawn_link(&scratch, server_addr, &link_args);
     let started = std::time::Instant::now();
-    let stats = play(
+    let stats = common::artq_get_json(
         &format!("https://{link_addr}/live/2000/4"),
         &["--live"],
         &mut || format!("link: {}\nserver: {}", link.describe(), server.describe()),
@@ -246,7 +206,7 @@ fn autorec_behind_lossy_link(
         .iter()
         .map(|s| s.to_string())
         .collect();
-    let (link, link_addr) = spawn_link(scratch, server_addr, &link_args);
+    let (link, link_addr) = common::spawn_link(scratch, server_addr, &link_args);
     (server, link, link_addr)
 }
 

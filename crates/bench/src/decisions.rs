@@ -159,11 +159,16 @@ pub fn feed(factory: &dyn PolicyFactory, packets: u64, loss: f64, seed: u64) -> 
     cost
 }
 
-/// Learning steps per second of ART-DQN's learner (its network and replay
-/// parameters, `r_max` levels): the replay memory is filled with `fill`
+/// Learning steps per second of a learner with `config` (ART-DQN's:
+/// `recovery::art::DqnAdapterConfig::dqn`; RCP's:
+/// `recovery::rcp::policy::table3_dqn`): the replay memory is filled with `fill`
 /// random experiences first, then `steps` learning steps are timed.
-pub fn dqn_learn_rate(r_max: u32, fill: usize, steps: u64, seed: u64) -> anyhow::Result<f64> {
-    let config = recovery::art::DqnAdapterConfig::default().dqn(r_max);
+pub fn dqn_learn_rate(
+    config: learn::DqnConfig,
+    fill: usize,
+    steps: u64,
+    seed: u64,
+) -> anyhow::Result<f64> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let state_dim = config.state_dim;
     let actions = config.actions;

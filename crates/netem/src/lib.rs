@@ -54,7 +54,7 @@ pub mod spec;
 pub mod trace;
 
 pub use faults::{Blackholes, Corruption, DropList};
-pub use link::{Capacity, Datagram, Ecn, Link, LinkConfig, LinkStats, QueueLimit};
+pub use link::{Capacity, Datagram, Ecn, Link, LinkConfig, LinkStats, QueueLimit, RateSchedule};
 pub use loss::{LossModel, LossProcess};
 pub use relay::{ecn_from_udp, ecn_to_udp};
 pub use relay::{RelayConfig, RelayHandle, RelayStats};

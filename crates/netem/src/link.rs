@@ -39,7 +39,10 @@
 //! one seen (time never goes backwards). Storage is one `VecDeque` per stage,
 //! reused, so the hot path only moves datagrams.
 
+mod schedule;
 mod server;
+
+pub use schedule::RateSchedule;
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -122,6 +125,14 @@ pub enum Capacity {
     Constant {
         /// Link rate in bits per second of IP packets.
         bits_per_sec: u64,
+    },
+    /// [`Capacity::Constant`] whose rate changes at the instants of a
+    /// [`RateSchedule`] (a link that slows down or speeds up mid-run).
+    Stepped {
+        /// Rate before the first change, bits per second of IP packets.
+        bits_per_sec: u64,
+        /// The later rates.
+        changes: RateSchedule,
     },
     /// Mahimahi delivery opportunities of 1500 bytes each, looping, starting
     /// at the clock's epoch (time zero): Mahimahi's `mm-link` semantics.

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use wire::time::Duration;
 
 use crate::faults::{Blackholes, Corruption, DropList};
-use crate::link::{Capacity, LinkConfig, QueueLimit};
+use crate::link::{Capacity, LinkConfig, QueueLimit, RateSchedule};
 use crate::loss::LossModel;
 use crate::trace::{Trace, TraceError};
 
@@ -273,6 +273,13 @@ pub struct LinkSpec {
     /// Bottleneck rate in Mbit/s, both directions (none: unlimited).
     #[cfg_attr(feature = "cli", arg(long, value_name = "MBPS"))]
     pub bw: Option<f64>,
+    /// Change --bw during the run: from MS ms since the start the link
+    /// serves MBPS Mbit/s (`5000:3.84,9000:8`). Applies to each direction
+    /// whose rate is --bw (not to an --up-bw/--down-bw override); needs
+    /// --bw, not a trace.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "MS:MBPS,..."))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bw_change: Option<RateSchedule>,
     /// Mahimahi trace file for both directions (one 1500-byte delivery
     /// opportunity per line, in ms; loops); overrides --bw.
     #[cfg_attr(feature = "cli", arg(long, value_name = "FILE"))]
@@ -364,6 +371,7 @@ impl Default for LinkSpec {
     fn default() -> Self {
         LinkSpec {
             bw: Some(DEFAULT_BW_MBPS),
+            bw_change: None,
             trace: None,
             rtt: DEFAULT_RTT_MS,
             loss: Some(DEFAULT_LOSS),
@@ -453,14 +461,28 @@ impl LinkSpec {
     }
 
     fn capacity(&self, dir: &Overrides<'_>) -> Result<Capacity, SpecError> {
+        let changes = self.bw_change.as_ref().filter(|c| !c.is_empty());
+        if changes.is_some() && (self.bw.is_none() || self.trace.is_some()) {
+            return Err(SpecError::Link(
+                "bw_change changes bw: give bw (a constant rate), not a trace".into(),
+            ));
+        }
         if let Some(path) = dir.trace.or(self.trace.as_ref()) {
             return Ok(Capacity::Trace(Arc::new(Trace::from_file(path)?)));
         }
         match dir.bw.or(self.bw) {
             None => Ok(Capacity::Unlimited),
-            Some(mbps) if mbps.is_finite() && mbps > 0.0 && mbps <= 1e6 => Ok(Capacity::Constant {
-                bits_per_sec: (mbps * 1e6).round() as u64,
-            }),
+            Some(mbps) if mbps.is_finite() && mbps > 0.0 && mbps <= 1e6 => {
+                let bits_per_sec = (mbps * 1e6).round() as u64;
+                // The schedule changes the both-ways rate, not an override.
+                Ok(match changes.filter(|_| dir.bw.is_none()) {
+                    Some(changes) => Capacity::Stepped {
+                        bits_per_sec,
+                        changes: changes.clone(),
+                    },
+                    None => Capacity::Constant { bits_per_sec },
+                })
+            }
             Some(mbps) => Err(SpecError::Link(format!(
                 "bandwidth {mbps} Mbit/s is out of range (0 < bw <= 1e6)"
             ))),

@@ -357,3 +357,47 @@ pub fn aioquic_download(
         .arg(out);
     process::run_with_deadline(cmd, deadline)
 }
+
+/// Starts `artq link` in front of `server` with `link_args`.
+pub fn spawn_link(
+    scratch: &Scratch,
+    server: std::net::SocketAddr,
+    link_args: &[String],
+) -> (process::ChildGuard, std::net::SocketAddr) {
+    let mut cmd = Command::new(artq_bin());
+    cmd.args(["link", "--listen", "127.0.0.1:0", "--to"])
+        .arg(server.to_string())
+        .args(link_args);
+    process::spawn_listening(cmd, "artq-link", &scratch.logs(), Duration::from_secs(20))
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Runs `artq get URL --insecure --stats` with `mode_args` and returns the
+/// JSON line it prints on stdout (a player's or a workload's statistics);
+/// panics with `context()` if it fails.
+pub fn artq_get_json(
+    url: &str,
+    mode_args: &[&str],
+    context: &mut dyn FnMut() -> String,
+) -> serde_json::Value {
+    let mut get = Command::new(artq_bin());
+    get.arg("get")
+        .args(mode_args)
+        .arg(url)
+        .args(["--insecure", "--stats", "--timeout", "100"]);
+    let run = process::run_with_deadline(get, Duration::from_secs(110))
+        .unwrap_or_else(|e| panic!("{e}\n{}", context()));
+    assert!(
+        run.status.success(),
+        "artq get failed ({}):\n{}\n{}",
+        run.status,
+        run.stderr,
+        context()
+    );
+    let line = run
+        .stdout
+        .lines()
+        .find(|l| l.starts_with('{'))
+        .unwrap_or_else(|| panic!("no JSON statistics in stdout:\n{}", run.stdout));
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"))
+}

@@ -233,9 +233,15 @@ fn run_decisions(args: &Args) -> Result<()> {
             best[i] / art
         );
     }
-    let rate = decisions::dqn_learn_rate(8, 10_000, 2_000, 1)?;
+    let art = recovery::art::DqnAdapterConfig::default().dqn(8);
+    let rate = decisions::dqn_learn_rate(art, 10_000, 2_000, 1)?;
     println!(
         "art-dqn learner: {rate:.0} learning steps/s (batch 32, memory 10000, network 7-64-64-8, Double DQN)"
+    );
+    let rcp = recovery::rcp::policy::table3_dqn();
+    let rate = decisions::dqn_learn_rate(rcp, 10_000, 2_000, 1)?;
+    println!(
+        "rcp learner: {rate:.0} learning steps/s (Table III: batch 32, memory 100000 filled to 10000, network 5-20-30-2 sigmoid, Double DQN, Adam)"
     );
     Ok(())
 }

@@ -26,6 +26,7 @@ pub mod fig25;
 pub mod fig27;
 pub mod plot;
 pub mod rcp;
+pub mod rcp_exp4;
 pub mod report;
 
 use std::collections::BTreeMap;

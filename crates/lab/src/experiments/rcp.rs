@@ -55,6 +55,9 @@ pub struct Dumbbell {
     pub background: usize,
     /// Slots during which messages are generated (one per slot per client).
     pub slots: u64,
+    /// The service rate changes mid-run: `(slot, packets per slot from
+    /// then on)` (Experiment 4, Table V); `None` for Table I.
+    pub change: Option<(u64, f64)>,
 }
 
 impl Dumbbell {
@@ -67,6 +70,7 @@ impl Dumbbell {
             queue: 300,
             background: 4,
             slots,
+            change: None,
         }
     }
 
@@ -83,9 +87,22 @@ impl Dumbbell {
         }
     }
 
-    /// The scenario of the client under test running `scheme`.
+    /// The bottleneck rate of `service` packets per slot, Mbit/s.
+    fn mbps(service: f64) -> f64 {
+        service * PACKET_WIRE_BYTES * 8.0 / (SLOT_MS / 1e3) / 1e6
+    }
+
+    /// The scenario of the client under test running `scheme`, beside the
+    /// background UDP clients.
     pub fn scenario(&self, scheme: &str) -> Scenario {
-        let mbps = self.service * PACKET_WIRE_BYTES * 8.0 / (SLOT_MS / 1e3) / 1e6;
+        self.network(scheme, &[])
+    }
+
+    /// The scenario of the client under test running `scheme`, beside the
+    /// background UDP clients and then one client per scheme of `others`
+    /// (Experiment 4's clients 3-5), each sending one message per slot.
+    pub fn network(&self, scheme: &str, others: &[String]) -> Scenario {
+        let mbps = Self::mbps(self.service);
         let mut link = LinkSpec {
             bw: Some(mbps),
             rtt: 2.0 * self.delay_slots * SLOT_MS,
@@ -94,6 +111,12 @@ impl Dumbbell {
             ..LinkSpec::default()
         };
         link.down.loss = Some(self.drop);
+        if let Some((slot, service)) = self.change {
+            let at_ms = slot as f64 * SLOT_MS;
+            // Applies to the data direction only: the acknowledgements'
+            // direction has its own rate (an override) just below.
+            link.bw_change = format!("{at_ms}:{}", Self::mbps(service)).parse().ok();
+        }
         // The acknowledgements' path: no capacity limit worth the name.
         link.up.bw = Some(1000.0);
         let cc = if scheme == "tcp" {
@@ -107,10 +130,15 @@ impl Dumbbell {
             time_limit: 3600.0,
             workload: self.workload(),
             link,
-            flows: (0..self.background)
-                .map(|_| FlowSpec {
-                    scheme: "udp".into(),
-                    cc: CongestionAlgorithm::None,
+            flows: std::iter::repeat_n("udp", self.background)
+                .chain(others.iter().map(String::as_str))
+                .map(|s| FlowSpec {
+                    scheme: s.to_string(),
+                    cc: if s == "tcp" {
+                        CongestionAlgorithm::NewReno
+                    } else {
+                        CongestionAlgorithm::None
+                    },
                     workload: self.workload(),
                 })
                 .collect(),

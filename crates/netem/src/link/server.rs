@@ -33,6 +33,21 @@ impl Server {
             super::Capacity::Constant { bits_per_sec } => Server::Constant(ConstantServer {
                 bits_per_sec: *bits_per_sec,
                 in_service: None,
+                changes: Vec::new(),
+                next_change: 0,
+            }),
+            super::Capacity::Stepped {
+                bits_per_sec,
+                changes,
+            } => Server::Constant(ConstantServer {
+                bits_per_sec: *bits_per_sec,
+                in_service: None,
+                changes: changes
+                    .changes()
+                    .iter()
+                    .map(|&(at, bps)| (u64::try_from(at.as_nanos()).unwrap_or(u64::MAX), bps))
+                    .collect(),
+                next_change: 0,
             }),
             super::Capacity::Trace(trace) => Server::Trace(TraceServer::new(Arc::clone(trace))),
         }
@@ -65,6 +80,7 @@ impl Server {
             Server::Constant(s) if s.in_service.is_none() => {
                 // After advance(now) an idle server has an empty queue: each
                 // completion starts the next queued datagram.
+                s.apply_changes(now.as_nanos());
                 let start = u128::from(now.as_nanos()).saturating_mul(u128::from(s.bits_per_sec));
                 s.start(q, start);
                 Ok(())
@@ -98,19 +114,39 @@ impl Server {
     }
 }
 
-/// Exact constant-rate serialization.
+/// Exact constant-rate serialization, the rate optionally changing at
+/// given instants ([`super::Capacity::Stepped`]).
 ///
 /// Times are kept in "scaled" units of `ns * bits_per_sec`, in which a
 /// datagram of `L` bytes takes exactly `L * 8 * 1e9` units, so back-to-back
-/// departures never accumulate rounding error.
+/// departures never accumulate rounding error. A rate change re-bases the
+/// scale at the nanosecond the next datagram starts.
 #[derive(Debug)]
 pub(super) struct ConstantServer {
     bits_per_sec: u64,
     /// The datagram being serialized and its scaled completion time.
     in_service: Option<(Queued, u128)>,
+    /// Rate changes `(ns since the epoch, bits per second)`, sorted.
+    changes: Vec<(u64, u64)>,
+    /// Index of the first change not yet applied.
+    next_change: usize,
 }
 
 impl ConstantServer {
+    /// Applies the rate changes due at `ns`; true if the rate changed.
+    fn apply_changes(&mut self, ns: u64) -> bool {
+        let mut changed = false;
+        while let Some(&(at, bps)) = self.changes.get(self.next_change) {
+            if at > ns {
+                break;
+            }
+            changed |= bps != self.bits_per_sec;
+            self.bits_per_sec = bps;
+            self.next_change += 1;
+        }
+        changed
+    }
+
     /// Starts serializing `q` at scaled time `start`.
     fn start(&mut self, q: Queued, start: u128) {
         let bits = u128::from(q.wire_len).saturating_mul(8);
@@ -137,9 +173,14 @@ impl ConstantServer {
                 line.push(done, q.datagram);
             }
             // The next datagram starts the instant the previous one ends,
-            // in exact scaled time.
+            // in exact scaled time (re-based on a rate change).
             if let Some(next) = queue.pop_front() {
-                self.start(next, done_scaled);
+                let start = if self.apply_changes(done.as_nanos()) {
+                    u128::from(done.as_nanos()).saturating_mul(u128::from(self.bits_per_sec))
+                } else {
+                    done_scaled
+                };
+                self.start(next, start);
             }
         }
     }
