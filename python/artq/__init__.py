@@ -9,15 +9,22 @@ A run is described by the scenario keys of ``artq sim --scenario FILE``
     print(r["fct_ms"], r["n_max"])
 
 Runs release the GIL, so threads run simulations in parallel.
+
+``artq.env.RetransmissionEnv`` (Gymnasium id ``artq/Retransmission-v0``,
+registered when gymnasium is installed) pauses the real transport at every
+retransmission decision; ``artq.sweep`` fans runs out on Ray.
 """
 
 from ._artq import (
     ArtqError,
     ScenarioError,
+    ScenarioFileNotFound,
     __version__,
+    decisions,
     default_scenario,
     experiments,
     reproduce,
+    rewards,
     schemes,
     sim,
 )
@@ -25,10 +32,25 @@ from ._artq import (
 __all__ = [
     "ArtqError",
     "ScenarioError",
+    "ScenarioFileNotFound",
     "__version__",
+    "decisions",
     "default_scenario",
     "experiments",
     "reproduce",
+    "rewards",
     "schemes",
     "sim",
 ]
+
+try:
+    import gymnasium as _gym
+except ImportError:  # the environment needs gymnasium; artq.sim does not
+    _gym = None
+if _gym is not None and "artq/Retransmission-v0" not in _gym.registry:
+    _gym.register(id="artq/Retransmission-v0", entry_point="artq.env:RetransmissionEnv")
+
+
+from .grid import grid_runs, sweep, write_csvs  # noqa: E402 (ray and pandas load on use)
+
+__all__ += ["grid_runs", "sweep", "write_csvs"]

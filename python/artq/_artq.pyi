@@ -5,11 +5,15 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 __version__: str
 
 class ArtqError(Exception):
-    """Base class of artq's errors."""
+    """An error of artq itself (results that cannot be written)."""
 
-class ScenarioError(ArtqError):
-    """A scenario that cannot run: an unknown key, a bad value, a missing
-    trace, an unknown scheme."""
+class ScenarioError(ValueError):
+    """A scenario that cannot run: an unknown key, a bad value, an unknown
+    scheme. The message is the command line's."""
+
+class ScenarioFileNotFound(FileNotFoundError):
+    """A file the scenario names (a trace, a loss pattern) does not exist.
+    The message is the command line's."""
 
 def sim(scenario: Optional[Mapping[str, Any]] = None, **options: Any) -> Dict[str, Any]:
     """Run one simulation; returns the fields of ``artq sim --json``.
@@ -37,3 +41,50 @@ def reproduce(
 ) -> List[str]:
     """Regenerate the papers' evaluations as ``artq reproduce`` does;
     returns the paths written under ``out``."""
+
+def decisions() -> List[Tuple[str, str]]:
+    """The decisions the environment steers, as (name, description)."""
+
+def rewards() -> List[Tuple[str, str]]:
+    """The reward presets (the papers' rewards), as (name, description)."""
+
+Step = Tuple[Optional[List[float]], float, bool, bool]
+
+class SteeredRun:
+    """One simulated run paused at every decision of one kind (the engine
+    of ``artq.env.RetransmissionEnv``)."""
+
+    actions: int
+    observation_len: int
+    decisions: int
+
+    @staticmethod
+    def start(
+        scenario: Optional[Mapping[str, Any]],
+        decision: str = "art",
+        reward: Optional[str] = None,
+        r_max: int = 8,
+    ) -> Tuple["SteeredRun", Step]:
+        """Start the run; returns it and the first step ``(observation,
+        reward, terminated, truncated)``."""
+    def act(self, action: int) -> Step:
+        """Answer the waiting decision; run to the next one or the end."""
+    def result(self) -> Optional[Dict[str, Any]]:
+        """The ``artq sim --json`` dict once the run ended."""
+
+def validate(scenario: Optional[Mapping[str, Any]] = None, **options: Any) -> None:
+    """Raise what ``sim()`` would for a scenario that cannot be built,
+    without running it."""
+
+def run_columns() -> List[str]:
+    """The columns of ``artq reproduce``'s ``NAME_runs.csv`` after
+    ``experiment``: group, scheme, seed, error, then the metrics."""
+
+def run_case(scenario: Optional[Mapping[str, Any]], group: str, scheme: str, seed: int) -> Dict[str, Any]:
+    """One run as a case of an experiment: ``group``, ``scheme``, ``seed``,
+    ``error``, ``metrics`` (the runs-CSV row) and ``sim`` (the ``artq sim
+    --json`` dict)."""
+
+def experiment_csvs(name: str, runs: List[Mapping[str, Any]]) -> Tuple[str, str]:
+    """``NAME_runs.csv`` and ``NAME_summary.csv`` texts for ``run_case``
+    rows, written by ``artq reproduce``'s writers."""

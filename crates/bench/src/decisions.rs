@@ -116,7 +116,7 @@ pub fn feed(factory: &dyn PolicyFactory, packets: u64, loss: f64, seed: u64) -> 
                 &lost,
             ) {
                 Decision::Retransmit { send_at, .. } => send_at.len(),
-                Decision::Drop => 0,
+                Decision::Drop | Decision::Defer => 0,
             };
             cost.decisions += 1;
             cost.replicas += n as u64;

@@ -21,6 +21,8 @@
 //!   aggregation into [`RunMetrics`];
 //! - [`scenario`]: [`Scenario`] (TOML) and [`ScenarioError`];
 //! - [`run`](mod@run): one scenario through the simulator;
+//! - [`steer`]: one scenario paused at each decision of one kind and
+//!   steered from outside (the Python environment);
 //! - [`experiments`]: the ART paper's evaluation as named, seeded
 //!   experiments, aggregated and judged against the paper (`artq reproduce`).
 #![warn(missing_docs)]
@@ -30,6 +32,7 @@ pub mod metrics;
 pub mod node;
 pub mod run;
 pub mod scenario;
+pub mod steer;
 
 pub use apps::workload::Workload;
 pub use metrics::{ItemRecord, RunMetrics, Summary};

@@ -79,6 +79,9 @@ pub struct QuicNode {
     host: Host,
     tx: Vec<u8>,
     cpu: Option<std::time::Duration>,
+    /// While this says so, the node sends nothing (see
+    /// [`QuicNode::hold_transmissions_while`]).
+    hold: Option<Box<dyn Fn() -> bool>>,
 }
 
 impl core::fmt::Debug for QuicNode {
@@ -98,12 +101,28 @@ impl QuicNode {
             host,
             tx: Vec::with_capacity(TX_CAPACITY),
             cpu: None,
+            hold: None,
         }
     }
 
     /// The endpoint and application.
     pub fn host(&self) -> &Host {
         &self.host
+    }
+
+    /// The endpoint and application, to act on a connection between two
+    /// simulator steps (`lab::steer` resumes deferred rounds).
+    pub fn host_mut(&mut self) -> &mut Host {
+        &mut self.host
+    }
+
+    /// The node transmits nothing while `hold` returns true: a driver that
+    /// answers a decision between two simulator steps (`lab::steer`) keeps
+    /// the packets of the instant waiting for it, so they leave in the
+    /// order an immediate decision would have given. The driver then takes
+    /// the node mutably, which makes the simulator poll it again.
+    pub fn hold_transmissions_while(&mut self, hold: Box<dyn Fn() -> bool>) {
+        self.hold = Some(hold);
     }
 
     /// Times this node's methods from now on (wall clock; see
@@ -154,6 +173,9 @@ impl Node for QuicNode {
     }
 
     fn poll_transmit(&mut self, now: Instant) -> Option<Datagram> {
+        if self.hold.as_ref().is_some_and(|h| h()) {
+            return None;
+        }
         self.timed(|n| {
             let t = n.host.poll_transmit(now, &mut n.tx)?;
             // Hand the buffer itself over (no copy); the next one is fresh.

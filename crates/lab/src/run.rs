@@ -119,6 +119,10 @@ pub struct RunResult {
     /// The metrics of the scenario's extra flows ([`Scenario::flows`]), in
     /// order; empty for a one-flow run.
     pub flows: Vec<RunMetrics>,
+    /// The message workload's retransmissions over time: when each
+    /// retransmitted message's recovery ended, with its retransmissions
+    /// (`Recorder::message_retransmissions`); empty for other workloads.
+    pub message_retransmissions: Vec<(Instant, u32)>,
 }
 
 impl RunResult {
@@ -166,14 +170,69 @@ pub fn run(scenario: &Scenario) -> Result<RunResult, ScenarioError> {
 /// (or the time limit), and computes the metrics: the scenario's own flow
 /// in [`RunResult::metrics`], the extra flows' in [`RunResult::flows`].
 pub fn run_with(scenario: &Scenario, options: RunOptions<'_>) -> Result<RunResult, ScenarioError> {
-    scenario.validate()?;
     let RunOptions {
         links,
         measure_cpu,
         mut progress,
-        mut qlog,
-        mut policy,
+        qlog,
+        policy,
     } = options;
+    let mut prepared = prepare(scenario, links, measure_cpu, qlog, policy)?;
+    let workload = scenario.workload;
+    let limit = prepared.limit;
+    let first_client = prepared.placed[0].client_id;
+    let sim = &mut prepared.sim;
+    let outcome = match progress.as_mut() {
+        None => sim.run_until(limit),
+        Some(report) => loop {
+            // Slicing the run changes nothing: run_until resumes exactly
+            // where it stopped.
+            let until = (sim.now() + PROGRESS_SLICE).min(limit);
+            let outcome = sim.run_until(until);
+            if let Some(c) = sim
+                .node::<QuicNode>(first_client)
+                .and_then(|n| workload.client_report(n.host()))
+            {
+                report(&Progress {
+                    now: sim.now(),
+                    bytes_received: c.bytes_received,
+                    total_bytes: workload.total_bytes(),
+                    files_done: c.items.len() as u64,
+                });
+            }
+            if outcome != RunOutcome::DeadlineReached || until >= limit {
+                break outcome;
+            }
+        },
+    };
+    finish(scenario, &prepared, outcome)
+}
+
+/// A scenario's simulator with every flow placed, not yet run: what
+/// [`run_with`] runs to the end and `lab::steer` runs step by step.
+pub(crate) struct Prepared {
+    /// The simulator.
+    pub sim: Simulator,
+    /// The flows: the scenario's own first, then its extra flows.
+    pub flows: Vec<FlowSpec>,
+    /// Their nodes, in the same order.
+    pub placed: Vec<PlacedFlow>,
+    up_id: netem::LinkId,
+    down_id: netem::LinkId,
+    /// The scenario's time limit.
+    pub limit: Instant,
+}
+
+/// Builds the links, the nodes of every flow and the simulator of
+/// `scenario` (the measured flow with the caller's `qlog` and `policy`).
+pub(crate) fn prepare(
+    scenario: &Scenario,
+    links: Option<(LinkConfig, LinkConfig)>,
+    measure_cpu: bool,
+    mut qlog: Option<QlogSinks>,
+    mut policy: Option<Arc<dyn PolicyFactory>>,
+) -> Result<Prepared, ScenarioError> {
+    scenario.validate()?;
     let (up, down) = match links {
         Some(l) => l,
         None => scenario.link.configs()?,
@@ -207,47 +266,44 @@ pub fn run_with(scenario: &Scenario, options: RunOptions<'_>) -> Result<RunResul
             },
         )?);
     }
-    let first = &placed[0];
-    let workload = scenario.workload;
+    Ok(Prepared {
+        sim,
+        flows,
+        placed,
+        up_id,
+        down_id,
+        limit: Instant::ZERO + Duration::from_secs_f64(scenario.time_limit),
+    })
+}
 
-    let limit = Instant::ZERO + Duration::from_secs_f64(scenario.time_limit);
-    let outcome = match progress.as_mut() {
-        None => sim.run_until(limit),
-        Some(report) => loop {
-            // Slicing the run changes nothing: run_until resumes exactly
-            // where it stopped.
-            let until = (sim.now() + PROGRESS_SLICE).min(limit);
-            let outcome = sim.run_until(until);
-            if let Some(c) = sim
-                .node::<QuicNode>(first.client_id)
-                .and_then(|n| workload.client_report(n.host()))
-            {
-                report(&Progress {
-                    now: sim.now(),
-                    bytes_received: c.bytes_received,
-                    total_bytes: workload.total_bytes(),
-                    files_done: c.items.len() as u64,
-                });
-            }
-            if outcome != RunOutcome::DeadlineReached || until >= limit {
-                break outcome;
-            }
-        },
-    };
-
+/// The results of a run that stopped with `outcome`: the scenario's own
+/// flow must have completed; extra flows report what they got.
+pub(crate) fn finish(
+    scenario: &Scenario,
+    prepared: &Prepared,
+    outcome: RunOutcome,
+) -> Result<RunResult, ScenarioError> {
+    let Prepared {
+        sim,
+        flows,
+        placed,
+        up_id,
+        down_id,
+        ..
+    } = prepared;
     let end = sim.now();
     let sim_stats = sim.stats();
-    let up_stats = sim.link_stats(up_id).unwrap_or_default();
-    let down_stats = sim.link_stats(down_id).unwrap_or_default();
+    let up_stats = sim.link_stats(*up_id).unwrap_or_default();
+    let down_stats = sim.link_stats(*down_id).unwrap_or_default();
     let mut results = Vec::with_capacity(placed.len());
-    for (i, (flow, nodes)) in flows.iter().zip(&placed).enumerate() {
-        let measured = measure_flow(&sim, scenario, flow, nodes, outcome, end);
+    for (i, (flow, nodes)) in flows.iter().zip(placed).enumerate() {
+        let measured = measure_flow(sim, scenario, flow, nodes, outcome, end);
         match measured {
             Ok(m) => results.push(m),
             // The scenario's own flow must complete; an extra flow that did
             // not is reported with what it got.
             Err(e) if i == 0 => return Err(e),
-            Err(_) => results.push(measure_flow_anyway(&sim, scenario, flow, nodes, end)?),
+            Err(_) => results.push(measure_flow_anyway(sim, scenario, flow, nodes, end)?),
         }
     }
     let mut results = results.into_iter();
@@ -267,16 +323,20 @@ pub fn run_with(scenario: &Scenario, options: RunOptions<'_>) -> Result<RunResul
         receiver_cpu: main.receiver_cpu,
         arrival_segments: main.arrival_segments,
         sender_stats: main.sender_stats,
+        message_retransmissions: main.message_retransmissions,
         flows: results.map(|f| f.metrics).collect(),
     })
 }
 
 /// One flow's nodes in the simulator and what measures them.
-struct PlacedFlow {
-    server_id: netem::NodeId,
-    client_id: netem::NodeId,
+pub(crate) struct PlacedFlow {
+    /// The sender's node.
+    pub server_id: netem::NodeId,
+    /// The receiver's node.
+    pub client_id: netem::NodeId,
     recorder: Recorder,
-    sender: Rc<RefCell<SenderFacts>>,
+    /// What the sender's observer learned (the measured connection).
+    pub sender: Rc<RefCell<SenderFacts>>,
     /// The congestion controller both ends use: the flow's, unless its
     /// scheme sets one.
     cc: transport::congestion::CongestionAlgorithm,
@@ -413,6 +473,7 @@ struct FlowResult {
     receiver_cpu: Option<std::time::Duration>,
     arrival_segments: usize,
     sender_stats: transport::ConnectionStats,
+    message_retransmissions: Vec<(Instant, u32)>,
 }
 
 /// The metrics of a flow that must have completed.
@@ -505,6 +566,7 @@ fn measure_flow_anyway(
         receiver_cpu: client.cpu_time(),
         arrival_segments: nodes.recorder.arrival_segments(),
         sender_stats: stats,
+        message_retransmissions: nodes.recorder.message_retransmissions(),
     })
 }
 

@@ -348,50 +348,72 @@ impl Simulator {
     /// finished, or until nothing is scheduled, whichever comes first.
     pub fn run_until(&mut self, deadline: Instant) -> RunOutcome {
         loop {
-            self.poll_dirty_nodes();
-            if !self.drain_ready() {
-                return RunOutcome::Stalled;
-            }
-            if self.all_finished() {
-                return RunOutcome::Finished;
-            }
-            let Some(Reverse((at, seq, target))) = self.pop_live() else {
-                return RunOutcome::Idle;
-            };
-            if at > deadline {
-                // Not due yet: put it back for a later run.
-                self.heap.push(Reverse((at, seq, target)));
-                if deadline > self.now {
-                    self.now = deadline;
-                    self.work_at_instant = 0;
-                }
-                return RunOutcome::DeadlineReached;
-            }
-            if at > self.now {
-                self.now = at;
-                self.work_at_instant = 0;
-            }
-            if !self.count_work() {
-                self.heap.push(Reverse((at, seq, target)));
-                return RunOutcome::Stalled;
-            }
-            self.stats.events = self.stats.events.saturating_add(1);
-            match target {
-                Target::Node(n) => {
-                    if let Some(slot) = self.nodes.get_mut(n).and_then(Option::as_mut) {
-                        slot.scheduled = None;
-                        slot.node.handle_timeout(self.now);
-                    }
-                    self.poll_node(n);
-                }
-                Target::Link(l) => {
-                    if let Some(slot) = self.links.get_mut(l) {
-                        slot.scheduled = None;
-                    }
-                    self.service_link(l);
-                }
+            if let Some(outcome) = self.step(deadline) {
+                return outcome;
             }
         }
+    }
+
+    /// Runs one unit of work: the delivery of one ready datagram (then its
+    /// node's transmissions), else one event (a node's timeout or a link's
+    /// service). `None` when it ran, or why nothing could run, as
+    /// [`Simulator::run_until`] would return it. A driver that must act
+    /// between two units of work (the Python environment of `lab::steer`,
+    /// answering decisions at the instant they arise) steps;
+    /// [`Simulator::run_until`] is this in a loop, so stepping changes
+    /// nothing.
+    pub fn step(&mut self, deadline: Instant) -> Option<RunOutcome> {
+        self.poll_dirty_nodes();
+        // Datagrams ready at this instant (zero-delay routes, a link's
+        // deliveries) go before the next event, one per step.
+        if let Some(datagram) = self.ready.pop_front() {
+            if !self.count_work() {
+                self.ready.push_front(datagram);
+                return Some(RunOutcome::Stalled);
+            }
+            self.deliver(datagram);
+            return None;
+        }
+        if self.all_finished() {
+            return Some(RunOutcome::Finished);
+        }
+        let Some(Reverse((at, seq, target))) = self.pop_live() else {
+            return Some(RunOutcome::Idle);
+        };
+        if at > deadline {
+            // Not due yet: put it back for a later run.
+            self.heap.push(Reverse((at, seq, target)));
+            if deadline > self.now {
+                self.now = deadline;
+                self.work_at_instant = 0;
+            }
+            return Some(RunOutcome::DeadlineReached);
+        }
+        if at > self.now {
+            self.now = at;
+            self.work_at_instant = 0;
+        }
+        if !self.count_work() {
+            self.heap.push(Reverse((at, seq, target)));
+            return Some(RunOutcome::Stalled);
+        }
+        self.stats.events = self.stats.events.saturating_add(1);
+        match target {
+            Target::Node(n) => {
+                if let Some(slot) = self.nodes.get_mut(n).and_then(Option::as_mut) {
+                    slot.scheduled = None;
+                    slot.node.handle_timeout(self.now);
+                }
+                self.poll_node(n);
+            }
+            Target::Link(l) => {
+                if let Some(slot) = self.links.get_mut(l) {
+                    slot.scheduled = None;
+                }
+                self.service_link(l);
+            }
+        }
+        None
     }
 
     /// Counts one unit of work at the current instant; `false` once the
@@ -399,19 +421,6 @@ impl Simulator {
     fn count_work(&mut self) -> bool {
         self.work_at_instant = self.work_at_instant.saturating_add(1);
         self.work_at_instant <= STALL_LIMIT
-    }
-
-    /// Hands every ready datagram to its node, including those the nodes
-    /// send in reply over zero-hop routes; `false` if that stalled.
-    fn drain_ready(&mut self) -> bool {
-        while let Some(datagram) = self.ready.pop_front() {
-            if !self.count_work() {
-                self.ready.push_front(datagram);
-                return false;
-            }
-            self.deliver(datagram);
-        }
-        true
     }
 
     /// Pops the earliest event that is still live.

@@ -28,6 +28,8 @@
 //! - [`autorec`]: AutoRec (autorec.md §4): ARQ plus reinjection of
 //!   retransmitted, unacknowledged data in off-mode and opportunistically,
 //!   with its Redundancy Adapter.
+//! - [`steer`]: the same decisions taken outside the transport (the
+//!   Python environment), by deferring them to a driver.
 //! - [`registry`]: scheme names (`art-fix:3`) to factories, with strict
 //!   parsing and helpful errors.
 //!
@@ -43,6 +45,7 @@ pub mod fixed;
 pub mod rcp;
 pub mod registry;
 pub mod rounds;
+pub mod steer;
 
 pub use art::{ArtConfig, ArtFactory, ArtPolicy, BanditConfig, BanditStrategy};
 pub use autorec::{AutorecConfig, AutorecPolicy};

@@ -106,6 +106,7 @@ fn check(
             "udp" => prop_assert_eq!(d, &Decision::Drop, "{}: datagram", name),
             "arq" | "tcp" | "rcp" => match d {
                 Decision::Drop => prop_assert_eq!(base, "rcp", "{} dropped a datagram", name),
+                Decision::Defer => prop_assert!(false, "{} deferred", name),
                 Decision::Retransmit {
                     send_at,
                     opportunistic,

@@ -224,6 +224,14 @@ pub enum Decision {
     },
     /// Give the data up. Only honoured for data that may be abandoned.
     Drop,
+    /// Decide later, at this same instant: the round starts, nothing is
+    /// queued for it, and the connection asks
+    /// [`RecoveryPolicy::on_data_lost`] again (same [`LostData`]) when its
+    /// driver calls [`crate::Connection::resume_round`]. For drivers that
+    /// hand decisions to someone outside the transport (the Python
+    /// environment of `lab::steer`); a round left deferred is never sent,
+    /// so a policy that defers needs a driver that resumes.
+    Defer,
 }
 
 impl Decision {

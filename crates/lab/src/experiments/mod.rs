@@ -259,6 +259,18 @@ pub const METRICS: &[(&str, &str)] = &[
         "learn_steps",
         "art-fig27: learning steps behind the run (art-dqn's training and online learning; 0 for the others)",
     ),
+    (
+        "retx_before",
+        "rcp-exp4: retransmissions per 1000 slots before the slow-down",
+    ),
+    (
+        "retx_early",
+        "rcp-exp4: retransmissions per 1000 slots in the 4000 slots after the slow-down",
+    ),
+    (
+        "retx_late",
+        "rcp-exp4: retransmissions per 1000 slots from 7000 slots after the slow-down to the end",
+    ),
 ];
 
 /// Metrics that only some workloads or experiments produce: a run row
@@ -288,10 +300,15 @@ const OPTIONAL_METRICS: &[&str] = &[
     "retransmission_ratio",
     "t_wait_p50_ms",
     "learn_steps",
+    "retx_before",
+    "retx_early",
+    "retx_late",
 ];
 
 /// One run: a case with one seed, and its metrics (or why it failed).
-#[derive(Clone, Debug, Serialize)]
+/// Deserialize: the Python package's sweeps hand rows back to the CSV
+/// writers here.
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct RunRow {
     /// The case's group.
     pub group: String,
@@ -300,9 +317,10 @@ pub struct RunRow {
     /// The seed.
     pub seed: u64,
     /// The failure, when the run did not complete.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub error: Option<String>,
     /// [`METRICS`] by name (empty on failure).
+    #[serde(default)]
     pub metrics: BTreeMap<String, f64>,
 }
 
@@ -572,6 +590,7 @@ fn case_runner(experiment: &str) -> Option<CaseRunner> {
     match experiment {
         "art-fig23" => Some(design::fig23_run),
         "art-fig27" => Some(fig27::fig27_run),
+        "rcp-exp4" => Some(rcp_exp4::exp4_run),
         _ => None,
     }
 }

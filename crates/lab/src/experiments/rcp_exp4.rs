@@ -21,14 +21,23 @@
 //! RCP behaves much like ARQ, the paper's Fig. 12). Table V does not say
 //! how the paper normalised; this is the same rule its other figures use.
 //!
-//! Not reproduced here: Figs. 11-13, the time series (throughput and RCP's
-//! retransmission attempts over time). The experiment reports the whole
-//! run's Table VI numbers and RCP's retransmission probability.
+//! **Fig. 13** (RCP's retransmission attempts over time) becomes three
+//! rates, retransmissions per 1000 slots ([`exp4_run`]): `retx_before`
+//! (before the slow-down), `retx_early` (the [`EARLY_SLOTS`] slots after
+//! it, when the paper's attempts rise) and `retx_late` (from [`LATE_FROM`]
+//! slots after it to the end, when the paper's have settled lower). A
+//! retransmitted message counts when its recovery ends (delivered or given
+//! up), an RTO or two after the retransmission. `retx_late` needs the full
+//! run (quick scale stops before it). Figs. 11-12 (throughput over time)
+//! are not reproduced.
+
+use std::collections::BTreeMap;
 
 use super::defs::num;
 use super::rcp::{Dumbbell, MESSAGE_BYTES, SLOT_MS};
-use super::{mean_of, AggRow, Case, Claim, Experiment, Scale, Verdict};
+use super::{mean_of, AggRow, Case, Claim, Experiment, RunRow, Scale, Verdict};
 use crate::run::run;
+use crate::scenario::Scenario;
 
 /// The group name of the single setting.
 const GROUP: &str = "table5";
@@ -62,6 +71,58 @@ fn calibrate(net: &Dumbbell) -> Option<(f64, f64, f64, f64)> {
         udp.mean_latency_ms?,
         arq.mean_latency_ms?,
     ))
+}
+
+/// Slots after the slow-down in which Fig. 13's attempts rise.
+pub const EARLY_SLOTS: u64 = 4000;
+/// Slots after the slow-down from which Fig. 13's attempts have settled
+/// (the paper: stable after slot 12000, 7000 after the change).
+pub const LATE_FROM: u64 = 7000;
+
+/// Runs one case: Table VI's metrics of the measured client, plus its
+/// retransmissions per 1000 slots before the slow-down, early after it
+/// and late after it (Fig. 13; `retx_late` only when the run reaches it).
+pub fn exp4_run(case: &Case, seed: u64) -> Result<BTreeMap<String, f64>, String> {
+    let scenario = Scenario {
+        seed,
+        ..case.scenario.clone()
+    };
+    let r = run(&scenario).map_err(|e| e.to_string())?;
+    let mut metrics = RunRow::from_result(case, seed, &r).metrics;
+    let change = scenario
+        .link
+        .bw_change
+        .as_ref()
+        .and_then(|c| c.changes().first().map(|&(at, _)| at))
+        .ok_or("the scenario has no rate change")?;
+    let slot = wire::time::Duration::from_secs_f64(SLOT_MS / 1e3);
+    let slots = u64::try_from(change.as_nanos() / slot.as_nanos().max(1)).unwrap_or(0);
+    // One message per slot: the last message's slot ends the run.
+    let apps::workload::Workload::Messages { params } = &case.scenario.workload else {
+        return Err("rcp-exp4 runs the message workload".into());
+    };
+    let end_slot = params.messages;
+    let windows = [
+        ("retx_before", 0, slots),
+        ("retx_early", slots, slots + EARLY_SLOTS),
+        ("retx_late", slots + LATE_FROM, end_slot),
+    ];
+    for (name, from, to) in windows {
+        if to <= from || to > end_slot {
+            continue;
+        }
+        let count: u64 = r
+            .message_retransmissions
+            .iter()
+            .filter(|(t, _)| {
+                let s = t.since_epoch().as_nanos() / slot.as_nanos().max(1);
+                (u128::from(from)..u128::from(to)).contains(&s)
+            })
+            .map(|&(_, n)| u64::from(n))
+            .sum();
+        metrics.insert(name.into(), count as f64 * 1000.0 / (to - from) as f64);
+    }
+    Ok(metrics)
 }
 
 /// Experiment 4: Table VI.
@@ -126,6 +187,9 @@ pub fn exp4(scale: Scale) -> Experiment {
             "loss",
             "mean_latency_ms",
             "retransmission_probability",
+            "retx_before",
+            "retx_early",
+            "retx_late",
         ],
         cases,
         seeds: scale.seeds(),
@@ -139,6 +203,11 @@ pub fn exp4(scale: Scale) -> Experiment {
                 source: "Table VI",
                 paper: "RCP sits between UDP and ARQ: less loss than UDP, less latency than ARQ",
                 judge: judge_rcp_between,
+            },
+            Claim {
+                source: "Fig. 13",
+                paper: "RCP's retransmission attempts rise after the slow-down, then fall as it learns",
+                judge: judge_attempts,
             },
         ],
         asides: Vec::new(),
@@ -189,6 +258,35 @@ fn judge_rcp_between(rows: &[AggRow]) -> (Verdict, String) {
     let loss_between = er < eu;
     let latency_between = lr < la;
     let v = match (loss_between, latency_between) {
+        (true, true) => Verdict::Reproduced,
+        (true, false) | (false, true) => Verdict::Partially,
+        (false, false) => Verdict::NotReproduced,
+    };
+    (v, ours)
+}
+
+fn judge_attempts(rows: &[AggRow]) -> (Verdict, String) {
+    let get = |m: &str| mean_of(rows, GROUP, "rcp", m);
+    let (Some(before), Some(early)) = (get("retx_before"), get("retx_early")) else {
+        return (Verdict::Undecided, "a run is missing".into());
+    };
+    let Some(late) = get("retx_late") else {
+        return (
+            Verdict::Undecided,
+            format!(
+                "rcp's retransmissions per 1000 slots: before {}, early after {}; the run ends before the late window (full scale only)",
+                num(before),
+                num(early)
+            ),
+        );
+    };
+    let ours = format!(
+        "rcp's retransmissions per 1000 slots: before the slow-down {}, in the {EARLY_SLOTS} slots after {}, from {LATE_FROM} slots after to the end {}",
+        num(before),
+        num(early),
+        num(late)
+    );
+    let v = match (early > before, late < early) {
         (true, true) => Verdict::Reproduced,
         (true, false) | (false, true) => Verdict::Partially,
         (false, false) => Verdict::NotReproduced,

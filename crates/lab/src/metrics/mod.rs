@@ -128,6 +128,9 @@ struct Shared {
     arrivals: ArrivalMap,
     items: Vec<ItemRecord>,
     decisions: MessageDecisions,
+    /// When each timed-out datagram-only item that was retransmitted ended,
+    /// with its retransmissions.
+    retransmit_times: Vec<(Instant, u32)>,
 }
 
 /// The sender's decisions on timed-out DATAGRAM-only data, counted from
@@ -204,6 +207,13 @@ impl Recorder {
         self.lock().decisions
     }
 
+    /// When each retransmitted datagram-only item's recovery ended (its
+    /// delivery acknowledged, or given up), with its retransmissions, in
+    /// that order: RCP's retransmission attempts over time (rcp.md Fig. 13).
+    pub fn message_retransmissions(&self) -> Vec<(Instant, u32)> {
+        self.lock().retransmit_times.clone()
+    }
+
     /// Arrival segments held now (for memory checks).
     pub fn arrival_segments(&self) -> usize {
         self.lock().arrivals.segments()
@@ -216,10 +226,13 @@ struct SenderSubscriber {
 }
 
 impl Subscriber for SenderSubscriber {
-    fn recovery_ended(&mut self, _now: Instant, record: &RecoveryRecord) {
+    fn recovery_ended(&mut self, now: Instant, record: &RecoveryRecord) {
         let mut shared = self.recorder.lock();
         if record.chunks.is_empty() {
             shared.decisions.retransmit += u64::from(record.retransmissions);
+            if record.retransmissions > 0 {
+                shared.retransmit_times.push((now, record.retransmissions));
+            }
             if let RecoveryOutcome::Abandoned {
                 reason: transport::events::AbandonReason::Dropped,
                 ..

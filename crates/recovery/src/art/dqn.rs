@@ -210,6 +210,18 @@ pub fn state(
     ]
 }
 
+/// A.2's reward (and A.1's, with its η as `penalty`) for round `round`
+/// of an item sent at `level`: `1/(N·R)` when the round got through,
+/// `−penalty/(N·R)` when every replica was lost.
+pub fn round_reward(round: u32, level: u32, received: bool, penalty: f64) -> f64 {
+    let nr = f64::from(round.max(1)) * f64::from(level.max(1));
+    if received {
+        1.0 / nr
+    } else {
+        -penalty / nr
+    }
+}
+
 /// A decision waiting for its outcome.
 #[derive(Clone, Debug)]
 struct Pending {
@@ -217,29 +229,44 @@ struct Pending {
     level: u32,
 }
 
-/// ART-DQN's Redundancy Adapter for one connection.
+/// A round whose outcome became known: the experience `(s1, a, r, s2)`
+/// without the reward, which is the decider's (ART-DQN's γ, or a
+/// Python environment's preset).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Settled {
+    /// The state the level was chosen in.
+    pub state: [f32; STATE_DIM],
+    /// The level chosen.
+    pub level: u32,
+    /// The round (N).
+    pub round: u32,
+    /// Whether a replica of the round got through.
+    pub received: bool,
+    /// The state when the outcome became known.
+    pub next_state: [f32; STATE_DIM],
+}
+
+/// ART-DQN's view of one connection: the features of its state and the
+/// rounds whose outcome is awaited. The one definition of the state and of
+/// when a round settles, shared by [`DqnAdapter`] (which decides with the
+/// network) and by a decider outside the transport (the Python
+/// environment's steered ART, [`crate::steer`]).
 #[derive(Clone, Debug)]
-pub struct DqnAdapter {
-    config: DqnAdapterConfig,
+pub struct RoundBook {
     r_max: u32,
-    learner: Arc<Mutex<Learner>>,
     pending: BTreeMap<(ItemId, u32), Pending>,
     loss_rate: f64,
     replica_loss_rate: f64,
     last_level: u32,
     /// The latest observation (refreshed by every callback that has one).
     obs: Observation,
-    /// Decisions made (levels chosen).
-    pub decisions: u64,
 }
 
-impl DqnAdapter {
-    /// An adapter over levels `1..=r_max` deciding with the shared `learner`.
-    pub fn new(config: DqnAdapterConfig, r_max: u32, learner: Arc<Mutex<Learner>>) -> Self {
-        DqnAdapter {
-            config,
+impl RoundBook {
+    /// A connection with no history, levels `1..=r_max`.
+    pub fn new(r_max: u32) -> Self {
+        RoundBook {
             r_max: r_max.max(1),
-            learner,
             pending: BTreeMap::new(),
             loss_rate: 0.0,
             replica_loss_rate: 0.0,
@@ -249,6 +276,111 @@ impl DqnAdapter {
                 min_rtt_s: 0.0,
                 max_burst: 0,
             },
+        }
+    }
+
+    /// The highest level.
+    pub fn r_max(&self) -> u32 {
+        self.r_max
+    }
+
+    /// The level chosen last (1 before any decision).
+    pub fn last_level(&self) -> u32 {
+        self.last_level
+    }
+
+    /// The state for a decision about round `round`.
+    pub fn state(&self, round: u32) -> [f32; STATE_DIM] {
+        state(
+            &self.obs,
+            self.loss_rate,
+            self.replica_loss_rate,
+            self.last_level,
+            self.r_max,
+            round,
+        )
+    }
+
+    /// Round `round` of `item` needs a level: refreshes the observation and
+    /// settles round − 1 as lost (the transport's rule: a round starts when
+    /// every replica of the previous one was lost).
+    pub fn on_data_lost(&mut self, item: ItemId, round: u32, obs: Observation) -> Option<Settled> {
+        self.obs = obs;
+        if round > 1 {
+            self.settle(item, round - 1, false)
+        } else {
+            None
+        }
+    }
+
+    /// `level` was chosen for round `round` of `item` in `state`.
+    pub fn decided(&mut self, item: ItemId, round: u32, state: [f32; STATE_DIM], level: u32) {
+        self.last_level = level;
+        self.pending
+            .insert((item, round.max(1)), Pending { state, level });
+        while self.pending.len() > MAX_PENDING {
+            self.pending.pop_first();
+        }
+    }
+
+    /// A packet's fate: feeds the loss-rate features (`replica`: it carried
+    /// a replica).
+    pub fn on_fate(&mut self, lost: bool, replica: bool) {
+        let x = if lost { 1.0 } else { 0.0 };
+        self.loss_rate += RATE_WEIGHT * (x - self.loss_rate);
+        if replica {
+            self.replica_loss_rate += RATE_WEIGHT * (x - self.replica_loss_rate);
+        }
+    }
+
+    /// A replica of round `round` of `item` was acknowledged: that round got
+    /// through.
+    pub fn on_replica_acked(
+        &mut self,
+        item: ItemId,
+        round: u32,
+        obs: Observation,
+    ) -> Option<Settled> {
+        self.obs = obs;
+        self.settle(item, round, true)
+    }
+
+    /// For qlog: the loss-rate features.
+    pub fn report_state(&self, out: &mut transport::policy::PolicyState) {
+        out.set("level", f64::from(self.last_level));
+        out.set("loss_rate", self.loss_rate);
+        out.set("replica_loss_rate", self.replica_loss_rate);
+    }
+
+    fn settle(&mut self, item: ItemId, round: u32, received: bool) -> Option<Settled> {
+        let p = self.pending.remove(&(item, round))?;
+        Some(Settled {
+            state: p.state,
+            level: p.level,
+            round,
+            received,
+            next_state: self.state(if received { 1 } else { round + 1 }),
+        })
+    }
+}
+
+/// ART-DQN's Redundancy Adapter for one connection.
+#[derive(Clone, Debug)]
+pub struct DqnAdapter {
+    config: DqnAdapterConfig,
+    learner: Arc<Mutex<Learner>>,
+    book: RoundBook,
+    /// Decisions made (levels chosen).
+    pub decisions: u64,
+}
+
+impl DqnAdapter {
+    /// An adapter over levels `1..=r_max` deciding with the shared `learner`.
+    pub fn new(config: DqnAdapterConfig, r_max: u32, learner: Arc<Mutex<Learner>>) -> Self {
+        DqnAdapter {
+            config,
+            learner,
+            book: RoundBook::new(r_max),
             decisions: 0,
         }
     }
@@ -265,15 +397,13 @@ impl DqnAdapter {
 
     /// The level chosen last (1 before any decision).
     pub fn last_level(&self) -> u32 {
-        self.last_level
+        self.book.last_level()
     }
 
     /// For qlog (`artq:policy_state`): the last level, the exploration
     /// rate, the latest learning loss, and the learner's counts.
     pub fn report_state(&self, out: &mut transport::policy::PolicyState) {
-        out.set("level", f64::from(self.last_level));
-        out.set("loss_rate", self.loss_rate);
-        out.set("replica_loss_rate", self.replica_loss_rate);
+        self.book.report_state(out);
         let l = self.lock();
         out.set("epsilon", l.dqn.epsilon());
         if l.last_loss.is_finite() {
@@ -289,15 +419,9 @@ impl DqnAdapter {
         self.learner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    #[cfg(test)]
     fn current_state(&self, round: u32) -> [f32; STATE_DIM] {
-        state(
-            &self.obs,
-            self.loss_rate,
-            self.replica_loss_rate,
-            self.last_level,
-            self.r_max,
-            round,
-        )
+        self.book.state(round)
     }
 
     /// Choose the level for round `round` of `item`.
@@ -308,66 +432,47 @@ impl DqnAdapter {
         obs: Observation,
         mut rng: &mut dyn RngCore,
     ) -> u32 {
-        self.obs = obs;
-        if round > 1 {
-            // Round − 1 ended with every replica lost (the transport's rule).
-            self.settle(item, round - 1, false);
+        if let Some(settled) = self.book.on_data_lost(item, round, obs) {
+            self.learn_from(settled);
         }
-        let s = self.current_state(round);
+        let s = self.book.state(round);
         // A state is always finite and of the network's size, so `act`
         // cannot fail; level 1 (plain QUIC's choice) if it ever did.
         let action = self.lock().dqn.act(&s, &mut rng).unwrap_or(0);
-        let level = (action as u32 + 1).min(self.r_max);
+        let level = (action as u32 + 1).min(self.book.r_max());
         self.decisions += 1;
-        self.last_level = level;
-        self.pending
-            .insert((item, round.max(1)), Pending { state: s, level });
-        while self.pending.len() > MAX_PENDING {
-            self.pending.pop_first();
-        }
+        self.book.decided(item, round, s, level);
         level
     }
 
     /// A packet's fate: feeds the loss-rate features (`replica`: it carried
     /// a replica).
     pub fn on_fate(&mut self, lost: bool, replica: bool) {
-        let x = if lost { 1.0 } else { 0.0 };
-        self.loss_rate += RATE_WEIGHT * (x - self.loss_rate);
-        if replica {
-            self.replica_loss_rate += RATE_WEIGHT * (x - self.replica_loss_rate);
-        }
+        self.book.on_fate(lost, replica);
     }
 
     /// A replica of round `round` of `item` was acknowledged: that round got
     /// through.
     pub fn on_replica_acked(&mut self, item: ItemId, round: u32, obs: Observation) {
-        self.obs = obs;
-        self.settle(item, round, true);
+        if let Some(settled) = self.book.on_replica_acked(item, round, obs) {
+            self.learn_from(settled);
+        }
     }
 
     /// A.2's reward for a round `round` sent at `level`.
     pub fn reward(&self, round: u32, level: u32, received: bool) -> f64 {
-        let nr = f64::from(round.max(1)) * f64::from(level.max(1));
-        if received {
-            1.0 / nr
-        } else {
-            -self.config.gamma / nr
-        }
+        round_reward(round, level, received, self.config.gamma)
     }
 
-    fn settle(&mut self, item: ItemId, round: u32, received: bool) {
-        let Some(p) = self.pending.remove(&(item, round)) else {
-            return;
-        };
-        let reward = self.reward(round, p.level, received);
-        let next = self.current_state(if received { 1 } else { round + 1 });
+    fn learn_from(&mut self, p: Settled) {
+        let reward = self.reward(p.round, p.level, p.received);
         let learn_online = self.config.learn_online;
         let mut l = self.lock();
         let t = Transition {
             state: p.state.to_vec(),
             action: p.level as usize - 1,
             reward: reward as f32,
-            next_state: next.to_vec(),
+            next_state: p.next_state.to_vec(),
             done: false,
         };
         if l.dqn.remember(t).is_err() {

@@ -37,8 +37,8 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use transport::policy::{
-    DataKind, Decision, LostData, PacketFate, PacketTag, PathView, PolicyContext, PolicyFactory,
-    PolicyState, RecoveryPolicy, SentView, MAX_REPLICAS,
+    DataKind, Decision, ItemId, LostData, PacketFate, PacketTag, PathView, PolicyContext,
+    PolicyFactory, PolicyState, RecoveryPolicy, SentView, MAX_REPLICAS,
 };
 use wire::time::Instant;
 
@@ -48,6 +48,7 @@ pub use mab::{BanditAdapter, BanditConfig, BanditStrategy};
 pub use scheduler::{BurstTracker, ReplicaScheduler};
 
 use crate::registry::SchemeError;
+use crate::steer::{self, DecisionPoint, SharedDesk};
 
 /// Largest accepted `L_queue` (the paper uses 10 and shows larger changes
 /// little, journal Fig. 15).
@@ -296,6 +297,53 @@ enum Level {
     Fixed(u32),
     Bandit(BanditAdapter),
     Dqn(DqnAdapter),
+    /// Levels from outside the transport (the Python environment,
+    /// [`crate::steer`]), seeing ART-DQN's state.
+    Steered(Steered),
+}
+
+/// A level source that defers to a driver: ART-DQN's state and round
+/// bookkeeping ([`dqn::RoundBook`]), the decisions from a [`SharedDesk`],
+/// the rewards (A.2's rule with penalty factor `penalty`) to it.
+#[derive(Clone, Debug)]
+struct Steered {
+    book: dqn::RoundBook,
+    desk: SharedDesk,
+    penalty: f64,
+    /// The state posted for each deferred round, used when it resumes.
+    posted: std::collections::BTreeMap<(ItemId, u32), [f32; dqn::STATE_DIM]>,
+}
+
+impl Steered {
+    /// The level for round `round` of `item`, or `None` after posting the
+    /// decision point (the round is deferred).
+    fn on_data_lost(&mut self, item: ItemId, round: u32, obs: dqn::Observation) -> Option<u32> {
+        if let Some(state) = self.posted.remove(&(item, round)) {
+            let answer = steer::lock(&self.desk).take_answer(item, round);
+            let level = answer.map_or(1, |a| a.saturating_add(1).min(self.book.r_max()));
+            self.book.decided(item, round, state, level);
+            return Some(level);
+        }
+        if let Some(s) = self.book.on_data_lost(item, round, obs) {
+            self.reward(&s);
+        }
+        let state = self.book.state(round);
+        steer::lock(&self.desk).post(DecisionPoint {
+            item,
+            round,
+            observation: state.to_vec(),
+        });
+        self.posted.insert((item, round), state);
+        while self.posted.len() > mab::MAX_PENDING {
+            self.posted.pop_first();
+        }
+        None
+    }
+
+    fn reward(&self, s: &dqn::Settled) {
+        let r = dqn::round_reward(s.round, s.level, s.received, self.penalty);
+        steer::lock(&self.desk).add_reward(r);
+    }
 }
 
 /// The ART policy of one connection (any variant of [`ArtConfig`]).
@@ -370,6 +418,32 @@ impl ArtPolicy {
         })
     }
 
+    /// ART (`config`'s scheduler and opportunism) whose levels come from
+    /// outside through `desk` ([`crate::steer`]): each round's decision is
+    /// deferred with ART-DQN's state posted, and its outcome is rewarded
+    /// with A.2's rule of penalty factor `penalty`. `config`'s adapter
+    /// choice is ignored.
+    pub fn steered(config: ArtConfig, desk: SharedDesk, penalty: f64) -> Self {
+        let config = ArtConfig {
+            fixed_r: None,
+            bandit: None,
+            dqn: None,
+            ..config
+        };
+        ArtPolicy {
+            config,
+            level: Level::Steered(Steered {
+                book: dqn::RoundBook::new(config.r_max),
+                desk,
+                penalty,
+                posted: std::collections::BTreeMap::new(),
+            }),
+            scheduler: ReplicaScheduler::new(config.alpha, config.burst_window_rtts),
+            sent: 0,
+            model: None,
+        }
+    }
+
     /// Its configuration.
     pub fn config(&self) -> &ArtConfig {
         &self.config
@@ -422,6 +496,9 @@ impl ArtPolicy {
 
 impl RecoveryPolicy for ArtPolicy {
     fn name(&self) -> String {
+        if matches!(self.level, Level::Steered(_)) {
+            return "env:art".into();
+        }
         name_with_model(&self.config, self.model.as_deref())
     }
 
@@ -432,7 +509,7 @@ impl RecoveryPolicy for ArtPolicy {
             return Decision::Drop;
         }
         let obs = match self.level {
-            Level::Dqn(_) => Some(self.observation(now, path)),
+            Level::Dqn(_) | Level::Steered(_) => Some(self.observation(now, path)),
             _ => None,
         };
         let r = match &mut self.level {
@@ -442,6 +519,12 @@ impl RecoveryPolicy for ArtPolicy {
             Level::Dqn(d) => match obs {
                 Some(obs) => d.on_data_lost(lost.item, lost.round, obs, cx.rng),
                 None => 1,
+            },
+            Level::Steered(st) => match obs.and_then(|o| st.on_data_lost(lost.item, lost.round, o))
+            {
+                Some(level) => level,
+                // Posted: the driver answers before time moves on.
+                None => return Decision::Defer,
             },
         };
         let r = (r.clamp(1, self.config.r_max) as usize).min(MAX_REPLICAS);
@@ -514,6 +597,7 @@ impl RecoveryPolicy for ArtPolicy {
                 );
             }
             Level::Dqn(d) => d.report_state(out),
+            Level::Steered(s) => s.book.report_state(out),
         }
     }
 
@@ -533,6 +617,10 @@ impl RecoveryPolicy for ArtPolicy {
                 d.on_fate(false, fate.replica.is_some());
                 fate.replica.map(|_| ())
             }
+            Level::Steered(s) => {
+                s.book.on_fate(false, fate.replica.is_some());
+                fate.replica.map(|_| ())
+            }
             _ => None,
         }
         .map(|()| self.observation(now, path));
@@ -543,6 +631,12 @@ impl RecoveryPolicy for ArtPolicy {
             Level::Dqn(d) => {
                 if let Some(obs) = obs {
                     d.on_replica_acked(r.item, r.round, obs);
+                }
+            }
+            Level::Steered(s) => {
+                if let Some(settled) = obs.and_then(|o| s.book.on_replica_acked(r.item, r.round, o))
+                {
+                    s.reward(&settled);
                 }
             }
             Level::Fixed(_) => {}
@@ -556,6 +650,7 @@ impl RecoveryPolicy for ArtPolicy {
         match &mut self.level {
             Level::Adaptive(a) if fate.replica.is_some() => a.on_replica_lost(fate.pn),
             Level::Dqn(d) => d.on_fate(true, fate.replica.is_some()),
+            Level::Steered(s) => s.book.on_fate(true, fate.replica.is_some()),
             _ => {}
         }
     }

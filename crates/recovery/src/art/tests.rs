@@ -104,7 +104,7 @@ fn times(d: &Decision) -> (&[Instant], bool) {
             send_at,
             opportunistic,
         } => (send_at, *opportunistic),
-        Decision::Drop => panic!("ART never drops"),
+        Decision::Drop | Decision::Defer => panic!("ART never drops or defers"),
     }
 }
 

@@ -128,6 +128,7 @@ impl Driver {
                 send_at.len()
             }
             Decision::Drop => 0,
+            Decision::Defer => panic!("art+ never defers"),
         }
     }
 }

@@ -289,9 +289,12 @@ impl RcpRto {
     }
 }
 
+/// Number of values in the decision state.
+pub const STATE_DIM: usize = 5;
+
 /// The decision state of a timed-out message (eq. 2): `[r_i, q_i, τ̂, ε̂_c,
 /// l̂]`, times in seconds.
-pub fn state(attempts: u32, queued: Duration, rto: &RcpRto, est: &Estimates) -> [f32; 5] {
+pub fn state(attempts: u32, queued: Duration, rto: &RcpRto, est: &Estimates) -> [f32; STATE_DIM] {
     [
         attempts as f32,
         queued.as_secs_f64() as f32,

@@ -35,6 +35,7 @@ use transport::policy::{
 use wire::time::{Duration, Instant};
 
 use super::model::{state, Estimates, RcpRto, Utility};
+use crate::steer::{self, DecisionPoint, SharedDesk};
 
 /// Decisions awaiting their reward that one connection keeps at most; the
 /// oldest is forgotten beyond it (an item the transport ended without
@@ -181,10 +182,22 @@ pub struct DecisionCounts {
     pub drop: u64,
 }
 
+/// A decision deferred to a steering driver ([`crate::steer`]): what the
+/// first call computed, for the resumed call to continue from.
+#[derive(Clone, Copy, Debug)]
+struct Deferred {
+    state: [f32; 5],
+    last_sent: Instant,
+}
+
 /// One connection's message policy.
 #[derive(Debug)]
 pub struct MessagePolicy {
     config: MessageConfig,
+    /// Decisions come from outside (the Python environment) through this
+    /// desk instead of from [`MessageConfig::rule`]; rewards go to it.
+    steer: Option<SharedDesk>,
+    deferred: BTreeMap<ItemId, Deferred>,
     rto: RcpRto,
     estimates: Estimates,
     pending: BTreeMap<ItemId, Pending>,
@@ -201,12 +214,28 @@ impl MessagePolicy {
         let rto = RcpRto::new(config.initial_rto, config.slot);
         Self {
             config,
+            steer: None,
+            deferred: BTreeMap::new(),
             rto,
             estimates: Estimates::default(),
             pending: BTreeMap::new(),
             learner: None,
             counts: DecisionCounts::default(),
             learn_error: None,
+        }
+    }
+
+    /// A policy whose retransmit-or-drop decisions come from outside,
+    /// through `desk` (observation: eq. 2's state; action 0 drop, 1
+    /// retransmit; rewards: eqs. 4-5 with `config`'s utility, added to the
+    /// desk). Everything else is `rcp`'s: its timeout, its estimates.
+    pub fn steered(config: MessageConfig, desk: SharedDesk) -> Self {
+        Self {
+            steer: Some(desk),
+            ..Self::new(MessageConfig {
+                rule: Rule::Learned,
+                ..config
+            })
         }
     }
 
@@ -227,6 +256,10 @@ impl MessagePolicy {
 
     /// Store a transition and take one learning step.
     fn experience(&mut self, t: Transition) {
+        if let Some(desk) = &self.steer {
+            steer::lock(desk).add_reward(f64::from(t.reward));
+            return;
+        }
         let Some(l) = self.learner.as_mut() else {
             return;
         };
@@ -237,6 +270,29 @@ impl MessagePolicy {
         if let Err(e) = result {
             self.learn_error = Some(e.to_string());
         }
+    }
+
+    /// A message timed out: the estimates learn it, the previous
+    /// retransmission (if any) is settled with no reward, and eq. 2's state
+    /// and the last transmission time are returned.
+    fn timed_out(&mut self, lost: &LostData, now: Instant) -> ([f32; 5], Instant) {
+        self.estimates.on_timeout();
+        let attempts = lost.retransmissions + 1;
+        let queued = now.saturating_duration_since(lost.first_sent);
+        let s = state(attempts, queued, &self.rto, &self.estimates);
+        let before = self.pending.remove(&lost.item);
+        let last_sent = before.as_ref().map_or(lost.first_sent, |p| p.last_sent);
+        if let Some(p) = before {
+            // The retransmission timed out too: no reward, the next state.
+            self.experience(Transition {
+                state: p.state.to_vec(),
+                action: RETRANSMIT,
+                reward: 0.0,
+                next_state: s.to_vec(),
+                done: false,
+            });
+        }
+        (s, last_sent)
     }
 
     fn choose(&mut self, s: &[f32; 5], rng: &mut dyn RngCore) -> usize {
@@ -271,23 +327,38 @@ impl RecoveryPolicy for MessagePolicy {
         if lost.kind == DataKind::Stream || self.config.rule == Rule::Reliable {
             return Decision::single(now);
         }
-        self.estimates.on_timeout();
-        let attempts = lost.retransmissions + 1;
-        let queued = now.saturating_duration_since(lost.first_sent);
-        let s = state(attempts, queued, &self.rto, &self.estimates);
-        let before = self.pending.remove(&lost.item);
-        let last_sent = before.as_ref().map_or(lost.first_sent, |p| p.last_sent);
-        if let Some(p) = before {
-            // The retransmission timed out too: no reward, the next state.
-            self.experience(Transition {
-                state: p.state.to_vec(),
-                action: RETRANSMIT,
-                reward: 0.0,
-                next_state: s.to_vec(),
-                done: false,
-            });
-        }
-        if self.choose(&s, cx.rng) == DROP {
+        let (s, last_sent) = match self.deferred.remove(&lost.item) {
+            // The driver answered a deferred decision: continue from it.
+            Some(d) => (d.state, d.last_sent),
+            None => self.timed_out(lost, now),
+        };
+        let action = match &self.steer {
+            None => self.choose(&s, cx.rng),
+            Some(desk) => {
+                let mut desk = steer::lock(desk);
+                match desk.take_answer(lost.item, lost.round) {
+                    Some(0) => DROP,
+                    Some(_) => RETRANSMIT,
+                    None => {
+                        desk.post(DecisionPoint {
+                            item: lost.item,
+                            round: lost.round,
+                            observation: s.to_vec(),
+                        });
+                        drop(desk);
+                        self.deferred.insert(
+                            lost.item,
+                            Deferred {
+                                state: s,
+                                last_sent,
+                            },
+                        );
+                        return Decision::Defer;
+                    }
+                }
+            }
+        };
+        if action == DROP {
             self.counts.drop += 1;
             self.estimates.on_given_up();
             let reward = self.config.utility.dropped_reward(&self.estimates) as f32;

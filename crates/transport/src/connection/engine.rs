@@ -52,6 +52,9 @@ struct Item {
     /// delivering copy's position ([`RecoveryOutcome::Delivered::needed`]).
     round_starts: Vec<u32>,
     opportunistic: bool,
+    /// The policy deferred the current round's decision
+    /// ([`Decision::Defer`]): nothing is queued until it is resumed.
+    deferred: bool,
 }
 
 /// A replica waiting for its send time.
@@ -115,6 +118,12 @@ pub(crate) enum RoundStart {
     Ended {
         /// Payloads dropped by the policy's `Drop`.
         dropped_datagrams: Vec<u64>,
+    },
+    /// The policy deferred its decision ([`Decision::Defer`]): the round
+    /// started, nothing is queued until [`Engine::resume_round`].
+    Deferred {
+        /// The round started.
+        round: u32,
     },
     /// No such item (already gone).
     Unknown,
@@ -184,6 +193,7 @@ impl Engine {
                 decided: 0,
                 round_starts: Vec::new(),
                 opportunistic: false,
+                deferred: false,
             },
         );
         id
@@ -205,7 +215,8 @@ impl Engine {
 
     /// Begin the next round of `id`, asking `decide` (the policy) for its
     /// replicas. With nothing left to send, or a `Drop` of datagram-only
-    /// data, the item leaves instead.
+    /// data, the item leaves instead. A [`Decision::Defer`] leaves the
+    /// round started but undecided until [`Engine::resume_round`].
     pub fn start_round(
         &mut self,
         now: Instant,
@@ -223,6 +234,45 @@ impl Engine {
                 dropped_datagrams: Vec::new(),
             };
         }
+        let Some(item) = self.items.get_mut(&id) else {
+            return RoundStart::Unknown;
+        };
+        item.round += 1;
+        item.round_starts.push(item.sent);
+        self.decide_round(now, id, remaining, decide)
+    }
+
+    /// Ask `decide` again for the round of `id` that a [`Decision::Defer`]
+    /// left undecided: the same [`LostData`] as the first time. `Unknown`
+    /// when the item is gone or its round is not deferred.
+    pub fn resume_round(
+        &mut self,
+        now: Instant,
+        id: ItemId,
+        remaining: Remaining,
+        decide: impl FnOnce(&LostData) -> Decision,
+    ) -> RoundStart {
+        if !self.items.get(&id).is_some_and(|i| i.deferred) {
+            return RoundStart::Unknown;
+        }
+        if remaining.is_empty() {
+            self.abandon(now, id, AbandonReason::NothingLeft);
+            return RoundStart::Ended {
+                dropped_datagrams: Vec::new(),
+            };
+        }
+        self.decide_round(now, id, remaining, decide)
+    }
+
+    /// The decision of the round `id` is in: queue its replicas, drop it,
+    /// or leave it deferred.
+    fn decide_round(
+        &mut self,
+        now: Instant,
+        id: ItemId,
+        remaining: Remaining,
+        decide: impl FnOnce(&LostData) -> Decision,
+    ) -> RoundStart {
         let kind = if remaining.stream > 0 {
             DataKind::Stream
         } else {
@@ -231,8 +281,6 @@ impl Engine {
         let Some(item) = self.items.get_mut(&id) else {
             return RoundStart::Unknown;
         };
-        item.round += 1;
-        item.round_starts.push(item.sent);
         let lost = LostData {
             item: id,
             first_sent: item.first_sent,
@@ -256,7 +304,16 @@ impl Engine {
             }
             // Stream data is reliable: refuse to drop it.
             Decision::Drop => (vec![now], false),
+            Decision::Defer => {
+                item.deferred = true;
+                item.queued = 0;
+                item.round_replicas = 0;
+                item.decided = 0;
+                item.outstanding = 0;
+                return RoundStart::Deferred { round: item.round };
+            }
         };
+        item.deferred = false;
         if times.is_empty() {
             times.push(now);
         }
@@ -294,7 +351,11 @@ impl Engine {
         let Some(item) = self.items.get_mut(&id) else {
             return false;
         };
-        if item.round == 0 || item.queued > 0 || usize::from(item.round_replicas) >= MAX_REPLICAS {
+        if item.round == 0
+            || item.deferred
+            || item.queued > 0
+            || usize::from(item.round_replicas) >= MAX_REPLICAS
+        {
             return false;
         }
         let index = item.round_replicas;
@@ -350,7 +411,7 @@ impl Engine {
         if item.round == r.round {
             item.outstanding = item.outstanding.saturating_sub(1);
         }
-        if item.queued == 0 && item.outstanding == 0 {
+        if item.queued == 0 && item.outstanding == 0 && !item.deferred {
             ReplicaAck::NeedsRound
         } else {
             ReplicaAck::Nothing

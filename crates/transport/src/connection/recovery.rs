@@ -237,6 +237,34 @@ impl Connection {
             policy.on_data_lost(&mut cx, lost)
         });
         self.flush_policy_events(now);
+        self.round_started(now, id, start);
+    }
+
+    /// Ask the policy again for the round of `id` whose decision it
+    /// deferred ([`crate::policy::Decision::Defer`]), at `now` (the instant
+    /// it deferred, for the decision to be what an immediate one would have
+    /// been). Returns false when the item is gone or its round is not
+    /// deferred. The driver then polls the connection for what to send.
+    pub fn resume_round(&mut self, now: Instant, id: ItemId) -> bool {
+        let remaining = self.remaining(id);
+        let path = self.path_view();
+        self.policy_events
+            .set_listening(!self.subscribers.is_empty());
+        let policy = &mut self.policy;
+        let mut cx = PolicyContext::new(now, &path, &mut self.rng, &mut self.policy_events);
+        let start = self.engine.resume_round(now, id, remaining, |lost| {
+            policy.on_data_lost(&mut cx, lost)
+        });
+        self.flush_policy_events(now);
+        let known = start != RoundStart::Unknown;
+        self.round_started(now, id, start);
+        self.publish_recovery_records(now);
+        known
+    }
+
+    /// What a round's decision led to, for the subscribers and the datagram
+    /// store.
+    fn round_started(&mut self, now: Instant, id: ItemId, start: RoundStart) {
         match start {
             RoundStart::Scheduled { round, replicas } => {
                 for s in &mut self.subscribers {
@@ -252,7 +280,7 @@ impl Connection {
                     }
                 }
             }
-            RoundStart::Unknown => {}
+            RoundStart::Deferred { .. } | RoundStart::Unknown => {}
         }
     }
 

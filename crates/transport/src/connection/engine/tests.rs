@@ -192,6 +192,49 @@ fn dropped_datagrams_are_abandoned_but_stream_data_is_not() {
     ));
 }
 
+#[test]
+fn a_deferred_round_queues_nothing_until_resumed_with_the_same_lost_data() {
+    let mut e = Engine::default();
+    let id = e.create(at(0), at(10), chunk(), Vec::new());
+    let mut asked = Vec::new();
+    let start = e.start_round(at(10), id, LEFT, |l| {
+        asked.push(l.clone());
+        Decision::Defer
+    });
+    assert_eq!(start, RoundStart::Deferred { round: 1 });
+    assert!(!e.has_queued());
+    // Deferred: no reinjection, no new round from a stray acknowledgement.
+    assert!(!e.reinject(at(10), id));
+    let stray = ReplicaRef {
+        item: id,
+        round: 0,
+        index: 0,
+    };
+    assert_eq!(
+        e.on_replica_acked(at(10), &stray, at(0), LEFT),
+        ReplicaAck::Nothing
+    );
+    let start = e.resume_round(at(10), id, LEFT, |l| {
+        asked.push(l.clone());
+        Decision::Retransmit {
+            send_at: vec![at(10), at(12)],
+            opportunistic: true,
+        }
+    });
+    assert!(
+        matches!(start, RoundStart::Scheduled { round: 1, ref replicas } if replicas.len() == 2)
+    );
+    assert_eq!(asked.len(), 2);
+    assert_eq!(asked[0].round, asked[1].round);
+    assert_eq!(asked[0].retransmissions, asked[1].retransmissions);
+    assert_eq!(e.pop_due(at(10), false).map(|r| r.round), Some(1));
+    // Only a deferred round resumes.
+    assert_eq!(
+        e.resume_round(at(10), id, LEFT, |_| Decision::Drop),
+        RoundStart::Unknown
+    );
+}
+
 /// One step of a random history of losses, sends and fates.
 #[derive(Clone, Debug)]
 enum Op {

@@ -1,0 +1,216 @@
+//! Decisions taken outside the transport: the policies of the Python
+//! environment (`artq.env.RetransmissionEnv`, driven by `lab::steer`).
+//!
+//! A learning agent written in Python cannot answer a policy callback
+//! synchronously: the transport calls the policy in the middle of an
+//! event, and the agent lives on the other side of a Gymnasium `step()`.
+//! So a *steered* policy answers its decision points with
+//! [`Decision::Defer`](transport::policy::Decision::Defer): it posts the
+//! decision point (the item, the round and the observation the paper's
+//! agent sees) on a shared [`Desk`] and lets the round wait. The driver
+//! (`lab::steer`) notices the posting after the simulator's current unit of
+//! work, hands the observation to Python, takes the action from `step()`,
+//! writes it on the desk ([`Desk::answer`]) and resumes the round
+//! ([`transport::Connection::resume_round`]) at the same virtual instant:
+//! the transport asks the policy again, and this time the policy finds its
+//! answer. Rewards are added to the desk as outcomes become known and
+//! collected by the driver at every step.
+//!
+//! One steered policy per decision kind, each reusing the definitions of
+//! the scheme whose decision it exposes (so there is one state definition
+//! per paper, not a copy for Python):
+//! - [`SteerKind::ArtLevel`]: a retransmission round's redundancy level,
+//!   decided where ART-DQN decides ([`crate::art::ArtPolicy`] with its
+//!   scheduler and opportunism); observation = ART-DQN's state
+//!   ([`crate::art::dqn::RoundBook`]), reward = Appendix A.2's or A.1's
+//!   ([`crate::art::dqn::round_reward`]).
+//! - [`SteerKind::RcpMessage`]: a lost message's retransmit-or-drop,
+//!   decided where RCP decides ([`crate::rcp::policy::MessagePolicy`]); observation =
+//!   RCP's state, reward = RCP's utility-based reward.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use transport::policy::{ItemId, PolicyFactory, RecoveryPolicy};
+
+use crate::art::{ArtConfig, ArtPolicy};
+use crate::rcp::policy::{MessageConfig, MessagePolicy};
+
+/// A decision waiting for an answer from outside.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DecisionPoint {
+    /// The lost data it is about.
+    pub item: ItemId,
+    /// Its round (1 = first retransmission).
+    pub round: u32,
+    /// What the paper's agent sees (the scheme's state vector).
+    pub observation: Vec<f32>,
+}
+
+/// Where steered policies post decision points and find their answers, and
+/// where rewards accumulate between two steps. Shared (`Arc<Mutex<_>>`)
+/// between the policy inside the transport and the driver outside.
+#[derive(Debug, Default)]
+pub struct Desk {
+    waiting: VecDeque<DecisionPoint>,
+    answers: BTreeMap<(ItemId, u32), u32>,
+    reward: f64,
+    /// Decisions answered so far.
+    pub decisions: u64,
+}
+
+impl Desk {
+    /// A shared, empty desk.
+    pub fn shared() -> SharedDesk {
+        Arc::new(Mutex::new(Desk::default()))
+    }
+
+    /// A policy posts a decision point.
+    pub fn post(&mut self, point: DecisionPoint) {
+        self.waiting.push_back(point);
+    }
+
+    /// The oldest decision point not yet answered.
+    pub fn next(&self) -> Option<&DecisionPoint> {
+        self.waiting.front()
+    }
+
+    /// Answer the oldest decision point with `action`; returns it (the
+    /// driver resumes its round), or `None` when nothing waits.
+    pub fn answer(&mut self, action: u32) -> Option<DecisionPoint> {
+        let point = self.waiting.pop_front()?;
+        self.answers.insert((point.item, point.round), action);
+        self.decisions += 1;
+        Some(point)
+    }
+
+    /// The policy takes the answer to its decision point, if given.
+    pub fn take_answer(&mut self, item: ItemId, round: u32) -> Option<u32> {
+        self.answers.remove(&(item, round))
+    }
+
+    /// An outcome's reward.
+    pub fn add_reward(&mut self, reward: f64) {
+        self.reward += reward;
+    }
+
+    /// The reward accumulated since the last call.
+    pub fn take_reward(&mut self) -> f64 {
+        std::mem::take(&mut self.reward)
+    }
+}
+
+/// A desk shared by a policy and its driver.
+pub type SharedDesk = Arc<Mutex<Desk>>;
+
+/// Locks a desk; a panic elsewhere while it was held leaves it usable.
+pub fn lock(desk: &SharedDesk) -> MutexGuard<'_, Desk> {
+    desk.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Which decision a steered run exposes.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SteerKind {
+    /// ART's redundancy level per retransmission round (actions
+    /// `0..r_max`: level `action + 1`), rewarded with Appendix A.2's rule
+    /// whose penalty factor is `penalty` (1.05 for ART-DQN's preset, 1.01
+    /// for ART-MAB's A.1 preset).
+    ArtLevel {
+        /// Highest level (ART's R_max).
+        r_max: u32,
+        /// The penalty factor of the reward (γ of A.2, η of A.1).
+        penalty: f64,
+    },
+    /// RCP's retransmit-or-drop per lost message (action 0: drop,
+    /// 1: retransmit), with RCP's configuration (its utility, its reward).
+    RcpMessage(Box<MessageConfig>),
+}
+
+impl SteerKind {
+    /// How many actions there are.
+    pub fn actions(&self) -> u32 {
+        match self {
+            SteerKind::ArtLevel { r_max, .. } => (*r_max).max(1),
+            SteerKind::RcpMessage(_) => 2,
+        }
+    }
+
+    /// Length of the observation vector.
+    pub fn observation_len(&self) -> usize {
+        match self {
+            SteerKind::ArtLevel { .. } => crate::art::dqn::STATE_DIM,
+            SteerKind::RcpMessage(_) => crate::rcp::model::STATE_DIM,
+        }
+    }
+}
+
+/// Builds one steered policy per connection, all posting on one desk.
+#[derive(Clone, Debug)]
+pub struct SteeredFactory {
+    kind: SteerKind,
+    desk: SharedDesk,
+}
+
+impl SteeredFactory {
+    /// A factory of steered policies of `kind` posting on `desk`.
+    pub fn new(kind: SteerKind, desk: SharedDesk) -> Self {
+        SteeredFactory { kind, desk }
+    }
+}
+
+impl PolicyFactory for SteeredFactory {
+    fn build(&self) -> Box<dyn RecoveryPolicy> {
+        match &self.kind {
+            &SteerKind::ArtLevel { r_max, penalty } => Box::new(ArtPolicy::steered(
+                ArtConfig {
+                    r_max: r_max.max(1),
+                    ..ArtConfig::default()
+                },
+                self.desk.clone(),
+                penalty,
+            )),
+            SteerKind::RcpMessage(config) => Box::new(MessagePolicy::steered(
+                MessageConfig {
+                    name: "env:rcp".into(),
+                    ..(**config).clone()
+                },
+                self.desk.clone(),
+            )),
+        }
+    }
+
+    fn name(&self) -> String {
+        match self.kind {
+            SteerKind::ArtLevel { .. } => "env:art".into(),
+            SteerKind::RcpMessage(_) => "env:rcp".into(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_go_to_the_oldest_point_and_rewards_are_taken_once() {
+        let mut d = Desk::default();
+        assert!(d.answer(1).is_none());
+        for i in 0..2 {
+            d.post(DecisionPoint {
+                item: ItemId(i),
+                round: 1,
+                observation: vec![0.0],
+            });
+        }
+        assert_eq!(d.next().map(|p| p.item), Some(ItemId(0)));
+        assert_eq!(d.answer(3).map(|p| p.item), Some(ItemId(0)));
+        assert_eq!(d.take_answer(ItemId(0), 1), Some(3));
+        assert_eq!(d.take_answer(ItemId(0), 1), None);
+        assert_eq!(d.next().map(|p| p.item), Some(ItemId(1)));
+        d.add_reward(0.5);
+        d.add_reward(-0.25);
+        assert_eq!(d.take_reward(), 0.25);
+        assert_eq!(d.take_reward(), 0.0);
+        assert_eq!(d.decisions, 1);
+    }
+}

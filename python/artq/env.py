@@ -1,0 +1,139 @@
+"""The Gymnasium environment of artq: retransmission decisions on the real
+transport in the simulator.
+
+``RetransmissionEnv`` (registered as ``artq/Retransmission-v0``) runs one
+simulated transfer per episode (a scenario of ``artq.sim``) with the
+sender's loss recovery paused at every decision of one kind:
+
+- ``decision="art"``: a retransmission round's redundancy level, where
+  ART-DQN decides (ART journal, Appendix A.2). Observation: ART-DQN's
+  7-value state (packet and replica loss rates, srtt and min_rtt over
+  200 ms, the recent largest loss burst over 16, the last level over
+  R_max, the round over 8; each in [0, 1]). Action ``a``: send the round
+  with ``a + 1`` replicas (``Discrete(r_max)``). The replicas are then
+  spread by ART's Replica Scheduler and sent opportunistically, as ART
+  does.
+- ``decision="rcp"``: a timed-out message's retransmit (1) or drop (0),
+  where RCP decides (rcp.md §III); the scenario needs a ``messages``
+  workload. Observation: RCP's eq. 2 state ``[attempts, queued s, srtt s,
+  link loss, latency s]``.
+
+Rewards are the papers' (``reward=`` preset, see ``artq.rewards()``):
+``art-dqn`` (A.2: ``1/(N·R)`` when round N sent at level R gets through,
+``-1.05/(N·R)`` when all its replicas are lost), ``art-mab`` (A.1, penalty
+1.01), ``rcp`` (eqs. 4-5). A step's reward is the sum of the rewards of the
+outcomes that became known since the previous decision.
+
+The simulator runs until the next decision and returns control at that
+virtual instant; the action is applied before time moves on (see
+docs/python.md, "How the environment pauses"). ``reset(seed=s)`` runs the
+scenario with seed ``s``: the same seed and the same actions give the same
+episode, step for step. ``info["result"]`` holds the run's ``artq sim
+--json`` metrics at the end of an episode.
+"""
+
+from typing import Any, Dict, Mapping, Optional, Tuple
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from . import _artq
+
+__all__ = ["RetransmissionEnv"]
+
+# Small by default: one episode is a few hundred decisions at 2% loss.
+DEFAULT_SCENARIO: Dict[str, Any] = {
+    "workload": {"size": "1MB"},
+    "link": {"bw": 100, "rtt": 30, "loss": 0.02},
+}
+
+
+class RetransmissionEnv(gym.Env):
+    """Retransmission decisions of the real transport, one per step.
+
+    Parameters: ``scenario`` (dict of scenario keys as for ``artq.sim``;
+    its ``scheme`` is replaced; default: 1 MB over 100 Mbit/s, 30 ms,
+    2% loss), ``decision`` (``"art"`` or ``"rcp[:OPTIONS]"``), ``reward``
+    (a preset name; default the decision's paper's), ``r_max`` (highest
+    ART level, default 8).
+    """
+
+    metadata = {"render_modes": []}
+
+    def __init__(
+        self,
+        scenario: Optional[Mapping[str, Any]] = None,
+        decision: str = "art",
+        reward: Optional[str] = None,
+        r_max: int = 8,
+    ):
+        super().__init__()
+        self._scenario = dict(DEFAULT_SCENARIO if scenario is None else scenario)
+        self._decision = decision
+        self._reward = reward
+        self._r_max = int(r_max)
+        # Check everything now (a bad scenario raises here, not at reset).
+        run, _ = _artq.SteeredRun.start(
+            dict(self._scenario, seed=self._scenario.get("seed", 1)),
+            decision,
+            reward,
+            self._r_max,
+        )
+        self.action_space = spaces.Discrete(run.actions)
+        # ART-DQN's state lies in [0, 1]; RCP's is non-negative (counts,
+        # seconds, a rate), bounded here far above any value a run gives.
+        low = 0.0
+        high = 1.0 if decision == "art" else 1e9
+        self.observation_space = spaces.Box(
+            low=low, high=high, shape=(run.observation_len,), dtype=np.float32
+        )
+        self._run = None
+        self._obs = np.zeros(run.observation_len, dtype=np.float32)
+
+    def _observation(self, obs) -> np.ndarray:
+        if obs is None:
+            # The episode ended: the last observation stands.
+            return self._obs
+        self._obs = np.asarray(obs, dtype=np.float32)
+        return self._obs
+
+    def reset(
+        self, *, seed: Optional[int] = None, options: Optional[Dict[str, Any]] = None
+    ) -> Tuple[np.ndarray, Dict[str, Any]]:
+        """Start an episode. ``seed`` is the scenario's seed (links,
+        endpoints, contents): the same seed gives the same episode for the
+        same actions. Without one, the next seed of ``self.np_random``."""
+        super().reset(seed=seed)
+        if seed is None:
+            seed = int(self.np_random.integers(0, 2**31 - 1))
+        scenario = dict(self._scenario, seed=int(seed))
+        if options and "scenario" in options:
+            scenario.update(options["scenario"])
+        # An episode with no decision at all (no loss) is not an episode:
+        # try the following seeds.
+        for attempt in range(100):
+            run, (obs, _reward, terminated, truncated) = _artq.SteeredRun.start(
+                dict(scenario, seed=int(seed) + attempt),
+                self._decision,
+                self._reward,
+                self._r_max,
+            )
+            if obs is not None:
+                break
+        else:
+            raise ValueError(f"100 seeds from {seed} gave no decision: is there any loss?")
+        self._run = run
+        return self._observation(obs), {"seed": int(seed) + attempt}
+
+    def step(self, action) -> Tuple[np.ndarray, float, bool, bool, Dict[str, Any]]:
+        if self._run is None:
+            raise RuntimeError("call reset() before step()")
+        obs, reward, terminated, truncated = self._run.act(int(action))
+        info: Dict[str, Any] = {"decisions": self._run.decisions}
+        if terminated or truncated:
+            try:
+                info["result"] = self._run.result()
+            except ValueError as e:
+                info["error"] = str(e)
+        return self._observation(obs), float(reward), bool(terminated), bool(truncated), info

@@ -1,0 +1,115 @@
+"""artq.env.RetransmissionEnv: the Gymnasium checker, repeatable episodes,
+the decisions' meaning, and the training-loop example at tiny size.
+
+Run by crates/artq/tests/python_package.rs (unittest discovery over
+tests/python) with the venv's Python into which .ci/run installed the
+package and tests/python/requirements.txt.
+"""
+
+import os
+import sys
+import unittest
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.utils.env_checker import check_env
+
+import artq
+from artq.env import RetransmissionEnv
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "examples"))
+
+MESSAGES = {"kind": "messages", "messages": 200, "message_rate": 200, "drain": 300}
+
+# Small and lossy: tens of decisions per episode, fractions of a second.
+TINY = {"workload": {"size": "200KB"}, "link": {"bw": 20, "rtt": 30, "loss": 0.05}}
+
+
+def trajectory(env, seed, policy):
+    obs, info = env.reset(seed=seed)
+    steps = [(obs.tolist(), None, False, False)]
+    done = False
+    while not done:
+        action = policy(obs)
+        obs, reward, terminated, truncated, info = env.step(action)
+        steps.append((obs.tolist(), reward, terminated, truncated))
+        done = terminated or truncated
+    return steps, info
+
+
+class Environment(unittest.TestCase):
+    def test_passes_the_gymnasium_checker(self):
+        env = RetransmissionEnv(scenario=TINY)
+        check_env(env, skip_render_check=True)
+        env = RetransmissionEnv(scenario=dict(TINY, workload=MESSAGES),
+                                decision="rcp")
+        check_env(env, skip_render_check=True)
+
+    def test_registered_under_its_id(self):
+        env = gym.make("artq/Retransmission-v0", scenario=TINY)
+        obs, _ = env.reset(seed=2)
+        self.assertEqual(obs.shape, (7,))
+        self.assertEqual(env.action_space.n, 8)
+        env.close()
+
+    def test_one_seed_one_trajectory(self):
+        env = RetransmissionEnv(scenario=TINY, r_max=4)
+        rng = np.random.default_rng(0)
+        actions = rng.integers(0, 4, size=10_000)
+        counter = iter(range(10_000))
+        policy = lambda obs: int(actions[next(counter)])  # noqa: E731
+        a, info_a = trajectory(env, 7, policy)
+        counter = iter(range(10_000))
+        b, info_b = trajectory(env, 7, policy)
+        self.assertGreater(len(a), 5)
+        self.assertEqual(a, b)
+        self.assertEqual(info_a["result"]["fct_ms"], info_b["result"]["fct_ms"])
+        c, _ = trajectory(env, 8, lambda obs: 0)
+        self.assertNotEqual(a, c)
+
+    def test_the_action_is_the_redundancy_level(self):
+        env = RetransmissionEnv(scenario=TINY, r_max=4)
+        _, one = trajectory(env, 3, lambda obs: 0)
+        _, four = trajectory(env, 3, lambda obs: 3)
+        # Level 1 everywhere: one replica per round, no extra copies;
+        # level 4: three extra copies per round.
+        self.assertEqual(one["result"]["extra_replicas"], 0)
+        self.assertGreater(four["result"]["extra_replicas"], 2 * four["decisions"])
+        # A.2's rewards: a round delivered at level 1 earns 1/N > 0.
+        steps, _ = trajectory(env, 3, lambda obs: 0)
+        self.assertGreater(sum(r for _, r, _, _ in steps[1:]), 0)
+
+    def test_rcp_decisions_drop_or_retransmit(self):
+        scenario = dict(TINY, workload=MESSAGES)
+        env = RetransmissionEnv(scenario=scenario, decision="rcp")
+        self.assertEqual(env.action_space.n, 2)
+        _, drop = trajectory(env, 4, lambda obs: 0)
+        _, keep = trajectory(env, 4, lambda obs: 1)
+        self.assertLess(drop["result"]["delivery_ratio"], keep["result"]["delivery_ratio"])
+
+    def test_bad_arguments(self):
+        with self.assertRaises(ValueError):
+            RetransmissionEnv(decision="teleport")
+        with self.assertRaises(ValueError):
+            RetransmissionEnv(reward="rcp")
+        with self.assertRaises(ValueError):
+            RetransmissionEnv(scenario={"bogus": 1})
+        env = RetransmissionEnv(scenario=TINY, r_max=2)
+        env.reset(seed=1)
+        with self.assertRaises(ValueError):
+            env.step(5)
+        self.assertEqual([n for n, _ in artq.rewards()], ["art-dqn", "art-mab", "rcp"])
+
+
+class TrainingExample(unittest.TestCase):
+    def test_bandit_training_loop_runs_at_tiny_size(self):
+        import train_bandit
+
+        rewards = train_bandit.main(episodes=3, scenario=TINY, r_max=4, quiet=True)
+        self.assertEqual(len(rewards), 3)
+        self.assertTrue(all(np.isfinite(r) for r in rewards))
+
+
+if __name__ == "__main__":
+    unittest.main()

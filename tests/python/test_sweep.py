@@ -1,0 +1,118 @@
+"""artq.sweep on a local Ray: the same rows as artq.sim, the CSVs of artq
+reproduce, and the plotting example at a tiny size. One Ray session for the
+whole module (Ray's start-up is the expensive part).
+
+Run by crates/artq/tests/python_package.rs (unittest discovery over
+tests/python).
+"""
+
+import csv
+import io
+import math
+import os
+import shutil
+import sys
+import tempfile
+import unittest
+
+import ray
+
+import artq
+from artq.grid import flatten, grid_runs
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "examples"))
+
+# 2 loss rates x 2 schemes x 5 seeds = 20 small runs.
+GRID = {
+    "base": {"workload": {"size": "100KB"}, "link": {"bw": 20, "rtt": 20}},
+    "scenarios": {"loss=1%": {"link": {"loss": 0.01}}, "loss=5%": {"link": {"loss": 0.05}}},
+    "schemes": ["quic", "art"],
+}
+
+
+def setUpModule():
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+
+
+def tearDownModule():
+    ray.shutdown()
+
+
+def missing(x):
+    return x is None or (isinstance(x, float) and math.isnan(x))
+
+
+def same(a, b):
+    """Equal, or both absent (pandas holds a missing value as NaN)."""
+    return (missing(a) and missing(b)) or a == b
+
+
+class Sweep(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.out = tempfile.mkdtemp(prefix="artq-sweep-")
+        cls.df = artq.sweep(GRID, seeds=5, out=cls.out, name="tiny")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.out, ignore_errors=True)
+
+    def test_twenty_runs_on_ray_give_the_rows_of_artq_sim(self):
+        self.assertEqual(len(self.df), 20)
+        self.assertTrue((self.df["error"] == "").all(), self.df["error"].tolist())
+        runs = grid_runs(GRID, range(1, 6))
+        for (scenario, group, scheme, seed), (_, row) in zip(runs, self.df.iterrows()):
+            self.assertEqual((row["group"], row["scheme"], row["seed"]), (group, scheme, seed))
+            expected = flatten(artq.sim(scenario))
+            for k, v in expected.items():
+                self.assertTrue(same(row[k], v), f"{group} {scheme} seed {seed}: {k} {row[k]!r} != {v!r}")
+
+    def test_writes_the_csvs_of_artq_reproduce(self):
+        runs_csv = os.path.join(self.out, "tiny_runs.csv")
+        summary_csv = os.path.join(self.out, "tiny_summary.csv")
+        with open(runs_csv) as f:
+            rows = list(csv.DictReader(f))
+        self.assertEqual(len(rows), 20)
+        # The columns of artq reproduce's NAME_runs.csv: the same writer.
+        self.assertEqual(list(rows[0].keys()), ["experiment"] + artq._artq.run_columns())
+        by_key = {(r["group"], r["scheme"], int(r["seed"])): r for r in rows}
+        for _, row in self.df.iterrows():
+            r = by_key[(row["group"], row["scheme"], row["seed"])]
+            self.assertAlmostEqual(float(r["fct_ms"]), row["fct_ms"], places=5)
+            self.assertEqual(int(float(r["replicas"])), row["replicas"])
+        with open(summary_csv) as f:
+            summary = list(csv.DictReader(f))
+        self.assertEqual([(s["group"], s["scheme"]) for s in summary],
+                         [("loss=1%", "quic"), ("loss=1%", "art"), ("loss=5%", "quic"), ("loss=5%", "art")])
+        self.assertTrue(all(s["runs"] == "5" and s["failed"] == "0" for s in summary))
+
+    def test_bad_grids_fail_before_any_task(self):
+        with self.assertRaises(ValueError):
+            artq.sweep({"scenarios": [{"bogus": 1}], "schemes": ["quic"]})
+        with self.assertRaises(ValueError):
+            artq.sweep({"scenarios": [{}], "schemes": ["teleport"]})
+        with self.assertRaises(FileNotFoundError):
+            artq.sweep({"scenarios": [{"link": {"trace": "/nonexistent/t.down"}}]})
+        with self.assertRaises(ValueError):
+            artq.sweep({"scenario": [{}]})
+
+
+class SweepExample(unittest.TestCase):
+    def test_the_plot_example_runs_at_tiny_size(self):
+        import sweep_plot
+
+        out = tempfile.mkdtemp(prefix="artq-sweep-plot-")
+        try:
+            df, path = sweep_plot.main(losses=(0.02, 0.05), seeds=1, size="100KB", out=out)
+            self.assertEqual(len(df), 6)
+            self.assertEqual(sorted(df["scheme"].unique()), ["art", "or3", "quic"])
+            with open(path, "rb") as f:
+                self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+            self.assertTrue(os.path.exists(os.path.join(out, "sweep_runs.csv")))
+        finally:
+            shutil.rmtree(out, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    unittest.main()
