@@ -109,6 +109,7 @@ pub fn feed(factory: &dyn PolicyFactory, packets: u64, loss: f64, seed: u64) -> 
                 retransmissions: 0,
                 bytes: 1200,
                 kind: DataKind::Stream,
+                position: None,
             };
             let n = match policy.on_data_lost(
                 &mut PolicyContext::new(now, &path, &mut rng, &mut events),

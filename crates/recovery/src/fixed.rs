@@ -77,6 +77,7 @@ mod tests {
             retransmissions: 0,
             bytes: 1000,
             kind: DataKind::Stream,
+            position: None,
         }
     }
 
@@ -108,6 +109,7 @@ mod tests {
         let mut p = FixedPolicy::new(3).unwrap().build();
         let l = LostData {
             kind: DataKind::Datagram,
+            position: None,
             ..lost(1)
         };
         assert_eq!(

@@ -19,6 +19,8 @@
 //!   (§6.2), bandit adapters (Appendix A.1) and the DQN adapter
 //!   (Appendix A.2, on crate `learn`), combined by
 //!   [`art::ArtPolicy`] under one typed [`art::ArtConfig`].
+//! - [`artplus`]: `art+`, our own policy beyond the papers: head-of-line
+//!   awareness, a model-based level, burst awareness and a cost budget.
 //! - [`fec`]: the block-FEC baseline (`fec:K`), the one scheme that needs
 //!   an artq receiver.
 //! - [`rcp`]: RCP's retransmit-or-drop decisions for messages (Double
@@ -36,6 +38,7 @@
 #![warn(missing_docs)]
 
 pub mod art;
+pub mod artplus;
 pub mod autorec;
 pub mod fec;
 pub mod fixed;

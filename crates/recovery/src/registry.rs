@@ -40,6 +40,10 @@ pub const SCHEMES: &[(&str, &str)] = &[
         "ART: redundancy adapter + replica scheduler, opportunistic (ART journal §6); art:l_queue=N sets the replica-fate window L_queue (default 10; Fig. 15)",
     ),
     (
+        "art+",
+        "art+: our own policy (docs/recovery.md): head-of-line aware, model-based level, burst-aware spread, cost budget; art+:hol=off,model=off,burst=off,budget=off|X,target=P,... switch each off or tune it",
+    ),
+    (
         "art-or3start",
         "ART with each round's level starting at OR3's 2n-1, as in the authors' artifact",
     ),
@@ -244,6 +248,9 @@ pub fn parse_scheme(name: &str) -> Result<Scheme, SchemeError> {
             l_queue: art_options(name, param)?,
             ..ArtConfig::default()
         })?,
+        "art+" => Arc::new(crate::artplus::ArtPlusPolicy::new(
+            crate::artplus::ArtPlusConfig::parse(name, param)?,
+        )?),
         "art-or3start" => {
             no_param(name, param, "art-or3start")?;
             art(ArtConfig::or3_start())?

@@ -98,6 +98,7 @@ mod tests {
             retransmissions: 0,
             bytes: 1,
             kind: DataKind::Stream,
+            position: None,
         }
     }
 
@@ -144,6 +145,7 @@ mod tests {
         assert_eq!(p.name(), "2n+1");
         let l = LostData {
             kind: DataKind::Datagram,
+            position: None,
             ..lost(1)
         };
         assert_eq!(

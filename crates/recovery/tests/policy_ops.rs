@@ -211,7 +211,7 @@ proptest! {
                     }
                     Op::DataLost { item, round, datagram } => {
                         let kind = if *datagram { DataKind::Datagram } else { DataKind::Stream };
-                        let lost = LostData { item: ItemId(*item), first_sent: now, first_lost: now, round: *round, retransmissions: 0, bytes: 1200, kind };
+                        let lost = LostData { item: ItemId(*item), first_sent: now, first_lost: now, round: *round, retransmissions: 0, bytes: 1200, kind, position: None };
                         let d = with_context(now, &path, &mut rng, |cx| p.on_data_lost(cx, &lost));
                         check(&name, &d, now, *round, &path, kind)?;
                     }
@@ -270,6 +270,7 @@ fn decisions_are_deterministic() {
                     retransmissions: 0,
                     bytes: 1,
                     kind: DataKind::Stream,
+                    position: None,
                 };
                 out.push(with_context(now, &path, &mut rng, |cx| {
                     p.on_data_lost(cx, &lost)

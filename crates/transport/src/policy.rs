@@ -78,6 +78,33 @@ pub struct LostData {
     pub bytes: u64,
     /// What kind of data it is: whether `Drop` is possible.
     pub kind: DataKind,
+    /// Where the data sits in its stream (head-of-line blocking, flow
+    /// control); `None` when it carries no stream data still
+    /// unacknowledged, or when the caller does not know (tests, offline
+    /// drivers). Only policies that weigh head-of-line blocking read it.
+    pub position: Option<StreamPosition>,
+}
+
+/// Where lost stream data sits in its stream, as the sender sees it: how
+/// much of what the receiver could deliver waits for it, and how much new
+/// data flow control still lets the sender send. A policy can tell from it
+/// whether the data blocks the receiver (and, through the receive window,
+/// the sender) or lies far ahead and can wait a round at no cost to the
+/// application (`art+`, docs/recovery.md).
+///
+/// For data spanning several streams (one packet may carry chunks of
+/// more than one), the transport reports the chunk nearest its stream's
+/// head.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StreamPosition {
+    /// Unacknowledged stream bytes in front of this data: from the stream's
+    /// acknowledged prefix to the data's first unacknowledged byte. 0 means
+    /// the data is the head of line: nothing the receiver holds after it
+    /// can be delivered until it arrives.
+    pub behind_head: u64,
+    /// New bytes the peer's flow control (stream and connection limits,
+    /// the smaller) still lets the sender send right now.
+    pub credit_left: u64,
 }
 
 /// The kind of lost data.

@@ -38,6 +38,8 @@ pub const EXPERIMENTS: &[&str] = &[
     "autorec-fig11",
     "autorec-fig12",
     "autorec-fig13",
+    "art-plus-frontier",
+    "art-plus-ablation",
 ];
 
 /// Virtual-time limit of each run, seconds: large enough for 1000 files at
@@ -69,6 +71,8 @@ pub fn experiment(name: &str, scale: Scale) -> Option<Experiment> {
         "autorec-fig11" => Some(super::autorec::fig11(scale)),
         "autorec-fig12" => Some(super::autorec::fig12(scale)),
         "autorec-fig13" => Some(super::autorec::fig13(scale)),
+        "art-plus-frontier" => Some(super::artplus::frontier(scale)),
+        "art-plus-ablation" => Some(super::artplus::ablation(scale)),
         _ => None,
     }
 }

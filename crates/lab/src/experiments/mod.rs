@@ -17,6 +17,7 @@
 //! [`report`] the writers; this module the data types, running and
 //! aggregation.
 
+pub mod artplus;
 pub mod autorec;
 pub mod defs;
 pub mod deploy;

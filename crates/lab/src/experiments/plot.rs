@@ -1,6 +1,9 @@
 //! SVG charts of an experiment's aggregated rows: for every metric of the
 //! experiment's table, one grouped bar chart (a cluster per group, a bar per
-//! scheme, the mean as the bar and the seeds' min-max as a whisker).
+//! scheme, the mean as the bar and the seeds' min-max as a whisker); and,
+//! for the experiments that trace a cost/latency frontier
+//! ([`super::artplus::FRONTIERS`]), one scatter chart per group and latency
+//! axis (a point per scheme: redundancy against rounds or t_wait).
 //!
 //! Why SVG written here rather than a plotting crate: plotters, the obvious
 //! candidate, lays text out with font metrics, which needs either system
@@ -86,7 +89,166 @@ pub fn experiment_charts(exp: &Experiment, r: &ExperimentResult) -> Vec<(String,
             };
             (chart_file(&r.name, metric), render(&chart))
         })
+        .chain(frontier_charts(exp, r))
         .collect()
+}
+
+/// The frontier charts of `exp` (none unless it is one of
+/// [`super::artplus::FRONTIERS`]): per group and per y axis, a point per
+/// scheme at (mean x, mean y).
+fn frontier_charts(exp: &Experiment, r: &ExperimentResult) -> Vec<(String, String)> {
+    let Some((x, ys)) = super::artplus::frontier_axes(exp.name) else {
+        return Vec::new();
+    };
+    let mut groups: Vec<&str> = Vec::new();
+    for row in &r.rows {
+        if !groups.contains(&row.group.as_str()) {
+            groups.push(&row.group);
+        }
+    }
+    let mut out = Vec::new();
+    for (gi, g) in groups.iter().enumerate() {
+        for y in ys {
+            let points = r
+                .rows
+                .iter()
+                .filter(|row| row.group == *g)
+                .filter_map(|row| {
+                    let px = row.metrics.get(x)?.mean;
+                    let py = row.metrics.get(*y)?.mean;
+                    Some((row.scheme.clone(), px, py))
+                })
+                .collect();
+            let chart = Scatter {
+                title: format!("{g}: {x} against {y}"),
+                x_label: x.to_string(),
+                y_label: y.to_string(),
+                points,
+            };
+            out.push((frontier_file(&r.name, gi, y), render_scatter(&chart)));
+        }
+    }
+    out
+}
+
+/// The file name of the frontier chart of group number `group` (from 0, in
+/// the rows' order) against `y` (report.md links it).
+pub fn frontier_file(experiment: &str, group: usize, y: &str) -> String {
+    format!("{experiment}_frontier{}_{y}.svg", group + 1)
+}
+
+/// A scatter chart: one labelled point per scheme.
+#[derive(Clone, Debug)]
+pub struct Scatter {
+    /// Title line.
+    pub title: String,
+    /// What x measures.
+    pub x_label: String,
+    /// What y measures.
+    pub y_label: String,
+    /// (label, x, y) per point.
+    pub points: Vec<(String, f64, f64)>,
+}
+
+/// The scatter chart as a standalone SVG document: both axes from 0, each
+/// point a dot in its scheme's colour with the scheme's name beside it.
+pub fn render_scatter(c: &Scatter) -> String {
+    let plot_w = WIDTH - LEFT - RIGHT;
+    let plot_h = HEIGHT - TOP - BOTTOM;
+    let finite = |v: f64| if v.is_finite() { v.max(0.0) } else { 0.0 };
+    let (x_top, x_step) = nice_axis(c.points.iter().map(|p| finite(p.1)).fold(0.0, f64::max));
+    let (y_top, y_step) = nice_axis(c.points.iter().map(|p| finite(p.2)).fold(0.0, f64::max));
+    let px = |v: f64| LEFT + plot_w * (finite(v) / x_top).clamp(0.0, 1.0);
+    let py = |v: f64| TOP + plot_h * (1.0 - (finite(v) / y_top).clamp(0.0, 1.0));
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH}\" height=\"{HEIGHT}\" \
+         viewBox=\"0 0 {WIDTH} {HEIGHT}\" font-family=\"sans-serif\" font-size=\"12\">"
+    );
+    let _ = writeln!(
+        o,
+        "<rect x=\"0\" y=\"0\" width=\"{WIDTH}\" height=\"{HEIGHT}\" fill=\"white\"/>"
+    );
+    let _ = writeln!(
+        o,
+        "<text x=\"{:.1}\" y=\"20\" text-anchor=\"middle\" font-size=\"14\">{}</text>",
+        WIDTH / 2.0,
+        esc(&c.title)
+    );
+    let mut v = 0.0;
+    while v <= y_top + y_step / 2.0 {
+        let yy = py(v);
+        let _ = writeln!(
+            o,
+            "<line x1=\"{LEFT}\" y1=\"{yy:.1}\" x2=\"{:.1}\" y2=\"{yy:.1}\" stroke=\"#dddddd\"/>",
+            LEFT + plot_w
+        );
+        let _ = writeln!(
+            o,
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
+            LEFT - 6.0,
+            yy + 4.0,
+            esc(&num(v))
+        );
+        v += y_step;
+    }
+    let mut v = 0.0;
+    while v <= x_top + x_step / 2.0 {
+        let xx = px(v);
+        let _ = writeln!(
+            o,
+            "<line x1=\"{xx:.1}\" y1=\"{TOP}\" x2=\"{xx:.1}\" y2=\"{:.1}\" stroke=\"#dddddd\"/>",
+            TOP + plot_h
+        );
+        let _ = writeln!(
+            o,
+            "<text x=\"{xx:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+            TOP + plot_h + 16.0,
+            esc(&num(v))
+        );
+        v += x_step;
+    }
+    let _ = writeln!(
+        o,
+        "<text transform=\"translate(16,{:.1}) rotate(-90)\" text-anchor=\"middle\">{}</text>",
+        TOP + plot_h / 2.0,
+        esc(&c.y_label)
+    );
+    let _ = writeln!(
+        o,
+        "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+        LEFT + plot_w / 2.0,
+        TOP + plot_h + 36.0,
+        esc(&c.x_label)
+    );
+    for (i, (label, x, y)) in c.points.iter().enumerate() {
+        let colour = COLOURS[i % COLOURS.len()];
+        let (cx, cy) = (px(*x), py(*y));
+        let _ = writeln!(
+            o,
+            "<circle cx=\"{cx:.1}\" cy=\"{cy:.1}\" r=\"5\" fill=\"{colour}\"><title>{}: {}, {}</title></circle>",
+            esc(label),
+            esc(&num(*x)),
+            esc(&num(*y))
+        );
+        let _ = writeln!(
+            o,
+            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\">{}</text>",
+            cx + 7.0,
+            cy - 5.0,
+            esc(label)
+        );
+    }
+    let _ = writeln!(
+        o,
+        "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\" font-size=\"10\">points: means \
+         over seeds; lower and further left is better</text>",
+        WIDTH - RIGHT,
+        HEIGHT - 8.0
+    );
+    o.push_str("</svg>\n");
+    o
 }
 
 /// The file name of `experiment`'s chart of `metric` (report.md links it).
@@ -286,6 +448,21 @@ mod tests {
                 "{max}: {top} {step}"
             );
         }
+    }
+
+    #[test]
+    fn scatter_has_a_labelled_point_per_scheme() {
+        let c = Scatter {
+            title: "fig24".into(),
+            x_label: "redundancy_ratio".into(),
+            y_label: "share_n_ge_2".into(),
+            points: vec![("quic".into(), 0.05, 0.05), ("art+".into(), 0.07, f64::NAN)],
+        };
+        let svg = render_scatter(&c);
+        assert!(svg.starts_with("<svg ") && svg.ends_with("</svg>\n"));
+        assert_eq!(svg.matches("<circle").count(), 2);
+        assert!(svg.contains(">art+<") && svg.contains(">quic<"));
+        assert_eq!(svg, render_scatter(&c));
     }
 
     #[test]

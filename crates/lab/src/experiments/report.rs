@@ -181,6 +181,27 @@ pub fn report_md(scale: Scale, experiments: &[Experiment], results: &[Experiment
                 .map(|m| format!("![{} {m}]({})", r.name, plot::chart_file(&r.name, m)))
                 .collect();
             let _ = writeln!(out, "{}\n", charts.join(" "));
+            if let Some((x, ys)) = super::artplus::frontier_axes(&r.name) {
+                let mut groups: Vec<&str> = Vec::new();
+                for row in &r.rows {
+                    if !groups.contains(&row.group.as_str()) {
+                        groups.push(&row.group);
+                    }
+                }
+                let _ = writeln!(
+                    out,
+                    "Frontiers ({x} against {}), one per setting:\n",
+                    ys.join(", ")
+                );
+                for (gi, g) in groups.iter().enumerate() {
+                    let links: Vec<String> = ys
+                        .iter()
+                        .map(|y| format!("![{g} {y}]({})", plot::frontier_file(&r.name, gi, y)))
+                        .collect();
+                    let _ = writeln!(out, "- {g}: {}", links.join(" "));
+                }
+                out.push('\n');
+            }
         }
         let _ = writeln!(out, "Claims:\n");
         for c in &r.claims {

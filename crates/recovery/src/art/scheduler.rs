@@ -189,19 +189,38 @@ impl ReplicaScheduler {
             return Vec::new();
         }
         let space = self.escape_space(now, path);
-        let cycle = path.sending_cycle().as_nanos();
-        let cap = path.srtt.as_nanos();
-        let mut times = Vec::with_capacity(r);
-        times.push(now);
-        for _ in 1..r {
-            let c = rng.gen_range(0..space);
-            let offset = (u128::from(c) * cycle).min(cap);
-            // The cap is a Duration's nanos, so it fits a u64.
-            times.push(now + Duration::from_nanos(u64::try_from(offset).unwrap_or(u64::MAX)));
-        }
-        times.sort_unstable();
-        times
+        spread(now, r, space, path, rng)
     }
+}
+
+/// Send times of `r` replicas over an escape space of `space` packets
+/// (§6.3): the first at `now`, the others `c_i` sending cycles later with
+/// `c_i` uniform in `0..space`, each capped at one smoothed RTT; sorted.
+/// Empty for `r == 0`; a `space` of 0 is read as 1. Shared by ART's
+/// scheduler and `art+`, which sizes the space differently.
+pub fn spread(
+    now: Instant,
+    r: usize,
+    space: u64,
+    path: &PathView,
+    rng: &mut dyn RngCore,
+) -> Vec<Instant> {
+    if r == 0 {
+        return Vec::new();
+    }
+    let space = space.max(1);
+    let cycle = path.sending_cycle().as_nanos();
+    let cap = path.srtt.as_nanos();
+    let mut times = Vec::with_capacity(r);
+    times.push(now);
+    for _ in 1..r {
+        let c = rng.gen_range(0..space);
+        let offset = (u128::from(c) * cycle).min(cap);
+        // The cap is a Duration's nanos, so it fits a u64.
+        times.push(now + Duration::from_nanos(u64::try_from(offset).unwrap_or(u64::MAX)));
+    }
+    times.sort_unstable();
+    times
 }
 
 #[cfg(test)]

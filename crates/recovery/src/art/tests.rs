@@ -68,6 +68,7 @@ fn lost(item: u64, round: u32) -> LostData {
         retransmissions: 0,
         bytes: 1200,
         kind: DataKind::Stream,
+        position: None,
     }
 }
 
@@ -358,6 +359,7 @@ fn datagrams_are_given_up_without_touching_the_levels() {
     packet_lost(&mut p, now, &fate(1, 1, Some((1, 1))), &path());
     let l = LostData {
         kind: DataKind::Datagram,
+        position: None,
         ..lost(1, 1)
     };
     assert_eq!(

@@ -25,6 +25,7 @@ fn lost(item: u64, round: u32, sent: u64, lost: u64) -> LostData {
         retransmissions: round - 1,
         bytes: 1200,
         kind: DataKind::Stream,
+        position: None,
     }
 }
 

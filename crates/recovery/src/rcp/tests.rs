@@ -28,6 +28,7 @@ fn lost(item: u64, first_sent: u64, round: u32, kind: DataKind) -> LostData {
         retransmissions: round - 1,
         bytes: 100,
         kind,
+        position: None,
     }
 }
 

@@ -21,7 +21,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use wire::time::Instant;
 
 use crate::events::{AbandonReason, RecoveryOutcome, RecoveryRecord};
-use crate::policy::{DataKind, Decision, ItemId, LostData, ReplicaRef, MAX_REPLICAS};
+use crate::policy::{
+    DataKind, Decision, ItemId, LostData, ReplicaRef, StreamPosition, MAX_REPLICAS,
+};
 use crate::streams::StreamChunk;
 
 /// Lost data being recovered.
@@ -82,6 +84,8 @@ pub(crate) struct Remaining {
     pub stream: u64,
     /// DATAGRAM payload bytes still held.
     pub datagram: u64,
+    /// Where the stream data sits in its stream (`LostData::position`).
+    pub position: Option<StreamPosition>,
 }
 
 impl Remaining {
@@ -285,6 +289,7 @@ impl Engine {
             retransmissions: item.sent,
             bytes: remaining.stream + remaining.datagram,
             kind,
+            position: remaining.position,
         };
         let (mut times, opportunistic) = match decide(&lost) {
             Decision::Retransmit {

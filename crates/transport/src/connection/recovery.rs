@@ -15,7 +15,9 @@ use super::engine::{Remaining, ReplicaAck, ReplicaLoss, RoundStart};
 use super::spaces::{Retransmit, SentPacket};
 use super::spurious::LostEntry;
 use super::{loss, Connection, SpaceId, Timer};
-use crate::policy::{ItemId, PathView, PolicyContext, PolicyState, RecoveryPolicy, ReplicaRef};
+use crate::policy::{
+    ItemId, PathView, PolicyContext, PolicyState, RecoveryPolicy, ReplicaRef, StreamPosition,
+};
 
 impl Connection {
     pub(super) fn path_view(&self) -> PathView {
@@ -192,12 +194,23 @@ impl Connection {
         };
         let mut parts = Vec::new();
         let mut stream = 0u64;
+        let mut position: Option<StreamPosition> = None;
         for c in data.chunks {
             self.streams.unacked_parts(c, &mut parts);
             stream += parts
                 .iter()
                 .map(|p| u64::from(p.len).max(u64::from(p.fin)))
                 .sum::<u64>();
+            // The chunk's first unacknowledged byte; the item's position is
+            // its chunk nearest a stream's head.
+            if let Some(here) = parts
+                .first()
+                .and_then(|p| self.streams.position(p.id, p.offset))
+            {
+                if position.is_none_or(|q| here.behind_head < q.behind_head) {
+                    position = Some(here);
+                }
+            }
         }
         let datagram = data
             .datagrams
@@ -205,7 +218,11 @@ impl Connection {
             .filter_map(|d| self.datagram_store.get(d))
             .map(|d| d.len() as u64)
             .sum();
-        Remaining { stream, datagram }
+        Remaining {
+            stream,
+            datagram,
+            position,
+        }
     }
 
     /// Begin the next round of `id`: the engine asks the policy.

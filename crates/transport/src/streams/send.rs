@@ -95,6 +95,16 @@ impl SendStream {
         self.buf.end()
     }
 
+    /// The acknowledged prefix: every byte below it was acknowledged.
+    pub fn acked_prefix(&self) -> u64 {
+        self.buf.base()
+    }
+
+    /// New bytes the stream-level limit still lets us send.
+    pub fn stream_credit_left(&self) -> u64 {
+        self.max_data.saturating_sub(self.unsent)
+    }
+
     /// Bytes written, never sent, and within the peer's stream credit (none
     /// once reset): what only the connection's credit keeps from the wire.
     pub fn unsent_within_credit(&self) -> u64 {

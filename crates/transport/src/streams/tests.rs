@@ -401,6 +401,33 @@ fn unacked_parts_are_exactly_the_holes() {
     assert_eq!(events(&mut c), vec![StreamEvent::Finished { id }]);
 }
 
+/// `position` (for `LostData::position`): bytes in front of lost data
+/// and the flow-control credit left.
+#[test]
+fn position_counts_bytes_in_front_and_credit_left() {
+    let (mut c, _) = pair(StreamsConfig::default(), StreamsConfig::default());
+    let id = c.open(Dir::Bi).unwrap();
+    c.write(id, &[5; 3000]).unwrap();
+    let a = c.poll_chunk(1000).unwrap();
+    let b = c.poll_chunk(1000).unwrap();
+    let credit = c.position(id, a.offset).unwrap().credit_left;
+    assert!(credit > 0);
+    // Nothing acknowledged: `a` is the head, `b` has a's bytes in front.
+    assert_eq!(c.position(id, a.offset).unwrap().behind_head, 0);
+    assert_eq!(
+        c.position(id, b.offset).unwrap().behind_head,
+        u64::from(a.len)
+    );
+    // `a` acknowledged: `b` is the head now.
+    c.on_chunk_acked(&a);
+    assert_eq!(c.position(id, b.offset).unwrap().behind_head, 0);
+    // Sending more uses credit.
+    let _ = c.poll_chunk(1000).unwrap();
+    assert!(c.position(id, b.offset).unwrap().credit_left < credit);
+    // A stream we never sent on has no position.
+    assert_eq!(c.position(StreamId(400), 0), None);
+}
+
 #[test]
 fn stop_sending_resets_with_the_peer_code() {
     let (mut c, mut s) = pair(StreamsConfig::default(), StreamsConfig::default());

@@ -10,6 +10,8 @@ use std::ops::Bound;
 
 use super::control::{ControlFrame, Pending};
 use super::{di, StreamChunk, StreamEvent, Streams};
+use crate::policy::StreamPosition;
+use wire::StreamId;
 
 impl Streams {
     /// The next chunk for a packet with `max_frame_len` bytes of room for the
@@ -96,6 +98,21 @@ impl Streams {
         if let Some(send) = self.streams.get(&chunk.id).and_then(|s| s.send.as_ref()) {
             send.unacked_parts(chunk, out);
         }
+    }
+
+    /// Where lost data starting at stream offset `first_unacked` of stream
+    /// `id` sits: bytes in front of it, and the new data flow control
+    /// (stream and connection) still allows. `None` for a stream we do not
+    /// send on (gone, or reset).
+    pub fn position(&self, id: StreamId, first_unacked: u64) -> Option<StreamPosition> {
+        let send = self.streams.get(&id).and_then(|s| s.send.as_ref())?;
+        if send.reset.is_some() {
+            return None;
+        }
+        Some(StreamPosition {
+            behind_head: first_unacked.saturating_sub(send.acked_prefix()),
+            credit_left: send.stream_credit_left().min(self.send_credit.available()),
+        })
     }
 
     /// Plain retransmission: the unacknowledged parts of a lost chunk go back

@@ -23,10 +23,12 @@ fn chunk() -> Vec<StreamChunk> {
 const LEFT: Remaining = Remaining {
     stream: 100,
     datagram: 0,
+    position: None,
 };
 const NONE: Remaining = Remaining {
     stream: 0,
     datagram: 0,
+    position: None,
 };
 
 fn one_now(lost: &LostData) -> Decision {
@@ -166,6 +168,7 @@ fn dropped_datagrams_are_abandoned_but_stream_data_is_not() {
     let dg = Remaining {
         stream: 0,
         datagram: 40,
+        position: None,
     };
     assert_eq!(
         e.start_round(at(10), d, dg, drop),
@@ -315,6 +318,7 @@ impl World {
                         Remaining {
                             stream: 0,
                             datagram: 50,
+                            position: None,
                         },
                     )
                 } else {
