@@ -161,38 +161,8 @@ pub fn render_scatter(c: &Scatter) -> String {
     let px = |v: f64| LEFT + plot_w * (finite(v) / x_top).clamp(0.0, 1.0);
     let py = |v: f64| TOP + plot_h * (1.0 - (finite(v) / y_top).clamp(0.0, 1.0));
     let mut o = String::new();
-    let _ = writeln!(
-        o,
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH}\" height=\"{HEIGHT}\" \
-         viewBox=\"0 0 {WIDTH} {HEIGHT}\" font-family=\"sans-serif\" font-size=\"12\">"
-    );
-    let _ = writeln!(
-        o,
-        "<rect x=\"0\" y=\"0\" width=\"{WIDTH}\" height=\"{HEIGHT}\" fill=\"white\"/>"
-    );
-    let _ = writeln!(
-        o,
-        "<text x=\"{:.1}\" y=\"20\" text-anchor=\"middle\" font-size=\"14\">{}</text>",
-        WIDTH / 2.0,
-        esc(&c.title)
-    );
-    let mut v = 0.0;
-    while v <= y_top + y_step / 2.0 {
-        let yy = py(v);
-        let _ = writeln!(
-            o,
-            "<line x1=\"{LEFT}\" y1=\"{yy:.1}\" x2=\"{:.1}\" y2=\"{yy:.1}\" stroke=\"#dddddd\"/>",
-            LEFT + plot_w
-        );
-        let _ = writeln!(
-            o,
-            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
-            LEFT - 6.0,
-            yy + 4.0,
-            esc(&num(v))
-        );
-        v += y_step;
-    }
+    svg_open(&mut o, &c.title);
+    y_gridlines(&mut o, y_top, y_step, &py);
     let mut v = 0.0;
     while v <= x_top + x_step / 2.0 {
         let xx = px(v);
@@ -294,39 +264,9 @@ pub fn render(c: &BarChart) -> String {
     let (axis_top, step) = nice_axis(top_value);
     let y = |v: f64| TOP + plot_h * (1.0 - (v / axis_top).clamp(0.0, 1.0));
     let mut o = String::new();
-    let _ = writeln!(
-        o,
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH}\" height=\"{HEIGHT}\" \
-         viewBox=\"0 0 {WIDTH} {HEIGHT}\" font-family=\"sans-serif\" font-size=\"12\">"
-    );
-    let _ = writeln!(
-        o,
-        "<rect x=\"0\" y=\"0\" width=\"{WIDTH}\" height=\"{HEIGHT}\" fill=\"white\"/>"
-    );
-    let _ = writeln!(
-        o,
-        "<text x=\"{:.1}\" y=\"20\" text-anchor=\"middle\" font-size=\"14\">{}</text>",
-        WIDTH / 2.0,
-        esc(&c.title)
-    );
+    svg_open(&mut o, &c.title);
     // Y axis: gridlines, tick labels, label.
-    let mut v = 0.0;
-    while v <= axis_top + step / 2.0 {
-        let yy = y(v);
-        let _ = writeln!(
-            o,
-            "<line x1=\"{LEFT}\" y1=\"{yy:.1}\" x2=\"{:.1}\" y2=\"{yy:.1}\" stroke=\"#dddddd\"/>",
-            LEFT + plot_w
-        );
-        let _ = writeln!(
-            o,
-            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
-            LEFT - 6.0,
-            yy + 4.0,
-            esc(&num(v))
-        );
-        v += step;
-    }
+    y_gridlines(&mut o, axis_top, step, &y);
     let _ = writeln!(
         o,
         "<text transform=\"translate(16,{:.1}) rotate(-90)\" text-anchor=\"middle\">{}</text>",
@@ -425,6 +365,49 @@ pub fn render(c: &BarChart) -> String {
     );
     o.push_str("</svg>\n");
     o
+}
+
+/// The start of every chart: the `<svg>` element, a white background and
+/// the title.
+fn svg_open(o: &mut String, title: &str) {
+    let _ = writeln!(
+        o,
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH}\" height=\"{HEIGHT}\" \
+         viewBox=\"0 0 {WIDTH} {HEIGHT}\" font-family=\"sans-serif\" font-size=\"12\">"
+    );
+    let _ = writeln!(
+        o,
+        "<rect x=\"0\" y=\"0\" width=\"{WIDTH}\" height=\"{HEIGHT}\" fill=\"white\"/>"
+    );
+    let _ = writeln!(
+        o,
+        "<text x=\"{:.1}\" y=\"20\" text-anchor=\"middle\" font-size=\"14\">{}</text>",
+        WIDTH / 2.0,
+        esc(title)
+    );
+}
+
+/// Horizontal gridlines and tick labels of a y axis from 0 to `top` in
+/// steps of `step`, `y` mapping a value to its pixel row.
+fn y_gridlines(o: &mut String, top: f64, step: f64, y: &dyn Fn(f64) -> f64) {
+    let plot_w = WIDTH - LEFT - RIGHT;
+    let mut v = 0.0;
+    while v <= top + step / 2.0 {
+        let yy = y(v);
+        let _ = writeln!(
+            o,
+            "<line x1=\"{LEFT}\" y1=\"{yy:.1}\" x2=\"{:.1}\" y2=\"{yy:.1}\" stroke=\"#dddddd\"/>",
+            LEFT + plot_w
+        );
+        let _ = writeln!(
+            o,
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
+            LEFT - 6.0,
+            yy + 4.0,
+            esc(&num(v))
+        );
+        v += step;
+    }
 }
 
 #[cfg(test)]

@@ -11,12 +11,13 @@
 
 use wire::time::Instant;
 
-use super::engine::{Remaining, ReplicaAck, ReplicaLoss, RoundStart};
+use super::engine::{Engine, Remaining, ReplicaAck, ReplicaLoss, RoundStart};
 use super::spaces::{Retransmit, SentPacket};
 use super::spurious::LostEntry;
 use super::{loss, Connection, SpaceId, Timer};
 use crate::policy::{
-    ItemId, PathView, PolicyContext, PolicyState, RecoveryPolicy, ReplicaRef, StreamPosition,
+    Decision, ItemId, LostData, PathView, PolicyContext, PolicyState, RecoveryPolicy, ReplicaRef,
+    StreamPosition,
 };
 
 impl Connection {
@@ -227,17 +228,38 @@ impl Connection {
 
     /// Begin the next round of `id`: the engine asks the policy.
     pub(super) fn start_round(&mut self, now: Instant, id: ItemId) {
+        let start = self.round_with_policy(now, id, |e, now, id, remaining, decide| {
+            e.start_round(now, id, remaining, decide)
+        });
+        self.round_started(now, id, start);
+    }
+
+    /// Runs `round` (the engine's start or resumption of `id`'s round)
+    /// with the policy's `on_data_lost` as its decision, in a
+    /// [`PolicyContext`] at `now`, then hands on what the policy published.
+    fn round_with_policy(
+        &mut self,
+        now: Instant,
+        id: ItemId,
+        round: impl FnOnce(
+            &mut Engine,
+            Instant,
+            ItemId,
+            Remaining,
+            &mut dyn FnMut(&LostData) -> Decision,
+        ) -> RoundStart,
+    ) -> RoundStart {
         let remaining = self.remaining(id);
         let path = self.path_view();
         self.policy_events
             .set_listening(!self.subscribers.is_empty());
         let policy = &mut self.policy;
         let mut cx = PolicyContext::new(now, &path, &mut self.rng, &mut self.policy_events);
-        let start = self.engine.start_round(now, id, remaining, |lost| {
+        let start = round(&mut self.engine, now, id, remaining, &mut |lost| {
             policy.on_data_lost(&mut cx, lost)
         });
         self.flush_policy_events(now);
-        self.round_started(now, id, start);
+        start
     }
 
     /// Ask the policy again for the round of `id` whose decision it
@@ -246,16 +268,9 @@ impl Connection {
     /// been). Returns false when the item is gone or its round is not
     /// deferred. The driver then polls the connection for what to send.
     pub fn resume_round(&mut self, now: Instant, id: ItemId) -> bool {
-        let remaining = self.remaining(id);
-        let path = self.path_view();
-        self.policy_events
-            .set_listening(!self.subscribers.is_empty());
-        let policy = &mut self.policy;
-        let mut cx = PolicyContext::new(now, &path, &mut self.rng, &mut self.policy_events);
-        let start = self.engine.resume_round(now, id, remaining, |lost| {
-            policy.on_data_lost(&mut cx, lost)
+        let start = self.round_with_policy(now, id, |e, now, id, remaining, decide| {
+            e.resume_round(now, id, remaining, decide)
         });
-        self.flush_policy_events(now);
         let known = start != RoundStart::Unknown;
         self.round_started(now, id, start);
         self.publish_recovery_records(now);
