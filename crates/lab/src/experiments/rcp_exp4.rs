@@ -95,17 +95,21 @@ pub fn exp4_run(case: &Case, seed: u64) -> Result<BTreeMap<String, f64>, String>
         .as_ref()
         .and_then(|c| c.changes().first().map(|&(at, _)| at))
         .ok_or("the scenario has no rate change")?;
-    let slot = wire::time::Duration::from_secs_f64(SLOT_MS / 1e3);
-    let slots = u64::try_from(change.as_nanos() / slot.as_nanos().max(1)).unwrap_or(0);
+    // The slot an instant (since the start) falls in.
+    let slot_ns = wire::time::Duration::from_secs_f64(SLOT_MS / 1e3)
+        .as_nanos()
+        .max(1);
+    let slot_of = |since_start: wire::time::Duration| since_start.as_nanos() / slot_ns;
+    let change_slot = u64::try_from(slot_of(change)).unwrap_or(0);
     // One message per slot: the last message's slot ends the run.
     let apps::workload::Workload::Messages { params } = &case.scenario.workload else {
         return Err("rcp-exp4 runs the message workload".into());
     };
     let end_slot = params.messages;
     let windows = [
-        ("retx_before", 0, slots),
-        ("retx_early", slots, slots + EARLY_SLOTS),
-        ("retx_late", slots + LATE_FROM, end_slot),
+        ("retx_before", 0, change_slot),
+        ("retx_early", change_slot, change_slot + EARLY_SLOTS),
+        ("retx_late", change_slot + LATE_FROM, end_slot),
     ];
     for (name, from, to) in windows {
         if to <= from || to > end_slot {
@@ -114,10 +118,7 @@ pub fn exp4_run(case: &Case, seed: u64) -> Result<BTreeMap<String, f64>, String>
         let count: u64 = r
             .message_retransmissions
             .iter()
-            .filter(|(t, _)| {
-                let s = t.since_epoch().as_nanos() / slot.as_nanos().max(1);
-                (u128::from(from)..u128::from(to)).contains(&s)
-            })
+            .filter(|(t, _)| (u128::from(from)..u128::from(to)).contains(&slot_of(t.since_epoch())))
             .map(|&(_, n)| u64::from(n))
             .sum();
         metrics.insert(name.into(), count as f64 * 1000.0 / (to - from) as f64);
