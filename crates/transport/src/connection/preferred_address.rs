@@ -406,3 +406,42 @@ impl Connection {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn addresses() -> PreferredAddresses {
+        let mut a = PreferredAddresses::default();
+        a.add("127.0.0.2:4434".parse().unwrap()).unwrap();
+        a
+    }
+
+    #[test]
+    fn a_server_offers_its_address_with_a_connection_id_of_its_length() {
+        let offer = server_offer(&addresses(), 8, RngSeed::Fixed(3)).expect("an offer");
+        assert_eq!(offer.cid.len(), 8);
+        assert_eq!(offer.v4, Some("127.0.0.2:4434".parse().unwrap()));
+        assert_eq!(offer.v6, None);
+        // Another seed, another connection ID and token.
+        let other = server_offer(&addresses(), 8, RngSeed::Fixed(4)).expect("an offer");
+        assert_ne!(offer.cid, other.cid);
+        assert_ne!(offer.reset_token, other.reset_token);
+    }
+
+    #[test]
+    fn no_offer_without_addresses_or_with_zero_length_ids() {
+        assert!(server_offer(&PreferredAddresses::default(), 8, RngSeed::Fixed(3)).is_none());
+        // RFC 9000 §18.2: zero-length connection IDs, no preferred address.
+        assert!(server_offer(&addresses(), 0, RngSeed::Fixed(3)).is_none());
+    }
+
+    #[test]
+    fn one_address_per_family() {
+        let mut a = addresses();
+        assert!(a.add("127.0.0.3:1".parse().unwrap()).is_err());
+        assert!(a.add("[::1]:1".parse().unwrap()).is_ok());
+        assert!(a.add("[::2]:1".parse().unwrap()).is_err());
+        assert_eq!(a.iter().count(), 2);
+    }
+}
