@@ -222,6 +222,19 @@ struct ServeArgs {
     /// (docs/endpoint.md, "Resumption and 0-RTT").
     #[arg(long)]
     resumption: bool,
+    /// QUIC versions to accept, comma-separated: v1 (RFC 9000), v2 (RFC
+    /// 9369). With both (the default), a v2 client is served in v2, and a
+    /// v1 client that offers v2 in its version_information is switched to
+    /// v2 (compatible version negotiation, RFC 9368); a v1 client that
+    /// offers nothing stays in v1. Clients of an unlisted version get a
+    /// Version Negotiation packet.
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        default_value = "v1,v2"
+    )]
+    quic_versions: Vec<wire::Version>,
     #[command(flatten)]
     transport: TransportArgs,
 }
@@ -292,6 +305,14 @@ struct GetArgs {
     /// ends' clocks differ, so no latency is reported.
     #[command(flatten, next_help_heading = "Message workload (with --messages)")]
     messages: message_args::MessageArgs,
+    /// The QUIC version to connect with: v1 (RFC 9000) or v2 (RFC 9369).
+    /// The whole connection runs in it, first Initial included; with v2 the
+    /// client sends a version_information transport parameter offering v2
+    /// alone (RFC 9368), so a server cannot switch it to another version.
+    /// A server without v2 answers with Version Negotiation and the
+    /// connection fails. The version used is printed on stderr when not v1.
+    #[arg(long, value_name = "VERSION", default_value = "v1")]
+    quic_version: wire::Version,
     #[command(flatten)]
     transport: TransportArgs,
 }
@@ -336,7 +357,12 @@ fn init_tracing() {
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Serve(a) => {
-            let transport = a.transport.config(&a.recovery)?;
+            let mut transport = a.transport.config(&a.recovery)?;
+            anyhow::ensure!(
+                !a.quic_versions.is_empty(),
+                "--quic-versions needs a version"
+            );
+            transport.versions = a.quic_versions.clone();
             let app = match (a.messages.params()?, a.root) {
                 (Some(params), _) => serve::ServeApp::Messages(params),
                 (None, Some(root)) => serve::ServeApp::Http { root },
@@ -364,7 +390,8 @@ fn run(cli: Cli) -> Result<()> {
                 a.timeout.is_finite() && a.timeout > 0.0,
                 "--timeout must be a positive number of seconds"
             );
-            let transport = a.transport.config("quic")?;
+            let mut transport = a.transport.config("quic")?;
+            transport.versions = vec![a.quic_version];
             let report = get::run(get::GetOptions {
                 url: a.url,
                 output: a.output,
@@ -408,6 +435,13 @@ fn run(cli: Cli) -> Result<()> {
                 "received {} bytes in {:.3} s: {:.1} Mbit/s",
                 report.bytes, secs, mbps
             );
+            if let Some(c) = report
+                .connections
+                .last()
+                .filter(|c| c.version != wire::Version::V1)
+            {
+                eprintln!("QUIC version: {}", c.version);
+            }
             if let Some(p) = &report.playback {
                 if a.stats {
                     println!("{}", get::playback_json(p));

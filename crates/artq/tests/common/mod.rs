@@ -341,6 +341,17 @@ pub fn aioquic_download(
     out: &Path,
     deadline: Duration,
 ) -> Result<process::RunOutput, String> {
+    aioquic_download_with(url, out, deadline, &[])
+}
+
+/// [`aioquic_download`] with more arguments for the script (e.g.
+/// `--negotiate-v2`).
+pub fn aioquic_download_with(
+    url: &str,
+    out: &Path,
+    deadline: Duration,
+    extra: &[&str],
+) -> Result<process::RunOutput, String> {
     let python = interop_python()?;
     let inner = deadline
         .saturating_sub(Duration::from_secs(5))
@@ -354,7 +365,8 @@ pub fn aioquic_download(
             url,
             "-o",
         ])
-        .arg(out);
+        .arg(out)
+        .args(extra);
     process::run_with_deadline(cmd, deadline)
 }
 
