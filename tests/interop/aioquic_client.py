@@ -12,7 +12,7 @@ the response bytes until the server's FIN.
 
 Usage::
 
-    aioquic_client.py [--insecure] [--timeout S] [-o FILE] https://HOST:PORT/path
+    aioquic_client.py [--insecure] [--timeout S] [--negotiate-v2] [-o FILE] https://HOST:PORT/path
 
 On success it writes the body to FILE (or stdout), prints one summary line to
 stderr (``received N bytes in T s: G Mbit/s``, the same shape as `artq get`),
@@ -119,6 +119,7 @@ async def download(args: argparse.Namespace, sink: BinaryIO) -> tuple[int, float
     configuration = QuicConfiguration(is_client=True, alpn_protocols=[ALPN])
     if args.insecure:
         configuration.verify_mode = ssl.CERT_NONE
+    client_cli.apply_version_args(args, configuration)
     async with connect(
         host, port, configuration=configuration, create_protocol=HqClientProtocol
     ) as protocol:
@@ -126,6 +127,7 @@ async def download(args: argparse.Namespace, sink: BinaryIO) -> tuple[int, float
         start = time.monotonic()
         received = await protocol.get(path, sink)
         elapsed = time.monotonic() - start
+        client_cli.report_version(protocol._quic)
     return received, elapsed
 
 

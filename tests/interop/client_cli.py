@@ -27,6 +27,24 @@ EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_TIMEOUT = 3
 
+QUIC_V1 = 0x00000001
+QUIC_V2 = 0x6B3343CF
+
+
+def apply_version_args(args: argparse.Namespace, configuration) -> None:
+    """``--negotiate-v2``: start in v1 and list v2 first among the versions
+    the first flight is compatible with, as aioquic's own example client
+    does; the server then may answer in v2."""
+    if args.negotiate_v2:
+        configuration.original_version = QUIC_V1
+        configuration.supported_versions = [QUIC_V2, QUIC_V1]
+
+
+def report_version(quic) -> None:
+    """Prints the QUIC version the connection ended up in (stderr), so a
+    test can check that negotiation really happened."""
+    print(f"quic version: {quic._version:#010x}", file=sys.stderr)
+
 
 def parse_url(url: str) -> tuple[str, int, str]:
     """Splits an https URL into (host, port, path); raises ValueError if bad."""
@@ -58,6 +76,12 @@ def main(
     )
     parser.add_argument(
         "--timeout", type=float, default=60.0, help="give up after this many seconds"
+    )
+    parser.add_argument(
+        "--negotiate-v2",
+        action="store_true",
+        help="send a QUIC v1 first flight offering v2 (compatible version "
+        "negotiation, RFC 9368) and follow the server to v2 if it switches",
     )
     args = parser.parse_args(argv)
     try:

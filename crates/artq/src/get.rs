@@ -67,6 +67,8 @@ pub struct ConnectionStart {
     pub zero_rtt: transport::ZeroRttStatus,
     /// 0-RTT packets it sent.
     pub zero_rtt_packets: u64,
+    /// The QUIC version it ran in.
+    pub version: wire::Version,
 }
 
 /// What `artq get` does with its URL.
@@ -281,11 +283,13 @@ impl ConnectionRun<'_> {
                 resumed: c.is_resumed(),
                 zero_rtt: c.zero_rtt_status(),
                 zero_rtt_packets: c.stats().zero_rtt_packets_sent,
+                version: c.version(),
             })
             .unwrap_or(ConnectionStart {
                 resumed: false,
                 zero_rtt: transport::ZeroRttStatus::NotAttempted,
                 zero_rtt_packets: 0,
+                version: wire::Version::V1,
             });
         Ok((report, start))
     }

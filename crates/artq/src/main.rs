@@ -228,6 +228,19 @@ struct ServeArgs {
     /// address (repeat the flag for both); port 0 picks one.
     #[arg(long, value_name = "ADDR:PORT")]
     preferred_address: Vec<SocketAddr>,
+    /// QUIC versions to accept, comma-separated: v1 (RFC 9000), v2 (RFC
+    /// 9369). With both (the default), a v2 client is served in v2, and a
+    /// v1 client that offers v2 in its version_information is switched to
+    /// v2 (compatible version negotiation, RFC 9368); a v1 client that
+    /// offers nothing stays in v1. Clients of an unlisted version get a
+    /// Version Negotiation packet.
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        default_value = "v1,v2"
+    )]
+    quic_versions: Vec<wire::Version>,
     #[command(flatten)]
     transport: TransportArgs,
 }
@@ -305,6 +318,14 @@ struct GetArgs {
     /// PTOs: it stays).
     #[arg(long)]
     no_preferred_address: bool,
+    /// The QUIC version to connect with: v1 (RFC 9000) or v2 (RFC 9369).
+    /// The whole connection runs in it, first Initial included; with v2 the
+    /// client sends a version_information transport parameter offering v2
+    /// alone (RFC 9368), so a server cannot switch it to another version.
+    /// A server without v2 answers with Version Negotiation and the
+    /// connection fails. The version used is printed on stderr when not v1.
+    #[arg(long, value_name = "VERSION", default_value = "v1")]
+    quic_version: wire::Version,
     #[command(flatten)]
     transport: TransportArgs,
 }
@@ -349,7 +370,12 @@ fn init_tracing() {
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Serve(a) => {
-            let transport = a.transport.config(&a.recovery)?;
+            let mut transport = a.transport.config(&a.recovery)?;
+            anyhow::ensure!(
+                !a.quic_versions.is_empty(),
+                "--quic-versions needs a version"
+            );
+            transport.versions = a.quic_versions.clone();
             let app = match (a.messages.params()?, a.root) {
                 (Some(params), _) => serve::ServeApp::Messages(params),
                 (None, Some(root)) => serve::ServeApp::Http { root },
@@ -380,6 +406,7 @@ fn run(cli: Cli) -> Result<()> {
             );
             let mut transport = a.transport.config("quic")?;
             transport.follow_preferred_address = !a.no_preferred_address;
+            transport.versions = vec![a.quic_version];
             let report = get::run(get::GetOptions {
                 url: a.url,
                 output: a.output,
@@ -426,6 +453,13 @@ fn run(cli: Cli) -> Result<()> {
             if let Some(addr) = report.moved_to {
                 // A contract too: tests read it.
                 eprintln!("moved to the server's preferred address {addr}");
+            }
+            if let Some(c) = report
+                .connections
+                .last()
+                .filter(|c| c.version != wire::Version::V1)
+            {
+                eprintln!("QUIC version: {}", c.version);
             }
             if let Some(p) = &report.playback {
                 if a.stats {

@@ -268,6 +268,8 @@ struct ConnectionSummary<'a> {
     scheme: &'a str,
     ended: String,
     retried: bool,
+    /// The QUIC version the connection ran in ("v1", "v2").
+    quic_version: &'static str,
     #[serde(flatten)]
     stats: &'a transport::ConnectionStats,
 }
@@ -306,6 +308,7 @@ impl Observer for ServeObserver {
                 scheme: &self.scheme,
                 ended: reason.to_string(),
                 retried: conn.was_retried(),
+                quic_version: conn.version().name(),
                 stats: &s,
             };
             let written = serde_json::to_string(&line)
@@ -322,9 +325,10 @@ impl Observer for ServeObserver {
             ""
         };
         eprintln!(
-            "connection {} from {} ({alpn}) ended ({reason}): sent {} packets ({} bytes), lost {}, replicas {}, n_max {}, n_hist {:?}, cwnd {} B, srtt {:.1} ms, min_rtt {:.1} ms{retried}",
+            "connection {} from {} ({alpn}, QUIC {}) ended ({reason}): sent {} packets ({} bytes), lost {}, replicas {}, n_max {}, n_hist {:?}, cwnd {} B, srtt {:.1} ms, min_rtt {:.1} ms{retried}",
             h.0,
             conn.remote_address(),
+            conn.version(),
             s.packets_sent,
             s.bytes_sent,
             s.lost_packets,

@@ -52,6 +52,37 @@ pub struct TransportConfig {
     /// the handshake is confirmed and the address validates. On by
     /// default; a server that offers none is unaffected.
     pub follow_preferred_address: bool,
+    /// The QUIC versions this endpoint speaks (RFC 9000 v1, RFC 9369 v2),
+    /// most preferred first; never empty (an empty list means `[V1]`).
+    ///
+    /// A client sends its first Initial in the first one, and offers only
+    /// that one in its version_information (it does not follow a server's
+    /// compatible switch to another version: RFC 9368 §2.3 lets a client
+    /// disable that by listing its Chosen Version alone). A server accepts
+    /// first flights of every listed version, answers a v1 client that
+    /// offers v2 in v2 (compatible negotiation, RFC 9368 §2.3, RFC 9369
+    /// §4: the client's first listed version it also supports), and lists
+    /// them in Version Negotiation packets. An endpoint whose list is just
+    /// `[V1]` (the default) sends no version_information at all, so a v1-only
+    /// handshake is byte for byte what it was before v2 existed.
+    pub versions: Vec<wire::Version>,
+}
+
+impl TransportConfig {
+    /// The versions of [`Self::versions`], `[V1]` when it is empty.
+    pub fn versions(&self) -> &[wire::Version] {
+        if self.versions.is_empty() {
+            &[wire::Version::V1]
+        } else {
+            &self.versions
+        }
+    }
+
+    /// Whether this endpoint takes part in version negotiation by
+    /// version_information (RFC 9368 §3): it speaks anything but v1 alone.
+    pub fn negotiates_versions(&self) -> bool {
+        self.versions() != [wire::Version::V1]
+    }
 }
 
 impl Default for TransportConfig {
@@ -72,6 +103,7 @@ impl Default for TransportConfig {
             fec: FecConfig::default(),
             ecn: false,
             follow_preferred_address: true,
+            versions: vec![wire::Version::V1],
         }
     }
 }

@@ -341,7 +341,7 @@ fn client_handshake(data: &[u8]) -> FuzzOutcome {
         }) => (dst_cid, src_cid),
         _ => panic!("the client's first datagram is not a long-header packet"),
     };
-    let keys = crypto::initial_keys(&original_dcid, wire::Side::Server);
+    let keys = crypto::initial_keys(&original_dcid, wire::Side::Server, wire::Version::V1);
     let server_cid = ConnectionId::new(&[0x5e; 8]).unwrap_or_default();
     let mut pn = 0u64;
     for (op, bytes) in (Records {
@@ -354,7 +354,7 @@ fn client_handshake(data: &[u8]) -> FuzzOutcome {
                 let layout = packet::write_long_header(
                     &mut d,
                     LongType::Initial,
-                    packet::QUIC_V1,
+                    wire::Version::V1,
                     &client_scid,
                     &server_cid,
                     &[],

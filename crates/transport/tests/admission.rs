@@ -164,7 +164,7 @@ fn client_hello(datagram: &[u8]) -> Vec<u8> {
     else {
         panic!("not a long header");
     };
-    let keys = crypto::initial_keys(&dst_cid, Side::Server);
+    let keys = crypto::initial_keys(&dst_cid, Side::Server, wire::Version::V1);
     let mut p = datagram[..len].to_vec();
     let (_, pn_len, truncated) =
         crypto::remove_header_protection(&*keys.remote.header, &mut p, pn_offset).unwrap();
@@ -186,12 +186,12 @@ fn seal_client_initial(
     pn: u64,
     frames: &[u8],
 ) -> Vec<u8> {
-    let keys = crypto::initial_keys(dcid, Side::Client);
+    let keys = crypto::initial_keys(dcid, Side::Client, wire::Version::V1);
     let mut out = Vec::new();
     let layout = packet::write_long_header(
         &mut out,
         LongType::Initial,
-        packet::QUIC_V1,
+        wire::Version::V1,
         dcid,
         scid,
         &[],
@@ -225,13 +225,13 @@ fn forged_retry(
     let mut out = Vec::new();
     packet::write_retry(
         &mut out,
-        packet::QUIC_V1,
+        wire::Version::V1,
         client_scid,
         &retry_scid,
         token,
         0,
     );
-    let mut tag = crypto::retry_integrity_tag(original_dcid, &out).unwrap();
+    let mut tag = crypto::retry_integrity_tag(wire::Version::V1, original_dcid, &out).unwrap();
     if !good_tag {
         tag[3] ^= 0x10;
     }
@@ -699,14 +699,14 @@ fn forged_new_token_is_ignored() {
     let (d, _) = client_first_datagram(77, SocketAddr::from(([127, 0, 0, 1], 4433)));
     let hello = client_hello(&d);
     let scid = long_header(&d).unwrap().scid;
-    let keys = crypto::initial_keys(&dcid, Side::Client);
+    let keys = crypto::initial_keys(&dcid, Side::Client, wire::Version::V1);
     let mut token = vec![2u8];
     token.extend_from_slice(&[0x11; 40]);
     let mut out = Vec::new();
     let layout = packet::write_long_header(
         &mut out,
         LongType::Initial,
-        packet::QUIC_V1,
+        wire::Version::V1,
         &dcid,
         &scid,
         &token,
@@ -731,5 +731,9 @@ fn forged_new_token_is_ignored() {
     let t = ep.poll_transmit(Instant::ZERO, &mut buf).expect("a Retry");
     let h = long_header(&buf[..t.size]).unwrap();
     assert_eq!((h.ty, h.dcid), (LongType::Retry, scid));
-    assert!(crypto::verify_retry_integrity(&dcid, &buf[..t.size]));
+    assert!(crypto::verify_retry_integrity(
+        wire::Version::V1,
+        &dcid,
+        &buf[..t.size]
+    ));
 }

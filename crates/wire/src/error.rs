@@ -47,6 +47,7 @@ codes! {
     KEY_UPDATE_ERROR = 0xe, "A key update went wrong.";
     AEAD_LIMIT_REACHED = 0xf, "The AEAD integrity limit was reached.";
     NO_VIABLE_PATH = 0x10, "No usable network path.";
+    VERSION_NEGOTIATION_ERROR = 0x11, "Version negotiation failed a downgrade check (RFC 9368 §6).";
 }
 
 impl TransportErrorCode {

@@ -101,9 +101,7 @@ pub fn transport_params(data: &[u8]) {
 mod tests {
     use super::*;
     use crate::cid::ConnectionId;
-    use crate::packet::{
-        set_long_length, write_long_header, write_short_header, LongType, QUIC_V1,
-    };
+    use crate::packet::{set_long_length, write_long_header, write_short_header, LongType};
     use proptest::prelude::*;
 
     /// A datagram of valid coalesced packets around valid frames, then mutated:
@@ -128,8 +126,16 @@ mod tests {
                         } else {
                             LongType::Handshake
                         };
-                        let layout =
-                            write_long_header(&mut out, ty, QUIC_V1, &cid, &cid, &[], i as u64, 1);
+                        let layout = write_long_header(
+                            &mut out,
+                            ty,
+                            crate::Version::V1,
+                            &cid,
+                            &cid,
+                            &[],
+                            i as u64,
+                            1,
+                        );
                         out.extend_from_slice(payload);
                         out.push(0x01);
                         let end = out.len();

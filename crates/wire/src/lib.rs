@@ -1,4 +1,4 @@
-//! artq-wire: the QUIC v1 wire format, and nothing else.
+//! artq-wire: the QUIC v1 and v2 wire format, and nothing else.
 //!
 //! Pure codecs with no I/O, no clock and no allocation beyond what a decoded
 //! value needs. Every decoder takes untrusted bytes and returns `Err` instead of
@@ -13,6 +13,8 @@
 //! - [`frame`]: every RFC 9000 frame plus DATAGRAM (RFC 9221), decoded as
 //!   borrowed values by [`FrameIter`], with header-only writers for the send path.
 //! - [`transport_params`]: the TLS transport parameters extension (RFC 9000 §18).
+//! - [`version`]: QUIC v1 and v2 (RFC 9369) and every constant that differs
+//!   between them.
 //! - [`time`]: the sans-IO [`time::Instant`].
 //! - [`fuzzing`]: the bodies of the fuzz targets, also run as property tests.
 //!
@@ -32,6 +34,7 @@ pub mod side;
 pub mod time;
 pub mod transport_params;
 pub mod varint;
+pub mod version;
 
 pub use cid::{ConnectionId, ResetToken};
 pub use coding::{BufMutExt, Reader};
@@ -41,3 +44,4 @@ pub use packet::{LongType, ProtectedHeader, QUIC_V1};
 pub use side::{Dir, Side, StreamId};
 pub use transport_params::TransportParameters;
 pub use varint::{varint_len, VarInt};
+pub use version::Version;

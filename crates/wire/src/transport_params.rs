@@ -1,6 +1,7 @@
 //! QUIC transport parameters (RFC 9000 §18), carried in the TLS
 //! quic_transport_parameters extension, plus max_datagram_frame_size
-//! (RFC 9221 §3) and grease_quic_bit (RFC 9287 §3).
+//! (RFC 9221 §3), grease_quic_bit (RFC 9287 §3) and version_information
+//! (RFC 9368 §3).
 //!
 //! Decoding enforces everything RFC 9000 §7.4 and §18.2 let a receiver check
 //! on its own; checks that need connection state (initial_source_connection_id
@@ -52,6 +53,8 @@ pub mod param_id {
     pub const INITIAL_SOURCE_CONNECTION_ID: u64 = 0x0f;
     /// retry_source_connection_id (server only).
     pub const RETRY_SOURCE_CONNECTION_ID: u64 = 0x10;
+    /// version_information (RFC 9368 §3): Chosen Version, Available Versions.
+    pub const VERSION_INFORMATION: u64 = 0x11;
     /// max_datagram_frame_size (RFC 9221 §3).
     pub const MAX_DATAGRAM_FRAME_SIZE: u64 = 0x20;
     /// grease_quic_bit (RFC 9287 §3, zero-length).
@@ -119,6 +122,72 @@ pub struct TransportParameters {
     pub grease_quic_bit: bool,
     /// artq private: the sender of these parameters decodes ARTQ_FEC frames.
     pub artq_fec: bool,
+    /// Compatible version negotiation (RFC 9368 §3); `None` when absent.
+    pub version_information: Option<VersionInformation>,
+}
+
+/// Most Available Versions a version_information parameter may list here.
+/// RFC 9368 sets no limit; real lists have two to four entries (a greased
+/// one included), so 64 is generous and bounds what a peer makes us store.
+pub const MAX_AVAILABLE_VERSIONS: usize = 64;
+
+/// The value of the version_information transport parameter (RFC 9368 §3):
+/// the version the sender chose for this connection, and the versions it
+/// offers (client: what its first flight is compatible with, in order of
+/// preference; server: every version it supports). Versions are raw `u32`s
+/// because a list may hold versions we do not implement (greased ones,
+/// 0x?a?a?a?a, included).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VersionInformation {
+    /// Chosen Version: never 0.
+    pub chosen: u32,
+    /// Available Versions: none is 0; at most [`MAX_AVAILABLE_VERSIONS`].
+    pub available: Vec<u32>,
+}
+
+impl VersionInformation {
+    /// Appends the value (without id and length).
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.put_u32(self.chosen);
+        for &v in &self.available {
+            out.put_u32(v);
+        }
+    }
+
+    /// Parses a value sent by `sent_by`. Every failure RFC 9368 §4 calls a
+    /// parsing failure is an error here (it maps to TRANSPORT_PARAMETER_ERROR):
+    /// shorter than 4 bytes, a length not a multiple of 4, a Chosen or an
+    /// Available Version of 0, and from a client a Chosen Version missing
+    /// from its Available Versions. Never panics; at most
+    /// [`MAX_AVAILABLE_VERSIONS`] entries are kept, more is an error.
+    pub fn decode(value: &[u8], sent_by: Side) -> Result<Self, DecodeError> {
+        if value.len() < 4 {
+            return Err(invalid("version_information shorter than 4 bytes"));
+        }
+        if value.len() % 4 != 0 {
+            return Err(invalid("version_information not a multiple of 4 bytes"));
+        }
+        if value.len() / 4 - 1 > MAX_AVAILABLE_VERSIONS {
+            return Err(invalid("version_information lists too many versions"));
+        }
+        let mut words = value
+            .chunks_exact(4)
+            .map(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]));
+        let chosen = words.next().unwrap_or(0);
+        let available: Vec<u32> = words.collect();
+        if chosen == 0 {
+            return Err(invalid("version_information Chosen Version is 0"));
+        }
+        if available.contains(&0) {
+            return Err(invalid("version_information Available Version is 0"));
+        }
+        if sent_by == Side::Client && !available.contains(&chosen) {
+            return Err(invalid(
+                "client version_information Chosen Version not in Available Versions",
+            ));
+        }
+        Ok(VersionInformation { chosen, available })
+    }
 }
 
 impl Default for TransportParameters {
@@ -144,6 +213,7 @@ impl Default for TransportParameters {
             max_datagram_frame_size: None,
             grease_quic_bit: false,
             artq_fec: false,
+            version_information: None,
         }
     }
 }
@@ -185,6 +255,7 @@ fn known_index(id: u64) -> Option<u32> {
         param_id::MAX_DATAGRAM_FRAME_SIZE => Some(17),
         param_id::GREASE_QUIC_BIT => Some(18),
         param_id::ARTQ_FEC => Some(19),
+        param_id::VERSION_INFORMATION => Some(20),
         _ => None,
     }
 }
@@ -268,6 +339,11 @@ impl TransportParameters {
         }
         if let Some(cid) = &self.retry_source_connection_id {
             put_bytes_param(out, id::RETRY_SOURCE_CONNECTION_ID, cid);
+        }
+        if let Some(info) = &self.version_information {
+            let mut value = Vec::with_capacity(4 + 4 * info.available.len());
+            info.encode(&mut value);
+            put_bytes_param(out, id::VERSION_INFORMATION, &value);
         }
         if let Some(size) = self.max_datagram_frame_size {
             put_varint_param(out, id::MAX_DATAGRAM_FRAME_SIZE, size);
@@ -398,6 +474,9 @@ impl TransportParameters {
                         return Err(invalid("grease_quic_bit is not empty"));
                     }
                     p.grease_quic_bit = true;
+                }
+                id::VERSION_INFORMATION => {
+                    p.version_information = Some(VersionInformation::decode(value, sent_by)?);
                 }
                 id::ARTQ_FEC => {
                     if !value.is_empty() {

@@ -341,15 +341,28 @@ pub fn aioquic_download(
     out: &Path,
     deadline: Duration,
 ) -> Result<process::RunOutput, String> {
-    aioquic_download_in(None, url, out, deadline)
+    aioquic_download_in(None, url, out, deadline, &[])
 }
 
-/// [`aioquic_download`] inside the network namespace `ns` when given.
+/// [`aioquic_download`] with more arguments for the script (e.g.
+/// `--negotiate-v2`).
+pub fn aioquic_download_with(
+    url: &str,
+    out: &Path,
+    deadline: Duration,
+    extra: &[&str],
+) -> Result<process::RunOutput, String> {
+    aioquic_download_in(None, url, out, deadline, extra)
+}
+
+/// [`aioquic_download`] inside the network namespace `ns` when given, with
+/// `extra` arguments for the script.
 pub fn aioquic_download_in(
     ns: Option<&netns::NetNs>,
     url: &str,
     out: &Path,
     deadline: Duration,
+    extra: &[&str],
 ) -> Result<process::RunOutput, String> {
     let python = interop_python()?;
     let inner = deadline
@@ -367,7 +380,8 @@ pub fn aioquic_download_in(
             url,
             "-o",
         ])
-        .arg(out);
+        .arg(out)
+        .args(extra);
     process::run_with_deadline(cmd, deadline)
 }
 

@@ -62,6 +62,7 @@ impl Connection {
             .with_frame(0x06)
         })?;
         self.authenticate_cids(&params)?;
+        self.check_version_information(&params)?;
         self.streams.set_peer_params(&params);
         self.peer_max_ack_delay = Duration::from_millis(params.max_ack_delay_ms);
         self.peer_ack_delay_exponent = params.ack_delay_exponent as u8;

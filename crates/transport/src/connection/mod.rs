@@ -61,6 +61,7 @@ pub(crate) mod spaces;
 mod spurious;
 mod timer;
 mod validation;
+mod version;
 mod zero_rtt;
 
 use std::collections::VecDeque;
@@ -71,7 +72,7 @@ use rand::RngCore;
 use wire::cid::ConnectionId;
 use wire::time::{Duration, Instant};
 use wire::transport_params::TransportParameters;
-use wire::Side;
+use wire::{Side, Version};
 
 use crate::config::{ClientConfig, ServerConfig, TransportConfig};
 use crate::congestion::{Controller, DeliveryRateEstimator};
@@ -190,6 +191,8 @@ pub struct Connection {
     config: Arc<TransportConfig>,
     state: State,
     tls: TlsSession,
+    /// The QUIC version, and the server's compatible negotiation.
+    version: version::VersionState,
     initial_keys: Option<Keys>,
     handshake_keys: Option<Keys>,
     one_rtt: Option<OneRttKeys>,
@@ -310,7 +313,8 @@ impl core::fmt::Debug for Connection {
     }
 }
 
-/// The connection IDs a connection starts with (RFC 9000 §7.2).
+/// The connection IDs a connection starts with (RFC 9000 §7.2), and the
+/// version of its first Initial.
 struct HandshakeIds {
     local: ConnectionId,
     remote: ConnectionId,
@@ -319,6 +323,8 @@ struct HandshakeIds {
     /// The DCID the Initial keys derive from (RFC 9001 §5.2): the original
     /// one, or after a Retry the SCID of that Retry.
     initial_dcid: ConnectionId,
+    /// The version of the client's first Initial.
+    version: Version,
 }
 
 /// What the endpoint decided about a client before creating the server's
@@ -343,6 +349,8 @@ pub struct ServerSetup {
     /// A token to give the client in a NEW_TOKEN frame once the handshake
     /// is complete.
     pub new_token: Option<Vec<u8>>,
+    /// The version of the client's first Initial (one the server speaks).
+    pub version: Version,
 }
 
 /// Failure to create a connection.
@@ -372,7 +380,8 @@ impl Connection {
             side,
             state: State::Handshake,
             tls,
-            initial_keys: Some(crypto::initial_keys(&ids.initial_dcid, side)),
+            initial_keys: Some(crypto::initial_keys(&ids.initial_dcid, side, ids.version)),
+            version: version::VersionState::new(ids.version, ids.initial_dcid),
             handshake_keys: None,
             one_rtt: None,
             zero_rtt: zero_rtt::ZeroRtt::new(),
@@ -473,15 +482,24 @@ impl Connection {
         let mut dcid_bytes = [0u8; 8];
         rng.fill_bytes(&mut dcid_bytes);
         let dcid = ConnectionId::new(&dcid_bytes).expect("8 bytes fit a connection ID");
-        let params = local_params(&config.transport, local_cid, None);
+        let version = config.transport.versions()[0];
+        let mut params = local_params(&config.transport, local_cid, None);
+        if config.transport.negotiates_versions() {
+            params.version_information = Some(version::local_version_information(
+                Side::Client,
+                version,
+                config.transport.versions(),
+            ));
+        }
         let mut encoded = Vec::new();
         params.encode(&mut encoded);
-        let tls = TlsSession::client(config.tls.clone(), &config.server_name, encoded)?;
+        let tls = TlsSession::client(config.tls.clone(), version, &config.server_name, encoded)?;
         let ids = HandshakeIds {
             local: local_cid,
             remote: dcid,
             original_dcid: dcid,
             initial_dcid: dcid,
+            version,
         };
         let mut conn = Connection::new(
             now,
@@ -520,14 +538,23 @@ impl Connection {
             rng_seed,
         );
         params.preferred_address = offer.as_ref().map(|o| o.encode());
+        let negotiates = config.transport.negotiates_versions();
+        if negotiates {
+            params.version_information = Some(version::local_version_information(
+                Side::Server,
+                setup.version,
+                config.transport.versions(),
+            ));
+        }
         let mut encoded = Vec::new();
         params.encode(&mut encoded);
-        let tls = TlsSession::server(config.tls.clone(), encoded)?;
+        let tls = TlsSession::server(config.tls.clone(), setup.version, encoded)?;
         let ids = HandshakeIds {
             local: setup.local_cid,
             remote: setup.client_scid,
             original_dcid: setup.original_dcid,
             initial_dcid: setup.initial_dcid,
+            version: setup.version,
         };
         let mut conn = Connection::new(
             now,
@@ -540,6 +567,10 @@ impl Connection {
         );
         if let Some(offer) = &offer {
             conn.register_preferred_cid(now, offer);
+        }
+        if negotiates {
+            // The ClientHello may ask for another version: TLS waits for it.
+            conn.version.hold_server_setup(config.tls.clone(), params);
         }
         conn.retry_scid = setup.retry_scid;
         conn.address_validated = setup.address_validated;

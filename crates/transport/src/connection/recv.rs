@@ -105,9 +105,13 @@ impl Connection {
                     version,
                     ..
                 } => {
-                    if version != packet::QUIC_V1 {
-                        return;
+                    if !self.accepts_version(version, ty == LongType::Initial) {
+                        // Another version's packet (RFC 9369 §4): not ours.
+                        self.stats.packets_dropped += 1;
+                        offset += len;
+                        continue;
                     }
+                    self.version.rx = version;
                     let space = match ty {
                         LongType::Initial => SpaceId::Initial,
                         LongType::Handshake => SpaceId::Handshake,
@@ -128,16 +132,21 @@ impl Connection {
                     }
                     (space, pn_offset, len)
                 }
-                ProtectedHeader::Short { pn_offset, len, .. } => (SpaceId::Data, pn_offset, len),
+                ProtectedHeader::Short { pn_offset, len, .. } => {
+                    self.version.rx = self.version.current;
+                    (SpaceId::Data, pn_offset, len)
+                }
                 ProtectedHeader::VersionNegotiation { versions, .. } => {
                     if self.side.is_client()
                         && !self.got_server_initial
-                        && !versions.contains(&packet::QUIC_V1)
+                        && !versions.contains(&self.version.current.wire())
                     {
-                        // RFC 9000 §6.2: no common version; abandon.
+                        // RFC 9000 §6.2: the server does not speak our
+                        // version; we know no other way in, so abandon. A
+                        // list holding our version is ignored (RFC 9368 §4).
                         let err = TransportError::new(
                             TransportErrorCode::CONNECTION_REFUSED,
-                            "server does not support QUIC v1",
+                            "server does not support our QUIC version",
                         );
                         self.error = Some(ConnectionError::Transport(err.clone()));
                         self.events
@@ -402,7 +411,7 @@ impl Connection {
 
     fn remote_header_key(&self, space: SpaceId) -> Option<&dyn rustls::quic::HeaderProtectionKey> {
         match space {
-            SpaceId::Initial => self.initial_keys.as_ref().map(|k| &*k.remote.header),
+            SpaceId::Initial => self.remote_initial_keys().map(|k| &*k.remote.header),
             SpaceId::Handshake => self.handshake_keys.as_ref().map(|k| &*k.remote.header),
             SpaceId::Data => self.one_rtt.as_ref().map(|k| &*k.keys.remote.header),
         }
@@ -421,7 +430,7 @@ impl Connection {
     ) -> Option<core::ops::Range<usize>> {
         match space {
             SpaceId::Initial => {
-                let k = self.initial_keys.as_ref()?;
+                let k = self.remote_initial_keys()?;
                 crypto::open(&*k.remote.packet, packet, header_len, pn).ok()
             }
             SpaceId::Handshake => {
@@ -662,6 +671,10 @@ impl Connection {
             ));
         }
         while let Some(bytes) = self.space_mut(space).crypto_recv.pop() {
+            // A server negotiating versions reads the whole ClientHello first.
+            let Some(bytes) = self.hold_client_hello(bytes)? else {
+                continue;
+            };
             if let Err(fail) = self.tls.read_handshake(&bytes) {
                 tracing::debug!(reason = %fail.reason, "TLS failure");
                 return Err(TransportError::new(

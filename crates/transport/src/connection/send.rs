@@ -678,7 +678,7 @@ impl Connection {
                 let l = packet::write_long_header(
                     buf,
                     ty,
-                    packet::QUIC_V1,
+                    self.version.current,
                     &dcid,
                     &scid,
                     token,

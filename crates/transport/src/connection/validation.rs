@@ -46,7 +46,7 @@ impl Connection {
             || self.retry_scid.is_some()
             || token.is_empty()
             || retry_scid == self.cids.remote_cid()
-            || !crypto::verify_retry_integrity(&self.original_dcid, packet)
+            || !crypto::verify_retry_integrity(self.version.current, &self.original_dcid, packet)
         {
             self.stats.packets_dropped += 1;
             return;
@@ -57,7 +57,8 @@ impl Connection {
         // New Destination Connection ID, hence new Initial keys (RFC 9001
         // §5.2); our own Source Connection ID stays (the token may bind it).
         self.cids.set_remote_cid(retry_scid);
-        self.initial_keys = Some(crypto::initial_keys(&retry_scid, Side::Client));
+        self.version.set_initial_dcid(retry_scid);
+        self.initial_keys = Some(self.version.initial_keys(Side::Client));
         // RFC 9002 §6.3: reset loss recovery; the same ClientHello goes out
         // again with the token, under packet numbers that keep counting
         // (RFC 9000 §17.2.5.3).

@@ -10,23 +10,34 @@
 use core::fmt;
 
 use rustls::quic;
-use wire::Side;
+use wire::{Side, Version};
 
 pub use rustls::quic::{DirectionalKeys, HeaderProtectionKey, Keys, PacketKey, PacketKeySet};
 
-/// Initial packet protection keys for QUIC v1 (RFC 9001 §5.2), derived from
-/// the Destination Connection ID of the client's first Initial packet with
-/// TLS13_AES_128_GCM_SHA256 (ring). `local` protects what `side` sends,
-/// `remote` unprotects what its peer sends.
+/// Initial packet protection keys of `version` (RFC 9001 §5.2; RFC 9369
+/// §3.3 for v2's salt and labels), derived from the Destination Connection
+/// ID of the client's first Initial packet with TLS13_AES_128_GCM_SHA256
+/// (ring). `local` protects what `side` sends, `remote` unprotects what its
+/// peer sends.
 ///
 /// Any byte string is accepted: a server calls this on a connection ID a
 /// client chose (RFC 9000 §7.2 limits it to 20 bytes; the codec enforces it).
-pub fn initial_keys(client_dst_cid: &[u8], side: Side) -> Keys {
+pub fn initial_keys(client_dst_cid: &[u8], side: Side, version: Version) -> Keys {
     let suite = rustls::crypto::ring::cipher_suite::TLS13_AES_128_GCM_SHA256
         .tls13()
         .and_then(|suite| suite.quic_suite())
         .expect("ring's TLS13_AES_128_GCM_SHA256 is a TLS 1.3 suite with QUIC support");
-    suite.keys(client_dst_cid, rustls_side(side), quic::Version::V1)
+    suite.keys(client_dst_cid, rustls_side(side), rustls_version(version))
+}
+
+/// The version as rustls names it: rustls applies the version's salt and
+/// HKDF labels itself (its own copy of the constants of
+/// [`wire::Version`], checked against the RFC vectors in the tests).
+pub(crate) fn rustls_version(version: Version) -> quic::Version {
+    match version {
+        Version::V1 => quic::Version::V1,
+        Version::V2 => quic::Version::V2,
+    }
 }
 
 /// Our role as rustls names it.
@@ -184,7 +195,7 @@ mod tests {
         let payload = b"any payload, long enough to span two AES blocks....";
         let sample = unhex(CLIENT_INITIAL_SAMPLE);
         for side in [Side::Client, Side::Server] {
-            let keys = initial_keys(&dcid, side);
+            let keys = initial_keys(&dcid, side, Version::V1);
             let (local, remote) = match side {
                 Side::Client => (
                     (CLIENT_KEY, CLIENT_IV, CLIENT_HP),
@@ -238,9 +249,9 @@ mod tests {
     /// cannot open the first one's packets.
     #[test]
     fn initial_keys_depend_on_the_connection_id() {
-        let client = initial_keys(&[1, 2, 3, 4], Side::Client);
-        let other = initial_keys(&[1, 2, 3, 5], Side::Server);
-        let server = initial_keys(&[1, 2, 3, 4], Side::Server);
+        let client = initial_keys(&[1, 2, 3, 4], Side::Client, Version::V1);
+        let other = initial_keys(&[1, 2, 3, 5], Side::Server, Version::V1);
+        let server = initial_keys(&[1, 2, 3, 4], Side::Server, Version::V1);
         let mut buf = b"hello".to_vec();
         let tag = client
             .local

@@ -11,6 +11,8 @@
 //! - [`protect`]: packet protection applied in place on a byte buffer: AEAD
 //!   (RFC 9001 §5.3), header protection (§5.4) and the Retry integrity tag
 //!   (§5.8). It works on byte offsets the caller computed; it parses no header.
+//! - [`client_hello`]: the client's transport parameters read out of its
+//!   ClientHello, for a server deciding the version before TLS starts.
 //! - [`certs`]: self-signed certificates, PEM loading, and the rustls client
 //!   and server configurations artq uses (TLS 1.3 only, ring provider).
 //!
@@ -35,12 +37,15 @@
 //!    [`remove_header_protection`] then [`open`].
 
 pub mod certs;
+pub mod client_hello;
 pub mod keys;
 pub mod protect;
 pub mod tls;
 
 #[cfg(test)]
 mod test_vectors;
+#[cfg(test)]
+mod v2_tests;
 
 use std::path::PathBuf;
 

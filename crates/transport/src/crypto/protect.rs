@@ -21,6 +21,7 @@
 use core::ops::Range;
 
 use ring::aead;
+use wire::Version;
 
 use super::keys::{DirectionalKeys, HeaderProtectionKey, PacketKey};
 use super::CryptoError;
@@ -38,14 +39,6 @@ pub const SAMPLE_LEN: usize = 16;
 /// actual length (RFC 9001 §5.4.2).
 pub const MAX_PACKET_NUMBER_LEN: usize = 4;
 
-/// RFC 9001 §5.8: the fixed AES-128-GCM key of QUIC v1 Retry integrity.
-const RETRY_KEY: [u8; 16] = [
-    0xbe, 0x0c, 0x69, 0x0b, 0x9f, 0x66, 0x57, 0x5a, 0x1d, 0x76, 0x6b, 0x54, 0xe3, 0x68, 0xc8, 0x4e,
-];
-/// RFC 9001 §5.8: the fixed nonce of QUIC v1 Retry integrity.
-const RETRY_NONCE: [u8; 12] = [
-    0x46, 0x15, 0x99, 0xd3, 0x5d, 0x63, 0x2b, 0xf2, 0x23, 0x98, 0x25, 0xbb,
-];
 /// RFC 9000 §17.2: QUIC v1 connection IDs are at most 20 bytes.
 const MAX_CID_LEN: usize = 20;
 
@@ -222,18 +215,20 @@ pub fn open(
 }
 
 /// The Retry Integrity Tag (RFC 9001 §5.8) of a Retry packet: AES-128-GCM
-/// with the QUIC v1 fixed key and nonce over the Retry Pseudo-Packet, i.e.
+/// with `version`'s fixed key and nonce (RFC 9369 §3.3.3 for v2) over the
+/// Retry Pseudo-Packet, i.e.
 /// the Original Destination Connection ID (with its length) followed by the
 /// Retry packet up to, not including, its tag.
 ///
 /// `original_dst_cid` longer than 20 bytes is refused (RFC 9000 §17.2).
 pub fn retry_integrity_tag(
+    version: Version,
     original_dst_cid: &[u8],
     retry_without_tag: &[u8],
 ) -> Result<[u8; TAG_LEN], CryptoError> {
     let pseudo = retry_pseudo_packet(original_dst_cid, retry_without_tag)?;
-    let tag = retry_key()
-        .seal_in_place_separate_tag(retry_nonce(), aead::Aad::from(&pseudo), &mut [])
+    let tag = retry_key(version)
+        .seal_in_place_separate_tag(retry_nonce(version), aead::Aad::from(&pseudo), &mut [])
         .map_err(|_| CryptoError::EncryptFailed)?;
     <[u8; TAG_LEN]>::try_from(tag.as_ref()).map_err(|_| CryptoError::EncryptFailed)
 }
@@ -242,7 +237,11 @@ pub fn retry_integrity_tag(
 /// carries a valid integrity tag for the connection ID the client first sent
 /// (RFC 9001 §5.8; RFC 9000 §17.2.5.2: discard it otherwise). The comparison
 /// is ring's AEAD verification, so it takes the same time whatever the tag.
-pub fn verify_retry_integrity(original_dst_cid: &[u8], retry_packet: &[u8]) -> bool {
+pub fn verify_retry_integrity(
+    version: Version,
+    original_dst_cid: &[u8],
+    retry_packet: &[u8],
+) -> bool {
     let Some(body_len) = retry_packet.len().checked_sub(TAG_LEN) else {
         return false;
     };
@@ -253,8 +252,8 @@ pub fn verify_retry_integrity(original_dst_cid: &[u8], retry_packet: &[u8]) -> b
     // An empty plaintext: the "ciphertext" is the tag alone.
     let mut in_out = [0u8; TAG_LEN];
     in_out.copy_from_slice(tag);
-    retry_key()
-        .open_in_place(retry_nonce(), aead::Aad::from(&pseudo), &mut in_out)
+    retry_key(version)
+        .open_in_place(retry_nonce(version), aead::Aad::from(&pseudo), &mut in_out)
         .is_ok()
 }
 
@@ -273,17 +272,17 @@ fn retry_pseudo_packet(odcid: &[u8], retry_without_tag: &[u8]) -> Result<Vec<u8>
     Ok(pseudo)
 }
 
-fn retry_key() -> aead::LessSafeKey {
+fn retry_key(version: Version) -> aead::LessSafeKey {
     aead::LessSafeKey::new(
-        aead::UnboundKey::new(&aead::AES_128_GCM, &RETRY_KEY)
-            .expect("RETRY_KEY is 16 bytes, the AES-128-GCM key length"),
+        aead::UnboundKey::new(&aead::AES_128_GCM, version.retry_key())
+            .expect("a Retry key is 16 bytes, the AES-128-GCM key length"),
     )
 }
 
-fn retry_nonce() -> aead::Nonce {
+fn retry_nonce(version: Version) -> aead::Nonce {
     // The fixed nonce is the protocol's choice (RFC 9001 §5.8): the tag only
     // proves the sender saw the Initial, it protects no secret.
-    aead::Nonce::assume_unique_for_key(RETRY_NONCE)
+    aead::Nonce::assume_unique_for_key(*version.retry_nonce())
 }
 
 /// Validate locally chosen packet number fields.

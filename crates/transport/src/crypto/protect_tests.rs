@@ -6,7 +6,7 @@ use crate::crypto::keys::{initial_keys, Keys};
 use crate::crypto::test_vectors::*;
 use proptest::prelude::*;
 use rustls::crypto::cipher::{AeadKey, Iv};
-use wire::Side;
+use wire::{Side, Version};
 
 /// The client Initial of A.2 before protection: header, 1162-byte payload
 /// (CRYPTO frame then PADDING), 16 spare bytes for the tag.
@@ -24,14 +24,14 @@ fn a2_plaintext() -> (Vec<u8>, Vec<u8>) {
 #[test]
 fn a2_client_initial() {
     let dcid = unhex(CLIENT_DCID);
-    let client = initial_keys(&dcid, Side::Client);
+    let client = initial_keys(&dcid, Side::Client, Version::V1);
     let (mut packet, payload) = a2_plaintext();
     assert_eq!(packet.len(), 1200);
     seal(&client.local, &mut packet, 18, 4, 2).expect("seal");
     assert_eq!(packet[22..38], unhex(CLIENT_INITIAL_SAMPLE)[..], "sample");
     assert_eq!(hex::encode(&packet), CLIENT_INITIAL_PROTECTED);
 
-    let server = initial_keys(&dcid, Side::Server);
+    let server = initial_keys(&dcid, Side::Server, Version::V1);
     let (first, pn_len, pn) =
         remove_header_protection(server.remote.header.as_ref(), &mut packet, 18)
             .expect("unprotect");
@@ -46,7 +46,7 @@ fn a2_client_initial() {
 #[test]
 fn a3_server_initial() {
     let dcid = unhex(CLIENT_DCID);
-    let server = initial_keys(&dcid, Side::Server);
+    let server = initial_keys(&dcid, Side::Server, Version::V1);
     let payload = unhex(SERVER_INITIAL_PAYLOAD);
     let mut packet = unhex(SERVER_INITIAL_HEADER);
     let header_len = packet.len();
@@ -56,7 +56,7 @@ fn a3_server_initial() {
     seal(&server.local, &mut packet, 18, 2, 1).expect("seal");
     assert_eq!(hex::encode(&packet), SERVER_INITIAL_PROTECTED);
 
-    let client = initial_keys(&dcid, Side::Client);
+    let client = initial_keys(&dcid, Side::Client, Version::V1);
     let (first, pn_len, pn) =
         remove_header_protection(client.remote.header.as_ref(), &mut packet, 18)
             .expect("unprotect");
@@ -69,38 +69,47 @@ fn a3_server_initial() {
 #[test]
 fn a4_retry_integrity() {
     let secret = unhex(RETRY_SECRET);
-    assert_eq!(expand_label(&secret, "quic key", 16), RETRY_KEY);
-    assert_eq!(expand_label(&secret, "quic iv", 12), RETRY_NONCE);
+    assert_eq!(
+        expand_label(&secret, "quic key", 16),
+        Version::V1.retry_key()
+    );
+    assert_eq!(
+        expand_label(&secret, "quic iv", 12),
+        Version::V1.retry_nonce()
+    );
 
     let odcid = unhex(RETRY_ODCID);
     let retry = unhex(RETRY_PACKET);
     let (body, tag) = retry.split_at(retry.len() - TAG_LEN);
-    assert_eq!(retry_integrity_tag(&odcid, body).expect("tag")[..], tag[..]);
-    assert!(verify_retry_integrity(&odcid, &retry));
+    assert_eq!(
+        retry_integrity_tag(Version::V1, &odcid, body).expect("tag")[..],
+        tag[..]
+    );
+    assert!(verify_retry_integrity(Version::V1, &odcid, &retry));
 
     let mut other_cid = odcid.clone();
     other_cid[0] ^= 1;
     assert!(
-        !verify_retry_integrity(&other_cid, &retry),
+        !verify_retry_integrity(Version::V1, &other_cid, &retry),
         "bound to the ODCID"
     );
     for i in 0..retry.len() {
         let mut bad = retry.clone();
         bad[i] ^= 0x40;
         assert!(
-            !verify_retry_integrity(&odcid, &bad),
+            !verify_retry_integrity(Version::V1, &odcid, &bad),
             "flip at byte {i} accepted"
         );
     }
     assert!(
-        !verify_retry_integrity(&odcid, &retry[..TAG_LEN - 1]),
+        !verify_retry_integrity(Version::V1, &odcid, &retry[..TAG_LEN - 1]),
         "shorter than a tag"
     );
     assert!(matches!(
-        retry_integrity_tag(&[0; 21], body),
+        retry_integrity_tag(Version::V1, &[0; 21], body),
         Err(CryptoError::ConnectionIdTooLong(21))
     ));
-    assert!(!verify_retry_integrity(&[0; 21], &retry));
+    assert!(!verify_retry_integrity(Version::V1, &[0; 21], &retry));
 }
 
 /// RFC 9001 A.5: a ChaCha20-Poly1305 short header packet. rustls cannot turn
@@ -172,8 +181,8 @@ fn sealed_packet(keys: &Keys, payload_len: usize) -> Vec<u8> {
 #[test]
 fn open_rejects_tampered_packets() {
     let (client, server) = (
-        initial_keys(b"cid", Side::Client),
-        initial_keys(b"cid", Side::Server),
+        initial_keys(b"cid", Side::Client, Version::V1),
+        initial_keys(b"cid", Side::Server, Version::V1),
     );
     let packet = sealed_packet(&client, 40);
     let header_len = 7;
@@ -222,7 +231,7 @@ fn open_rejects_tampered_packets() {
 
 #[test]
 fn short_packets_are_errors_not_panics() {
-    let keys = initial_keys(b"cid", Side::Server);
+    let keys = initial_keys(b"cid", Side::Server, Version::V1);
     for len in 0..(5 + 4 + SAMPLE_LEN) {
         let mut packet = vec![0x40; len];
         let err = remove_header_protection(keys.remote.header.as_ref(), &mut packet, 5);
@@ -253,7 +262,7 @@ fn short_packets_are_errors_not_panics() {
 
 #[test]
 fn seal_rejects_bad_packet_number_fields() {
-    let keys = initial_keys(b"cid", Side::Client);
+    let keys = initial_keys(b"cid", Side::Client, Version::V1);
     let mut packet = vec![0x40; 64];
     for pn_len in [0, 5] {
         let err = seal(&keys.local, &mut packet, 5, pn_len, 1);
@@ -272,7 +281,7 @@ fn seal_rejects_bad_packet_number_fields() {
 #[test]
 #[should_panic(expected = "too short for the header protection sample")]
 fn seal_without_room_for_the_sample_asserts() {
-    let keys = initial_keys(b"cid", Side::Client);
+    let keys = initial_keys(b"cid", Side::Client, Version::V1);
     let mut packet = vec![0x40; 5 + 4 + SAMPLE_LEN - 1];
     let _ = seal(&keys.local, &mut packet, 5, 1, 1);
 }
@@ -281,7 +290,7 @@ fn seal_without_room_for_the_sample_asserts() {
 #[cfg(not(debug_assertions))]
 #[test]
 fn seal_without_room_for_the_sample_errors() {
-    let keys = initial_keys(b"cid", Side::Client);
+    let keys = initial_keys(b"cid", Side::Client, Version::V1);
     let mut packet = vec![0x40; 5 + 4 + SAMPLE_LEN - 1];
     assert!(matches!(
         seal(&keys.local, &mut packet, 5, 1, 1),
@@ -331,7 +340,7 @@ proptest! {
     /// seal then remove_header_protection then open gives back every byte.
     #[test]
     fn seal_open_round_trip((first, rest, pn_len, pn, payload) in arb_packet()) {
-        let (client, server) = (initial_keys(b"prop", Side::Client), initial_keys(b"prop", Side::Server));
+        let (client, server) = (initial_keys(b"prop", Side::Client, Version::V1), initial_keys(b"prop", Side::Server, Version::V1));
         let (plain, pn_offset) = build(first, &rest, pn_len, pn, &payload);
         let mut packet = plain.clone();
         seal(&client.local, &mut packet, pn_offset, pn_len, pn).expect("seal");
@@ -354,7 +363,7 @@ proptest! {
     /// everything, first byte and packet number included, is authenticated.
     #[test]
     fn any_bit_flip_is_rejected((first, rest, pn_len, pn, payload) in arb_packet(), at in any::<prop::sample::Index>(), bit in 0u8..8) {
-        let (client, server) = (initial_keys(b"prop", Side::Client), initial_keys(b"prop", Side::Server));
+        let (client, server) = (initial_keys(b"prop", Side::Client, Version::V1), initial_keys(b"prop", Side::Server, Version::V1));
         let (mut packet, pn_offset) = build(first, &rest, pn_len, pn, &payload);
         seal(&client.local, &mut packet, pn_offset, pn_len, pn).expect("seal");
         let i = at.index(packet.len());
@@ -372,9 +381,9 @@ proptest! {
     /// Arbitrary bytes and offsets never panic.
     #[test]
     fn garbage_never_panics(mut bytes in proptest::collection::vec(any::<u8>(), 0..120), pn_offset in 0usize..130, header_len in 0usize..130, pn in any::<u64>()) {
-        let keys = initial_keys(b"prop", Side::Server);
+        let keys = initial_keys(b"prop", Side::Server, Version::V1);
         let _ = remove_header_protection(keys.remote.header.as_ref(), &mut bytes, pn_offset);
         let _ = open(keys.remote.packet.as_ref(), &mut bytes, header_len, pn);
-        let _ = verify_retry_integrity(&bytes[..bytes.len().min(20)], &bytes);
+        let _ = verify_retry_integrity(Version::V1, &bytes[..bytes.len().min(20)], &bytes);
     }
 }

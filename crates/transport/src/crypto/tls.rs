@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use rustls::pki_types::ServerName;
 use rustls::quic;
-use wire::Side;
+use wire::{Side, Version};
 
 use super::keys::KeyChange;
 use super::CryptoError;
@@ -51,7 +51,7 @@ impl TlsFailure {
     }
 }
 
-/// One endpoint's TLS 1.3 handshake state for a QUIC v1 connection.
+/// One endpoint's TLS 1.3 handshake state for a QUIC connection.
 ///
 /// Calling protocol (RFC 9001 §4.1): the connection passes every contiguous
 /// CRYPTO byte it receives, in order, to [`Self::read_handshake`] (whatever
@@ -65,10 +65,13 @@ pub struct TlsSession {
 }
 
 impl TlsSession {
-    /// A client session that will authenticate `server_name` (a DNS name or
-    /// an IP address) and send `transport_params` (RFC 9000 §18, encoded).
+    /// A client session of QUIC `version` that will authenticate
+    /// `server_name` (a DNS name or an IP address) and send
+    /// `transport_params` (RFC 9000 §18, encoded). The version fixes the
+    /// HKDF labels of every key the session derives (RFC 9369 §3.3.2).
     pub fn client(
         config: Arc<rustls::ClientConfig>,
+        version: Version,
         server_name: &str,
         transport_params: Vec<u8>,
     ) -> Result<Self, CryptoError> {
@@ -78,19 +81,30 @@ impl TlsSession {
                 reason: e.to_string(),
             }
         })?;
-        let conn = quic::ClientConnection::new(config, quic::Version::V1, name, transport_params)?;
+        let conn = quic::ClientConnection::new(
+            config,
+            super::keys::rustls_version(version),
+            name,
+            transport_params,
+        )?;
         Ok(TlsSession {
             conn: conn.into(),
             side: Side::Client,
         })
     }
 
-    /// A server session that will send `transport_params` (RFC 9000 §18).
+    /// A server session of QUIC `version` that will send `transport_params`
+    /// (RFC 9000 §18).
     pub fn server(
         config: Arc<rustls::ServerConfig>,
+        version: Version,
         transport_params: Vec<u8>,
     ) -> Result<Self, CryptoError> {
-        let conn = quic::ServerConnection::new(config, quic::Version::V1, transport_params)?;
+        let conn = quic::ServerConnection::new(
+            config,
+            super::keys::rustls_version(version),
+            transport_params,
+        )?;
         Ok(TlsSession {
             conn: conn.into(),
             side: Side::Server,

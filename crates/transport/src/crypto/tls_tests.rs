@@ -35,7 +35,7 @@ struct Peer {
 impl Peer {
     fn new(tls: TlsSession) -> Self {
         let dcid = b"\x83\x94\xc8\xf0\x3e\x51\x57\x08";
-        let initial = initial_keys(dcid, tls.side());
+        let initial = initial_keys(dcid, tls.side(), wire::Version::V1);
         Peer {
             tls,
             keys: [Some(initial), None, None],
@@ -165,11 +165,13 @@ fn pair_with(
 ) -> (Peer, Peer) {
     let client = TlsSession::client(
         client_config(verify, client_alpn).expect("client config"),
+        wire::Version::V1,
         server_name,
         CLIENT_PARAMS.to_vec(),
     )
     .expect("client session");
-    let server = TlsSession::server(server, SERVER_PARAMS.to_vec()).expect("server session");
+    let server = TlsSession::server(server, wire::Version::V1, SERVER_PARAMS.to_vec())
+        .expect("server session");
     assert_eq!((client.side(), server.side()), (Side::Client, Side::Server));
     (Peer::new(client), Peer::new(server))
 }
@@ -433,7 +435,8 @@ fn alpn_mismatch_is_no_application_protocol() {
 #[test]
 fn invalid_server_name_is_an_error() {
     let config = client_config(ServerVerification::Insecure, &[TEST_ALPN]).expect("client config");
-    let err = TlsSession::client(config, "not a host name!", Vec::new()).expect_err("invalid name");
+    let err = TlsSession::client(config, wire::Version::V1, "not a host name!", Vec::new())
+        .expect_err("invalid name");
     assert!(
         matches!(err, CryptoError::InvalidServerName { .. }),
         "{err:?}"
@@ -446,7 +449,7 @@ proptest! {
     fn garbage_handshake_data_fails_cleanly(chunks in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..300), 1..4)) {
         let (chain, key) = self_signed_cached();
         let config = server_config(chain, key, &[TEST_ALPN]).expect("server config");
-        let mut server = TlsSession::server(config, SERVER_PARAMS.to_vec()).expect("server");
+        let mut server = TlsSession::server(config, wire::Version::V1, SERVER_PARAMS.to_vec()).expect("server");
         for chunk in &chunks {
             if let Err(failure) = server.read_handshake(chunk) {
                 prop_assert!((0x100..=0x1ff).contains(&failure.code), "{}", failure);

@@ -5,8 +5,9 @@
 //!
 //! In order, for a datagram that no connection claims:
 //!
-//! 1. It must start with a v1 Initial in a datagram of at least 1200 bytes
-//!    (RFC 9000 §14.1).
+//! 1. It must start with an Initial of a version the server speaks (v1, and
+//!    v2 when configured; others get Version Negotiation, see `route`) in a
+//!    datagram of at least 1200 bytes (RFC 9000 §14.1).
 //! 2. That Initial must decrypt with the Initial keys of its Destination
 //!    Connection ID (RFC 9001 §5.2), have its reserved bits clear, hold only
 //!    frames an Initial may carry, and carry CRYPTO data; CRYPTO at offset 0
@@ -42,7 +43,7 @@ use wire::cid::ConnectionId;
 use wire::frame::{Frame, FrameIter};
 use wire::packet::{self, LongType, ProtectedHeader};
 use wire::time::Instant;
-use wire::{Side, TransportErrorCode};
+use wire::{Side, TransportErrorCode, Version};
 
 use super::token::{InvalidToken, TokenKind, ValidToken};
 use super::{ConnectionHandle, Endpoint};
@@ -134,10 +135,10 @@ enum Probe {
 }
 
 /// Decrypts a copy of the Initial `packet` (its `len` bytes, packet number
-/// at `pn_offset`) with the client Initial keys of `dcid`, and checks that
-/// it is what a client's first flight looks like.
-fn probe_initial(packet: &[u8], pn_offset: usize, dcid: &ConnectionId) -> Probe {
-    let keys = crypto::initial_keys(dcid, Side::Server);
+/// at `pn_offset`) with the client Initial keys of `dcid` in `version`, and
+/// checks that it is what a client's first flight looks like.
+fn probe_initial(packet: &[u8], pn_offset: usize, dcid: &ConnectionId, version: Version) -> Probe {
+    let keys = crypto::initial_keys(dcid, Side::Server, version);
     let mut copy = packet.to_vec();
     let Ok((first, pn_len, truncated)) =
         crypto::remove_header_protection(&*keys.remote.header, &mut copy, pn_offset)
@@ -193,16 +194,20 @@ impl Endpoint {
             token,
             pn_offset,
             len,
-            ..
+            version,
         }) = packet::decode_protected(datagram, cid_len)
         else {
             return None;
         };
+        if !server.transport.versions().contains(&version) {
+            // `route` answered it with Version Negotiation.
+            return None;
+        }
         if datagram.len() < packet::MIN_INITIAL_SIZE {
             self.stats.initials_dropped += 1;
             return None;
         }
-        if probe_initial(&datagram[..len], pn_offset, &dst_cid) == Probe::Junk {
+        if probe_initial(&datagram[..len], pn_offset, &dst_cid, version) == Probe::Junk {
             self.stats.initials_dropped += 1;
             return None;
         }
@@ -227,6 +232,7 @@ impl Endpoint {
                     self.stats.tokens_rejected += 1;
                     self.stateless_close(
                         remote,
+                        version,
                         dst_cid,
                         src_cid,
                         TransportErrorCode::INVALID_TOKEN,
@@ -255,7 +261,7 @@ impl Endpoint {
                 RetryMode::WhenUnvalidatedAtLeast(n) => at_bound || self.unvalidated.len() >= n,
             };
             if retry {
-                self.send_retry(now, remote, dst_cid, src_cid);
+                self.send_retry(now, remote, version, dst_cid, src_cid);
                 return None;
             }
             if at_bound {
@@ -267,6 +273,7 @@ impl Endpoint {
             self.stats.refused += 1;
             self.stateless_close(
                 remote,
+                version,
                 dst_cid,
                 src_cid,
                 TransportErrorCode::CONNECTION_REFUSED,
@@ -291,6 +298,7 @@ impl Endpoint {
             retry_scid,
             address_validated: valid.is_some(),
             new_token,
+            version,
         };
         let conn = match crate::Connection::accept(now, &server, remote, setup, seed) {
             Ok(c) => c,
@@ -354,12 +362,14 @@ impl Endpoint {
         }
     }
 
-    /// Answer `client_dcid`/`client_scid` from `remote` with a Retry whose
-    /// token records `client_dcid` (RFC 9000 §8.1.2, §17.2.5).
+    /// Answer `client_dcid`/`client_scid` from `remote` with a Retry (in
+    /// the client's `version`) whose token records `client_dcid` (RFC 9000
+    /// §8.1.2, §17.2.5).
     fn send_retry(
         &mut self,
         now: Instant,
         remote: SocketAddr,
+        version: Version,
         client_dcid: ConnectionId,
         client_scid: ConnectionId,
     ) {
@@ -383,13 +393,13 @@ impl Endpoint {
         let unused_bits = self.admission_rng.gen::<u8>();
         packet::write_retry(
             &mut out,
-            packet::QUIC_V1,
+            version,
             &client_scid,
             &retry_scid,
             &token,
             unused_bits,
         );
-        let Ok(tag) = crypto::retry_integrity_tag(&client_dcid, &out) else {
+        let Ok(tag) = crypto::retry_integrity_tag(version, &client_dcid, &out) else {
             return;
         };
         out.extend_from_slice(&tag);
@@ -399,10 +409,11 @@ impl Endpoint {
 
     /// Close a connection that was never created (RFC 9000 §10.2: no
     /// closing period): one Initial packet with CONNECTION_CLOSE `code`,
-    /// protected with the Initial keys the client used.
+    /// protected with the Initial keys the client used (in its `version`).
     fn stateless_close(
         &mut self,
         remote: SocketAddr,
+        version: Version,
         client_dcid: ConnectionId,
         client_scid: ConnectionId,
         code: TransportErrorCode,
@@ -411,14 +422,14 @@ impl Endpoint {
             self.stats.responses_dropped += 1;
             return;
         }
-        let keys = crypto::initial_keys(&client_dcid, Side::Server);
+        let keys = crypto::initial_keys(&client_dcid, Side::Server, version);
         let our_scid = self.random_cid(false);
         let mut out = Vec::with_capacity(96);
         let pn_len = 1;
         let layout = packet::write_long_header(
             &mut out,
             LongType::Initial,
-            packet::QUIC_V1,
+            version,
             &client_scid,
             &our_scid,
             &[],

@@ -331,7 +331,25 @@ impl Endpoint {
     fn route(&mut self, remote: SocketAddr, data: &[u8]) -> Option<Option<ConnectionHandle>> {
         let header = packet::decode_protected(data, self.config.local_cid_len).ok()?;
         let (dcid, initial) = match &header {
-            ProtectedHeader::Long { ty, dst_cid, .. } => (*dst_cid, *ty == LongType::Initial),
+            ProtectedHeader::Long {
+                ty,
+                dst_cid,
+                src_cid,
+                version,
+                ..
+            } => {
+                let initial = *ty == LongType::Initial;
+                if initial
+                    && !self.speaks(*version)
+                    && !self.routes.contains_key(dst_cid)
+                    && !self.initial_routes.contains_key(&(remote, *dst_cid))
+                {
+                    // A version we implement but do not serve: as unknown.
+                    self.version_negotiation(remote, *dst_cid, *src_cid, data.len());
+                    return None;
+                }
+                (*dst_cid, initial)
+            }
             ProtectedHeader::Short { dst_cid, .. }
             | ProtectedHeader::Retry { dst_cid, .. }
             | ProtectedHeader::VersionNegotiation { dst_cid, .. } => (*dst_cid, false),
@@ -354,6 +372,14 @@ impl Endpoint {
         }
     }
 
+    /// Server: whether new connections may use `version`.
+    fn speaks(&self, version: wire::Version) -> bool {
+        self.config
+            .server
+            .as_ref()
+            .is_some_and(|s| s.transport.versions().contains(&version))
+    }
+
     fn version_negotiation(
         &mut self,
         remote: SocketAddr,
@@ -372,7 +398,11 @@ impl Endpoint {
         }
         let mut out = Vec::with_capacity(64);
         let first = self.admission_rng.gen::<u8>();
-        packet::write_version_negotiation(&mut out, &scid, &dcid, &[packet::QUIC_V1], first);
+        let versions: Vec<u32> = match &self.config.server {
+            Some(s) => s.transport.versions().iter().map(|v| v.wire()).collect(),
+            None => vec![packet::QUIC_V1],
+        };
+        packet::write_version_negotiation(&mut out, &scid, &dcid, &versions, first);
         self.responses.push_back((remote, out));
     }
 

@@ -18,9 +18,10 @@ pub use number::{decode_pn, pn_len_for, truncate_pn, MAX_PACKET_NUMBER};
 use crate::cid::ConnectionId;
 use crate::coding::{encode_varint_fixed_into, BufMutExt, Reader};
 use crate::error::DecodeError;
+use crate::version::Version;
 
-/// QUIC version 1 (RFC 9000 §15).
-pub const QUIC_V1: u32 = 0x0000_0001;
+/// QUIC version 1 (RFC 9000 §15), as on the wire.
+pub const QUIC_V1: u32 = Version::V1.wire();
 
 /// Header Form bit: set for long headers (RFC 9000 §17.2).
 pub const LONG_HEADER_FORM: u8 = 0x80;
@@ -40,7 +41,8 @@ pub const RETRY_INTEGRITY_TAG_LEN: usize = 16;
 /// [`write_long_header`].
 const MAX_LONG_LENGTH: usize = (1 << 14) - 1;
 
-/// The type of a v1 long-header packet (RFC 9000 §17.2, Table 5).
+/// The type of a long-header packet (RFC 9000 §17.2). Its bits on the wire
+/// depend on the version: [`Version::long_type_bits`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum LongType {
     /// Initial (type 0x0): carries the first CRYPTO data and may carry a token.
@@ -53,28 +55,6 @@ pub enum LongType {
     Retry,
 }
 
-impl LongType {
-    /// The two Long Packet Type bits (already shifted down).
-    pub fn bits(self) -> u8 {
-        match self {
-            LongType::Initial => 0,
-            LongType::ZeroRtt => 1,
-            LongType::Handshake => 2,
-            LongType::Retry => 3,
-        }
-    }
-
-    /// The type whose Long Packet Type bits are the low two bits of `bits`.
-    pub fn from_bits(bits: u8) -> LongType {
-        match bits & 3 {
-            0 => LongType::Initial,
-            1 => LongType::ZeroRtt,
-            2 => LongType::Handshake,
-            _ => LongType::Retry,
-        }
-    }
-}
-
 /// A packet header as far as it can be read before header protection is
 /// removed. Borrowed fields point into the datagram.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -83,8 +63,8 @@ pub enum ProtectedHeader<'a> {
     Long {
         /// Packet type.
         ty: LongType,
-        /// Always [`QUIC_V1`].
-        version: u32,
+        /// The version of the packet (one we implement).
+        version: Version,
         /// Destination connection ID.
         dst_cid: ConnectionId,
         /// Source connection ID.
@@ -99,8 +79,8 @@ pub enum ProtectedHeader<'a> {
     },
     /// A Retry packet (RFC 9000 §17.2.5); it fills the rest of the datagram.
     Retry {
-        /// Always [`QUIC_V1`].
-        version: u32,
+        /// The version of the packet (one we implement).
+        version: Version,
         /// Destination connection ID (the client's source CID).
         dst_cid: ConnectionId,
         /// Source connection ID (chosen by the server).
@@ -131,7 +111,7 @@ pub enum ProtectedHeader<'a> {
         /// The versions the server supports.
         versions: Vec<u32>,
     },
-    /// A long header with a version other than v1: only the RFC 8999
+    /// A long header with a version we do not implement: only the RFC 8999
     /// invariant fields are read, enough to answer with Version Negotiation.
     UnsupportedVersion {
         /// The version the peer used.
@@ -258,18 +238,18 @@ pub fn decode_protected_with(
             versions,
         });
     }
-    if version != QUIC_V1 {
+    let Some(version) = Version::from_wire(version) else {
         return Ok(ProtectedHeader::UnsupportedVersion {
             version,
             dst_cid,
             src_cid,
         });
-    }
+    };
     if require_fixed_bit && first & FIXED_BIT == 0 {
         return Err(DecodeError::InvalidHeader("fixed bit not set"));
     }
 
-    let ty = LongType::from_bits(first >> 4);
+    let ty = version.long_type_from_bits(first >> 4);
     let token = match ty {
         LongType::Retry => {
             // RFC 9000 §17.2.5: token then the 16-byte integrity tag, to the end.
@@ -333,15 +313,16 @@ fn read_cid(r: &mut Reader<'_>) -> Result<ConnectionId, DecodeError> {
     ConnectionId::new(r.bytes(usize::from(len))?)
 }
 
-/// The first byte of a v1 long header: form and fixed bits, the type, and
-/// `pn_len - 1` in the low two bits (RFC 9000 §17.2). For Retry the low bits
-/// are unused and `pn_len` is ignored.
-pub fn first_byte_long(ty: LongType, pn_len: usize) -> u8 {
+/// The first byte of a long header: form and fixed bits, the type (its
+/// bits as `version` numbers it), and `pn_len - 1` in the low two bits
+/// (RFC 9000 §17.2). For Retry the low bits are unused and `pn_len` is
+/// ignored.
+pub fn first_byte_long(version: Version, ty: LongType, pn_len: usize) -> u8 {
     let low = match ty {
         LongType::Retry => 0,
         _ => pn_len_bits(pn_len),
     };
-    LONG_HEADER_FORM | FIXED_BIT | (ty.bits() << 4) | low
+    LONG_HEADER_FORM | FIXED_BIT | (version.long_type_bits(ty) << 4) | low
 }
 
 /// `pn_len - 1` for the Packet Number Length bits. Lengths outside 1..=4 are
@@ -384,7 +365,7 @@ pub struct LongHeaderLayout {
 pub fn write_long_header(
     out: &mut Vec<u8>,
     ty: LongType,
-    version: u32,
+    version: Version,
     dst_cid: &ConnectionId,
     src_cid: &ConnectionId,
     token: &[u8],
@@ -396,8 +377,8 @@ pub fn write_long_header(
         ty == LongType::Initial || token.is_empty(),
         "token outside Initial"
     );
-    out.put_u8(first_byte_long(ty, pn_len));
-    out.put_u32(version);
+    out.put_u8(first_byte_long(version, ty, pn_len));
+    out.put_u32(version.wire());
     put_cid(out, dst_cid);
     put_cid(out, src_cid);
     if ty == LongType::Initial {
@@ -487,14 +468,14 @@ pub fn write_version_negotiation(
 /// `first_byte_random`.
 pub fn write_retry(
     out: &mut Vec<u8>,
-    version: u32,
+    version: Version,
     dst_cid: &ConnectionId,
     src_cid: &ConnectionId,
     token: &[u8],
     first_byte_random: u8,
 ) {
-    out.put_u8(first_byte_long(LongType::Retry, 1) | (first_byte_random & 0x0f));
-    out.put_u32(version);
+    out.put_u8(first_byte_long(version, LongType::Retry, 1) | (first_byte_random & 0x0f));
+    out.put_u32(version.wire());
     put_cid(out, dst_cid);
     put_cid(out, src_cid);
     out.put_slice(token);

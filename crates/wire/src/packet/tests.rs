@@ -16,7 +16,7 @@ fn rfc9001_client_initial_header() {
         h,
         ProtectedHeader::Long {
             ty: LongType::Initial,
-            version: QUIC_V1,
+            version: Version::V1,
             dst_cid: cid("8394c8f03e515708"),
             src_cid: ConnectionId::EMPTY,
             token: &[],
@@ -31,7 +31,7 @@ fn rfc9001_client_initial_header() {
     let layout = write_long_header(
         &mut out,
         LongType::Initial,
-        QUIC_V1,
+        Version::V1,
         &cid("8394c8f03e515708"),
         &ConnectionId::EMPTY,
         &[],
@@ -66,7 +66,7 @@ fn rfc9001_retry() {
     assert_eq!(
         h,
         ProtectedHeader::Retry {
-            version: QUIC_V1,
+            version: Version::V1,
             dst_cid: ConnectionId::EMPTY,
             src_cid: cid("f067a5502a4262b5"),
             token: b"token",
@@ -77,7 +77,7 @@ fn rfc9001_retry() {
     let mut out = Vec::new();
     write_retry(
         &mut out,
-        QUIC_V1,
+        Version::V1,
         &ConnectionId::EMPTY,
         &cid("f067a5502a4262b5"),
         b"token",
@@ -146,7 +146,7 @@ fn header_checks() {
     let layout = write_long_header(
         &mut out,
         LongType::Handshake,
-        QUIC_V1,
+        Version::V1,
         &cid("01"),
         &cid("02"),
         &[],
@@ -211,7 +211,7 @@ fn every_truncation_of_an_initial_is_rejected_cleanly() {
     let layout = write_long_header(
         &mut out,
         LongType::Initial,
-        QUIC_V1,
+        Version::V1,
         &cid("0102030405060708"),
         &cid("0a0b"),
         b"tok",
@@ -274,7 +274,7 @@ proptest! {
         for (ty, dcid, scid, token, pn, pn_len, payload) in &packets {
             let token: &[u8] = if *ty == LongType::Initial { token } else { &[] };
             let start = out.len();
-            let layout = write_long_header(&mut out, *ty, QUIC_V1, dcid, scid, token, *pn, *pn_len);
+            let layout = write_long_header(&mut out, *ty, Version::V1, dcid, scid, token, *pn, *pn_len);
             out.resize(out.len() + payload, 0x5a);
             let end = out.len();
             set_long_length(&mut out, &layout, end);
@@ -289,7 +289,7 @@ proptest! {
                 panic!("not a long header: {h:?}");
             };
             prop_assert_eq!(dty, *ty);
-            prop_assert_eq!(version, QUIC_V1);
+            prop_assert_eq!(version, Version::V1);
             prop_assert_eq!(dst_cid, *dcid);
             prop_assert_eq!(src_cid, *scid);
             let want_tok: &[u8] = if *ty == LongType::Initial { token } else { &[] };
@@ -331,4 +331,86 @@ proptest! {
             }
         }
     }
+}
+
+/// RFC 9369 Appendix A.2: the v2 client Initial's unprotected header is
+/// what `write_long_header` produces (type bits 0b01), and its protected
+/// form decodes as a v2 Initial.
+#[test]
+fn rfc9369_client_initial_header() {
+    let dcid = cid("8394c8f03e515708");
+    let mut out = Vec::new();
+    let layout = write_long_header(
+        &mut out,
+        LongType::Initial,
+        Version::V2,
+        &dcid,
+        &ConnectionId::EMPTY,
+        &[],
+        2,
+        4,
+    );
+    set_long_length(&mut out, &layout, layout.pn_offset + 1182);
+    assert_eq!(
+        hex::encode(&out),
+        "d36b3343cf088394c8f03e5157080000449e00000002"
+    );
+
+    let mut pkt = hex::decode("d76b3343cf088394c8f03e5157080000449ea0c95e82").unwrap();
+    pkt.resize(1200, 0);
+    let h = decode_protected(&pkt, 0).unwrap();
+    assert!(matches!(
+        h,
+        ProtectedHeader::Long {
+            ty: LongType::Initial,
+            version: Version::V2,
+            pn_offset: 18,
+            len: 1200,
+            ..
+        }
+    ));
+}
+
+/// RFC 9369 Appendix A.3 and A.4: the v2 server Initial (first byte 0xdc)
+/// and the v2 Retry (0xcf) decode with the rotated type bits.
+#[test]
+fn rfc9369_server_initial_and_retry_headers() {
+    let mut pkt = hex::decode("dc6b3343cf0008f067a5502a4262b5004075d92faaf16f").unwrap();
+    pkt.resize(20 + 0x75, 0);
+    let h = decode_protected(&pkt, 0).unwrap();
+    assert!(matches!(
+        h,
+        ProtectedHeader::Long {
+            ty: LongType::Initial,
+            version: Version::V2,
+            pn_offset: 18,
+            ..
+        }
+    ));
+
+    let retry =
+        hex::decode("cf6b3343cf0008f067a5502a4262b5746f6b656ec8646ce8bfe33952d955543665dcc7b6")
+            .unwrap();
+    let ProtectedHeader::Retry {
+        version,
+        src_cid,
+        token,
+        ..
+    } = decode_protected(&retry, 0).unwrap()
+    else {
+        panic!("not a Retry");
+    };
+    assert_eq!(version, Version::V2);
+    assert_eq!(src_cid, cid("f067a5502a4262b5"));
+    assert_eq!(token, b"token");
+    let mut written = Vec::new();
+    write_retry(
+        &mut written,
+        Version::V2,
+        &ConnectionId::EMPTY,
+        &src_cid,
+        token,
+        0x0f,
+    );
+    assert_eq!(written[..], retry[..retry.len() - 16]);
 }

@@ -213,6 +213,23 @@ fn arb_preferred_address() -> impl Strategy<Value = Vec<u8>> {
         })
 }
 
+/// A valid version_information: non-zero versions, and from a client a
+/// Chosen Version among the Available ones.
+fn arb_version_information(server: bool) -> impl Strategy<Value = VersionInformation> {
+    (
+        1u32..,
+        proptest::collection::vec(1u32.., 0..=MAX_AVAILABLE_VERSIONS - 1),
+        any::<prop::sample::Index>(),
+    )
+        .prop_map(move |(chosen, mut available, at)| {
+            if !server {
+                let i = at.index(available.len() + 1);
+                available.insert(i, chosen);
+            }
+            VersionInformation { chosen, available }
+        })
+}
+
 prop_compose! {
     fn arb_params(server: bool)(
         odcid in proptest::option::of(arb_cid()),
@@ -229,7 +246,7 @@ prop_compose! {
         iscid in proptest::option::of(arb_cid()),
         rscid in proptest::option::of(arb_cid()),
         dgram in proptest::option::of(arb_varint()),
-        grease in any::<bool>(),
+        (grease, vi) in (any::<bool>(), proptest::option::of(arb_version_information(server))),
     ) -> TransportParameters {
         TransportParameters {
             original_destination_connection_id: odcid.filter(|_| server),
@@ -252,6 +269,7 @@ prop_compose! {
             max_datagram_frame_size: dgram,
             grease_quic_bit: grease,
             artq_fec: grease && dam,
+            version_information: vi,
         }
     }
 }
@@ -279,4 +297,54 @@ proptest! {
             }
         }
     }
+}
+
+/// RFC 9368 §4: every malformed version_information is refused (a parsing
+/// failure, TRANSPORT_PARAMETER_ERROR), and a good one round-trips.
+#[test]
+fn version_information_hostile_values() {
+    let words = |ws: &[u32]| ws.iter().flat_map(|w| w.to_be_bytes()).collect::<Vec<u8>>();
+    let decode = |value: &[u8], side| {
+        let mut out = Vec::new();
+        param(&mut out, param_id::VERSION_INFORMATION, value);
+        TransportParameters::decode(&out, side)
+    };
+    for side in [Side::Client, Side::Server] {
+        for bad in [
+            vec![],                                  // empty
+            vec![0, 0, 0],                           // shorter than a Chosen Version
+            vec![0, 0, 0, 1, 0x6b],                  // odd length
+            words(&[0, 1]),                          // Chosen Version 0
+            words(&[1, 1, 0]),                       // an Available Version 0
+            words(&[1; MAX_AVAILABLE_VERSIONS + 2]), // too many
+        ] {
+            let e = decode(&bad, side).expect_err("hostile version_information accepted");
+            assert_eq!(
+                e.error_code(),
+                crate::TransportErrorCode::TRANSPORT_PARAMETER_ERROR,
+                "{bad:?}"
+            );
+        }
+    }
+    // A client must list its Chosen Version; a server need not (§3).
+    let v2_first = words(&[1, 0x6b33_43cf]);
+    assert!(decode(&v2_first, Side::Client).is_err());
+    let p = decode(&v2_first, Side::Server).expect("server list");
+    assert_eq!(
+        p.version_information,
+        Some(VersionInformation {
+            chosen: 1,
+            available: vec![0x6b33_43cf]
+        })
+    );
+    let client = words(&[1, 0x6b33_43cf, 1, 0x1a2a_3a4a]);
+    let p = decode(&client, Side::Client).expect("client list");
+    let mut out = Vec::new();
+    p.encode(&mut out);
+    assert_eq!(TransportParameters::decode(&out, Side::Client), Ok(p));
+    // Sent twice: a duplicate parameter.
+    let mut twice = Vec::new();
+    param(&mut twice, param_id::VERSION_INFORMATION, &client);
+    param(&mut twice, param_id::VERSION_INFORMATION, &client);
+    assert!(TransportParameters::decode(&twice, Side::Client).is_err());
 }

@@ -534,7 +534,7 @@ fn run_aioquic(
     for (f, url) in files.iter().zip(urls) {
         let left = end.saturating_duration_since(Instant::now());
         let out = client.download(&f.name);
-        let run = super::aioquic_download_in(Some(ns), url, &out, left)?;
+        let run = super::aioquic_download_in(Some(ns), url, &out, left, &[])?;
         let ok = run.status.success();
         last = Some(run);
         if !ok {
