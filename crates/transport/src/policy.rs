@@ -61,8 +61,8 @@
 //! is never copied. A copy is counted as a replica (`replicas`,
 //! `extra_replicas`, `head_copies` in the statistics); its loss starts no
 //! recovery (the data's own packets do) and reaches congestion control as
-//! any lost packet's. The default answers `false`: no scheme but `art+`
-//! with `stall=on` sends anything different.
+//! any lost packet's. The default answers `false`: no scheme but `art+:stall=on`
+//! sends anything different.
 
 use core::fmt;
 

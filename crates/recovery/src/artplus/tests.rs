@@ -312,7 +312,7 @@ fn the_budget_caps_extra_replicas() {
 
 #[test]
 fn stall_copies_the_head_within_the_horizon_and_the_budget() {
-    let mut d = Driver::new("art+");
+    let mut d = Driver::new("art+:stall=on");
     // 4 initial tokens: four copies of data at or near the head.
     assert!(d.head(0));
     assert!(d.head(1200));
@@ -326,9 +326,9 @@ fn stall_copies_the_head_within_the_horizon_and_the_budget() {
     assert!(d.head(0));
     assert!(!d.head(0));
     // Off: never; without a budget: always within the horizon.
-    let mut off = Driver::new("art+:stall=off");
+    let mut off = Driver::new("art+");
     assert!(!off.head(0));
-    let mut free = Driver::new("art+:budget=off");
+    let mut free = Driver::new("art+:budget=off,stall=on");
     assert!((0..1000).all(|_| free.head(0)));
     assert!(!free.head(1_000_000));
 }
@@ -373,8 +373,8 @@ fn names_and_options_parse_strictly() {
         "art+:burst=off"
     );
     assert_eq!(
-        ok("art+:stall=off,hol=off").unwrap().name(),
-        "art+:hol=off,stall=off"
+        ok("art+:stall=on,hol=off").unwrap().name(),
+        "art+:hol=off,stall=on"
     );
 }
 
