@@ -45,6 +45,24 @@
 //! leaves, so it can forget it. A policy that implements none of these
 //! methods (every scheme but AutoRec) is asked nothing that changes what it
 //! sends.
+//!
+//! # Head-of-line copies while flow-control blocked
+//!
+//! When the sender has stream data but the peer's flow control (MAX_DATA
+//! or MAX_STREAM_DATA) gives it no credit, it is idle on the link like an
+//! application-limited sender, and what it waits for is the data at the
+//! head of line: the receiver cannot raise its limits until it arrives.
+//! The transport then offers [`RecoveryPolicy::on_flow_blocked`] a
+//! [`HeadOfLine`]: the lowest stretch of sent, unacknowledged stream data
+//! not copied before (at most one packet of it), whether or not it has been
+//! declared lost. A `true` sends it in a packet of its own, now, as a
+//! congestion-controlled and paced packet (only offered when a packet may
+//! go). Each byte is copied at most once per connection; acknowledged data
+//! is never copied. A copy is counted as a replica (`replicas`,
+//! `extra_replicas`, `head_copies` in the statistics); its loss starts no
+//! recovery (the data's own packets do) and reaches congestion control as
+//! any lost packet's. The default answers `false`: no scheme but `art+:stall=on`
+//! sends anything different.
 
 use core::fmt;
 
@@ -105,6 +123,17 @@ pub struct StreamPosition {
     /// New bytes the peer's flow control (stream and connection limits,
     /// the smaller) still lets the sender send right now.
     pub credit_left: u64,
+}
+
+/// The data a head-of-line copy would carry, offered to
+/// [`RecoveryPolicy::on_flow_blocked`] (module doc, "Head-of-line copies").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HeadOfLine {
+    /// Stream payload bytes the copy would carry (at most one packet's).
+    pub bytes: u64,
+    /// Where the data sits: `behind_head` 0 is the stream's head of line;
+    /// `credit_left` is 0 or nearly, since the sender is blocked.
+    pub position: StreamPosition,
 }
 
 /// The kind of lost data.
@@ -432,6 +461,14 @@ pub trait RecoveryPolicy: Send + fmt::Debug {
     /// sender finds itself idle, so one item per call is enough.
     fn on_app_limited(&mut self, _cx: &mut PolicyContext<'_>) -> Option<ItemId> {
         None
+    }
+
+    /// The sender is blocked by flow control with a packet's room free
+    /// (module doc, "Head-of-line copies"): return `true` to send a copy of
+    /// `head` now. Asked again for the next stretch each time the sender
+    /// finds itself blocked and idle. The default: never.
+    fn on_flow_blocked(&mut self, _cx: &mut PolicyContext<'_>, _head: &HeadOfLine) -> bool {
+        false
     }
 
     /// When the policy wants [`RecoveryPolicy::on_reinjection_timer`]

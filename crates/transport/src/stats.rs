@@ -6,6 +6,10 @@ use wire::time::Duration;
 
 use crate::events::RecoveryRecord;
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 /// Counters and gauges of one connection. Sender-side loss recovery figures
 /// follow DESIGN.md's metric names.
 #[derive(Clone, Debug, Default, Serialize)]
@@ -41,6 +45,14 @@ pub struct ConnectionStats {
     /// decision (AutoRec's reinjections, policy.rs "Reinjection and
     /// off-mode"); they are also counted in `replicas` and `extra_replicas`.
     pub reinjections: u64,
+    /// Copies of unacknowledged data at the head of line sent while flow
+    /// control blocked the sender, before any loss was declared
+    /// ([`crate::policy::RecoveryPolicy::on_flow_blocked`]); also counted
+    /// in `replicas` and `extra_replicas`, so redundancy cost stays whole.
+    /// Left out of the JSON when 0, so runs of schemes that never copy
+    /// read as before.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub head_copies: u64,
     /// DATAGRAM payloads given up by the policy after a loss.
     pub datagrams_dropped: u64,
     /// FEC repair packets sent (sender, `fec:K`).

@@ -540,3 +540,104 @@ fn plain_quic_never_reinjects() {
     assert!(stats.replicas > 0);
     assert_eq!((stats.reinjections, stats.extra_replicas), (0, 0));
 }
+
+/// What the head-copying policy was offered.
+#[derive(Debug, Default)]
+struct HeadLog {
+    offered: Vec<transport::policy::HeadOfLine>,
+    granted: u64,
+}
+
+/// ARQ plus head-of-line copies while flow-control blocked, at most
+/// `budget` of them.
+#[derive(Debug, Clone)]
+struct HeadCopier {
+    budget: u64,
+    log: Arc<Mutex<HeadLog>>,
+}
+
+impl RecoveryPolicy for HeadCopier {
+    fn name(&self) -> String {
+        "head-copier".into()
+    }
+
+    fn on_data_lost(&mut self, cx: &mut PolicyContext<'_>, _lost: &LostData) -> Decision {
+        Decision::single(cx.now)
+    }
+
+    fn on_flow_blocked(
+        &mut self,
+        _cx: &mut PolicyContext<'_>,
+        head: &transport::policy::HeadOfLine,
+    ) -> bool {
+        let mut log = self.log.lock().unwrap();
+        log.offered.push(*head);
+        let grant = log.granted < self.budget;
+        log.granted += u64::from(grant);
+        grant
+    }
+}
+
+/// A download into a client receive window of `window` bytes, with a
+/// head-copying policy allowed `budget` copies.
+fn head_copy_download(
+    window: u64,
+    budget: u64,
+    len: usize,
+) -> (transport::ConnectionStats, HeadLog) {
+    let log = Arc::new(Mutex::new(HeadLog::default()));
+    let policy = HeadCopier {
+        budget,
+        log: log.clone(),
+    };
+    let mut client = TransportConfig::default();
+    client.streams = client.streams.with_receive_window(window);
+    let mut pair = Pair::new(transport_with(Arc::new(policy)), client).with_random_loss(0.05);
+    let data = content(len, 8);
+    let got = pair.download(&data, Duration::from_secs(120));
+    assert!(got == data, "corrupted transfer");
+    let stats = pair.server().stats();
+    let log = std::mem::take(&mut *log.lock().unwrap());
+    (stats, log)
+}
+
+#[test]
+fn head_copies_go_only_while_flow_control_blocks_and_within_the_budget() {
+    // A 32 KB window over a 20 ms RTT path of 100 Mbit/s: the sender is
+    // blocked most of the time.
+    let (stats, log) = head_copy_download(32 << 10, 10, 300_000);
+    assert!(!log.offered.is_empty(), "never offered a head copy");
+    assert_eq!(log.granted, 10, "the budget was not used: {stats:?}");
+    assert!(
+        log.offered.len() > 10,
+        "still offered after the budget ran out"
+    );
+    assert!(
+        stats.head_copies > 0 && stats.head_copies <= log.granted,
+        "{stats:?}"
+    );
+    // Copies are counted as redundancy.
+    assert!(stats.replicas >= stats.head_copies);
+    assert!(stats.extra_replicas >= stats.head_copies);
+    // Each offer is at most one packet of data, inside the window.
+    for h in &log.offered {
+        assert!(h.bytes > 0 && h.bytes < 1500, "{h:?}");
+        assert!(h.position.behind_head < 32 << 10, "{h:?}");
+    }
+    // The head of line itself was offered.
+    assert!(log.offered.iter().any(|h| h.position.behind_head == 0));
+
+    // A budget of 0: offered, nothing sent.
+    let (stats, log) = head_copy_download(32 << 10, 0, 100_000);
+    assert!(!log.offered.is_empty());
+    assert_eq!(stats.head_copies, 0);
+}
+
+#[test]
+fn no_head_copy_is_offered_when_flow_control_never_blocks() {
+    // The default 16 MiB window never fills with 200 KB.
+    let (stats, log) = head_copy_download(16 << 20, 1000, 200_000);
+    assert!(log.offered.is_empty(), "{:?}", log.offered.first());
+    assert_eq!(stats.head_copies, 0);
+    assert!(stats.replicas > 0, "no loss: the test shows nothing");
+}

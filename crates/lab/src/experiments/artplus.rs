@@ -31,7 +31,8 @@ pub const FRONTIER_SCHEMES: &[&str] = &[
     "art+",
 ];
 
-/// `art+` with each idea off, and all of them off, beside `art`.
+/// `art+` with each idea off, and all of them off, beside `art`; and with
+/// the head-of-line copies (`stall`, off by default) on.
 pub const ABLATION_SCHEMES: &[&str] = &[
     "art",
     "art+",
@@ -39,6 +40,7 @@ pub const ABLATION_SCHEMES: &[&str] = &[
     "art+:model=off",
     "art+:burst=off",
     "art+:budget=off",
+    "art+:stall=on",
     "art+:hol=off,model=off,burst=off,budget=off",
 ];
 

@@ -131,6 +131,22 @@ impl Driver {
             Decision::Defer => panic!("art+ never defers"),
         }
     }
+
+    /// Offer a head-of-line copy `behind` bytes behind its stream's head.
+    fn head(&mut self, behind: u64) -> bool {
+        let path = path();
+        let p = &mut self.p;
+        let head = HeadOfLine {
+            bytes: 1200,
+            position: StreamPosition {
+                behind_head: behind,
+                credit_left: 0,
+            },
+        };
+        with_context(Instant::ZERO, &path, &mut self.rng, |cx| {
+            p.on_flow_blocked(cx, &head)
+        })
+    }
 }
 
 // ---- model -----------------------------------------------------------------
@@ -295,6 +311,29 @@ fn the_budget_caps_extra_replicas() {
 }
 
 #[test]
+fn stall_copies_the_head_within_the_horizon_and_the_budget() {
+    let mut d = Driver::new("art+:stall=on");
+    // 4 initial tokens: four copies of data at or near the head.
+    assert!(d.head(0));
+    assert!(d.head(1200));
+    // 0.25 RTT at 3.75 MB per RTT: about 940 KB; beyond it, never.
+    assert!(!d.head(1_000_000));
+    assert!(d.head(900_000));
+    assert!(d.head(0));
+    assert!(!d.head(0), "the budget is spent");
+    assert_eq!(d.p.budget().unwrap().spent(), 4);
+    d.feed(40, 20, false); // 2 losses: 1 token
+    assert!(d.head(0));
+    assert!(!d.head(0));
+    // Off: never; without a budget: always within the horizon.
+    let mut off = Driver::new("art+");
+    assert!(!off.head(0));
+    let mut free = Driver::new("art+:budget=off,stall=on");
+    assert!((0..1000).all(|_| free.head(0)));
+    assert!(!free.head(1_000_000));
+}
+
+#[test]
 fn datagrams_are_dropped() {
     let mut d = Driver::new("art+");
     let mut l = lost(1, 1, None);
@@ -325,12 +364,17 @@ fn names_and_options_parse_strictly() {
         "art+:history=x",
         "art+:quantile=2",
         "art+:speed=11",
+        "art+:stall=1",
     ] {
         assert!(ok(bad).is_err(), "{bad}");
     }
     assert_eq!(
         crate::parse_scheme("art+:burst=off").unwrap().name(),
         "art+:burst=off"
+    );
+    assert_eq!(
+        ok("art+:stall=on,hol=off").unwrap().name(),
+        "art+:hol=off,stall=on"
     );
 }
 
@@ -347,6 +391,9 @@ enum Op {
         behind: u64,
         credit: u64,
     },
+    Blocked {
+        behind: u64,
+    },
 }
 
 fn arb_op() -> impl Strategy<Value = Op> {
@@ -355,6 +402,7 @@ fn arb_op() -> impl Strategy<Value = Op> {
             .prop_map(|(replica, lost)| Op::Packet { replica, lost }),
         2 => (1u32..6, prop_oneof![Just(0u64), any::<u64>()], any::<u64>())
             .prop_map(|(round, behind, credit)| Op::DataLost { round, behind, credit }),
+        1 => prop_oneof![Just(0u64), 0u64..2_000_000].prop_map(|behind| Op::Blocked { behind }),
     ]
 }
 
@@ -369,8 +417,10 @@ proptest! {
         hol in any::<bool>(),
         model in any::<bool>(),
         r_max in 1u32..=32,
+        stall in any::<bool>(),
     ) {
-        let config = ArtPlusConfig { budget, hol, model, r_max, ..ArtPlusConfig::default() };
+        let config =
+            ArtPlusConfig { budget, hol, model, r_max, stall, ..ArtPlusConfig::default() };
         let mut d = Driver {
             p: ArtPlusPolicy::new(config).unwrap(),
             rng: ChaCha8Rng::seed_from_u64(1),
@@ -389,6 +439,12 @@ proptest! {
                     let n = d.decide(&lost(i as u64, round, Some(pos)));
                     prop_assert!((1..=MAX_REPLICAS.min(r_max as usize)).contains(&n), "{n}");
                     extra += n as u64 - 1;
+                }
+                // A head-of-line copy is one more extra replica.
+                Op::Blocked { behind } => {
+                    let copied = d.head(behind);
+                    prop_assert!(stall || !copied);
+                    extra += u64::from(copied);
                 }
             }
         }

@@ -167,6 +167,13 @@ impl Connection {
                 }
             };
         }
+        if p.head_copy {
+            // The data's own packets still carry it: their loss, if it
+            // comes, starts recovery. The chunks are remembered so that a
+            // late acknowledgement still acknowledges them.
+            self.lost_history.remember(pn, entry);
+            return p.ack_eliciting;
+        }
         let datagrams: Vec<u64> = p
             .datagrams
             .iter()

@@ -9,7 +9,7 @@ use wire::TransportErrorCode;
 use super::spaces::{Retransmit, SentPacket};
 use super::{Connection, SpaceId, State, Timer, Transmit, LOCAL_ACK_DELAY_EXPONENT};
 use crate::crypto;
-use crate::policy::{ReplicaRef, SentView};
+use crate::policy::{HeadOfLine, ReplicaRef, SentView};
 use crate::streams::StreamChunk;
 
 /// AEAD tag length of every QUIC v1 cipher suite.
@@ -19,6 +19,9 @@ const MIN_INITIAL_DATAGRAM: usize = 1200;
 /// Packet number length assumed when sizing stream data, so that a replica
 /// of the same data always fits even if the packet number grows.
 const MAX_PN_LEN: usize = 4;
+/// Largest 1-RTT packet header: flags, a 20-byte connection ID, the
+/// packet number.
+const MAX_SHORT_HEADER: usize = 1 + 20 + MAX_PN_LEN;
 
 /// A packet written into the datagram buffer, not yet protected.
 struct Built {
@@ -137,8 +140,11 @@ impl Connection {
     /// when the sender is application-limited (off-mode) or when the
     /// policy's reinjection time has come (policy.rs, "Reinjection and
     /// off-mode"). The engine queues the replica due now, so this very
-    /// packet carries it.
-    fn offer_reinjection(&mut self, now: Instant) {
+    /// packet carries it. Idle and blocked by flow control with nothing
+    /// reinjected, the policy may instead ask for a head-of-line copy
+    /// (policy.rs, "Head-of-line copies") of at most `room` bytes of frame,
+    /// returned for this packet to carry.
+    fn offer_reinjection(&mut self, now: Instant, room: usize) -> Option<StreamChunk> {
         let app_limited = !self.has_eliciting(SpaceId::Data, now);
         let timer_due = || self.policy.next_reinjection().is_some_and(|t| t <= now);
         let item = if app_limited {
@@ -151,7 +157,18 @@ impl Connection {
         if let Some(id) = item {
             // Refused when the item is gone or a replica of it still waits.
             let _accepted = self.engine.reinject(now, id);
+            return None;
         }
+        if !app_limited || !self.streams.flow_blocked() {
+            return None;
+        }
+        let (chunk, position) = self.streams.head_copy(room)?;
+        let head = HeadOfLine {
+            bytes: u64::from(chunk.len),
+            position,
+        };
+        self.call_policy(now, |policy, cx| policy.on_flow_blocked(cx, &head))
+            .then_some(chunk)
     }
 
     /// Whether the application has stream data, replicas or datagrams waiting.
@@ -194,8 +211,10 @@ impl Connection {
             }
         }
         let may_elicit = cwnd_ok && pacing_ok;
+        let mut head_copy = None;
         if space == SpaceId::Data && self.handshake_complete && may_elicit && !probing {
-            self.offer_reinjection(now);
+            let room = limit.saturating_sub(buf.len() + MAX_SHORT_HEADER + TAG_LEN);
+            head_copy = self.offer_reinjection(now, room);
         }
         // Opportunistic replicas (ART journal §6.4) go even when the window
         // is full, but still at the pacing rate: "sent on time even when the
@@ -207,11 +226,15 @@ impl Connection {
         } else {
             None
         };
+        // Offered only when nothing was due, so this never drops one.
+        let head_copy = head_copy.filter(|_| replica.is_none());
         let s = self.space(space);
         let ack_due = s.ack_pending
             && !s.received.is_empty()
             && (space != SpaceId::Data || s.ack_deadline.is_some_and(|d| d <= now));
-        let elicit = replica.is_some() || (may_elicit && self.has_eliciting(space, now));
+        let elicit = replica.is_some()
+            || head_copy.is_some()
+            || (may_elicit && self.has_eliciting(space, now));
         if !ack_due && !elicit {
             if space == SpaceId::Data && cwnd_ok && pacing_ok && !self.has_data_to_send() {
                 self.rate.on_app_limited(self.bytes_in_flight);
@@ -237,6 +260,7 @@ impl Connection {
             rate: self.rate.on_packet_sent(now, self.bytes_in_flight),
             replica: None,
             new_data: false,
+            head_copy: false,
             tag: None,
             ecn_marked: self.outgoing_ecn().is_some(),
         };
@@ -250,6 +274,13 @@ impl Connection {
             } else {
                 self.engine.on_replica_empty(now, &r);
                 self.publish_recovery_records(now);
+            }
+        }
+
+        if let Some(c) = head_copy {
+            if self.write_head_copy(buf, max_end, &c, &mut record) {
+                record.head_copy = true;
+                record.ack_eliciting = true;
             }
         }
 
@@ -276,7 +307,8 @@ impl Connection {
         }
 
         // A completed FEC block's repair symbol travels in its own packet.
-        let fec_ready = space == SpaceId::Data && may_elicit && record.replica.is_none();
+        let alone = record.replica.is_none() && !record.head_copy;
+        let fec_ready = space == SpaceId::Data && may_elicit && alone;
         if let Some((pns, repair)) = self
             .fec_tx
             .as_mut()
@@ -303,7 +335,7 @@ impl Connection {
                     "FEC repair frame does not fit a packet; block skipped"
                 );
             }
-        } else if elicit && record.replica.is_none() {
+        } else if elicit && alone {
             self.write_eliciting_frames(now, space, buf, max_end, may_elicit, &mut record);
         }
 
@@ -565,6 +597,38 @@ impl Connection {
         }
         if wrote {
             self.on_replica_sent(r);
+        }
+        wrote
+    }
+
+    /// Write a head-of-line copy of `chunk` (what of it is still
+    /// unacknowledged) and count it as a replica. False if nothing fit.
+    fn write_head_copy(
+        &mut self,
+        buf: &mut Vec<u8>,
+        max_end: usize,
+        chunk: &StreamChunk,
+        record: &mut SentPacket,
+    ) -> bool {
+        let mut parts = Vec::new();
+        self.streams.unacked_parts(chunk, &mut parts);
+        let mut wrote = false;
+        for p in &parts {
+            let need = frame::stream_header_len(p.id, p.offset, p.len as usize) + p.len as usize;
+            if buf.len() + need > max_end {
+                continue;
+            }
+            if self.streams.write_chunk(p, buf) {
+                record.stream_chunks.push(*p);
+                wrote = true;
+            }
+        }
+        // Offered once, sent or not.
+        self.streams.on_head_copied(chunk);
+        if wrote {
+            self.stats.head_copies += 1;
+            self.stats.replicas += 1;
+            self.stats.extra_replicas += 1;
         }
         wrote
     }

@@ -74,6 +74,9 @@ pub(crate) struct SentPacket {
     pub replica: Option<ReplicaRef>,
     /// The packet carries first transmissions of stream data.
     pub new_data: bool,
+    /// The packet is a head-of-line copy sent while flow-control blocked
+    /// (policy.rs, "Head-of-line copies"): its loss starts no recovery.
+    pub head_copy: bool,
     /// The recovery policy's label for it.
     pub tag: Option<crate::policy::PacketTag>,
     /// Sent marked ECT(0).

@@ -63,6 +63,9 @@ pub(crate) struct SendStream {
     pub stopped: Option<u64>,
     /// Limit at which STREAM_DATA_BLOCKED was last queued.
     pub blocked_reported: Option<u64>,
+    /// Every byte below this was copied once at the head of line while
+    /// flow control blocked us ([`SendStream::next_head_copy`]).
+    head_copied_to: u64,
 }
 
 impl SendStream {
@@ -82,6 +85,7 @@ impl SendStream {
             reset: None,
             stopped: None,
             blocked_reported: None,
+            head_copied_to: 0,
         }
     }
 
@@ -289,6 +293,42 @@ impl SendStream {
         })
     }
 
+    /// The lowest stretch of sent, unacknowledged data not copied before
+    /// (policy.rs, "Head-of-line copies"), at most what a STREAM frame of
+    /// `max_frame_len` bytes carries; never the FIN. `None` when every sent
+    /// byte is acknowledged or copied, or the stream was reset.
+    pub fn next_head_copy(&self, id: StreamId, max_frame_len: usize) -> Option<StreamChunk> {
+        if self.reset.is_some() {
+            return None;
+        }
+        let mut start = self.buf.base().max(self.head_copied_to);
+        // Runs in `acked` are maximal: the byte after one is unacknowledged.
+        if let Some(r) = self.acked.range_containing(start) {
+            start = r.end;
+        }
+        if start >= self.unsent {
+            return None;
+        }
+        let end = self
+            .acked
+            .first_range_after(start)
+            .map_or(self.unsent, |r| r.start)
+            .min(self.unsent);
+        let cap = stream_data_capacity(id, start, max_frame_len)?;
+        let len = (end - start).min(cap as u64).min(u64::from(u32::MAX));
+        (len > 0).then_some(StreamChunk {
+            id,
+            offset: start,
+            len: len as u32,
+            fin: false,
+        })
+    }
+
+    /// A head-of-line copy of everything below `end` was sent.
+    pub fn on_head_copied(&mut self, end: u64) {
+        self.head_copied_to = self.head_copied_to.max(end);
+    }
+
     /// `chunk`'s range clipped to what is still buffered and was sent.
     fn live_range(&self, chunk: &StreamChunk) -> std::ops::Range<u64> {
         let end = chunk
@@ -440,6 +480,38 @@ mod tests {
         s.max_data = 5000;
         let c3 = s.poll_new(ID, 5000, 10).unwrap();
         assert_eq!(c3.len, 10, "connection credit");
+    }
+
+    #[test]
+    fn head_copies_cover_each_unacknowledged_byte_once() {
+        let mut s = SendStream::new(u64::MAX);
+        assert_eq!(s.write(&[3u8; 4000], 10_000), Ok(4000));
+        assert_eq!(s.next_head_copy(ID, 1000), None, "nothing sent yet");
+        assert_eq!(s.poll_new(ID, 3004, u64::MAX).unwrap().len, 3000);
+        // The head: the first packet's bytes, at most one frame's worth.
+        let c = s.next_head_copy(ID, 504).unwrap();
+        assert_eq!((c.offset, c.len, c.fin), (0, 500, false));
+        s.on_head_copied(c.end());
+        let c = s.next_head_copy(ID, 5000).unwrap();
+        assert_eq!((c.offset, c.len), (500, 2500), "stops at the unsent edge");
+        // Acknowledged data is never copied: 1000..2000 acked, the copy
+        // mark at 500 skips to the next hole.
+        s.on_ack(&chunk(1000, 1000, false));
+        let c = s.next_head_copy(ID, 5000).unwrap();
+        assert_eq!((c.offset, c.len), (500, 500), "stops at the acked run");
+        s.on_head_copied(c.end());
+        let c = s.next_head_copy(ID, 5000).unwrap();
+        assert_eq!((c.offset, c.len), (2000, 1000));
+        s.on_head_copied(c.end());
+        assert_eq!(s.next_head_copy(ID, 5000), None, "each byte once");
+        // The acked prefix moves past the mark: still nothing acked.
+        s.on_ack(&chunk(0, 1000, false));
+        assert_eq!(s.next_head_copy(ID, 5000), None);
+        assert_eq!(s.poll_new(ID, 1006, u64::MAX).unwrap().len, 1000);
+        let c = s.next_head_copy(ID, 5000).unwrap();
+        assert_eq!((c.offset, c.len), (3000, 1000), "newly sent data");
+        assert!(s.reset(1));
+        assert_eq!(s.next_head_copy(ID, 5000), None, "reset");
     }
 
     #[test]

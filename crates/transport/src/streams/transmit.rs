@@ -115,6 +115,51 @@ impl Streams {
         })
     }
 
+    /// Whether flow control alone holds data back: stream data is written
+    /// and unsent, and neither the connection's nor its streams' credit
+    /// lets any of it go (nothing else pending either).
+    pub fn flow_blocked(&self) -> bool {
+        !self.has_pending()
+            && (self.send_totals.within_credit > 0 || self.send_totals.past_credit > 0)
+    }
+
+    /// The stretch a head-of-line copy would carry (policy.rs, "Head-of-line
+    /// copies"), within a STREAM frame of `max_frame_len` bytes: over the
+    /// streams we send on, the one nearest its stream's acknowledged
+    /// prefix, lowest stream first on a tie; with its position.
+    pub fn head_copy(&self, max_frame_len: usize) -> Option<(StreamChunk, StreamPosition)> {
+        let credit = self.send_credit.available();
+        let mut best: Option<(StreamChunk, StreamPosition)> = None;
+        for (&id, s) in &self.streams {
+            let Some(send) = s.send.as_ref() else {
+                continue;
+            };
+            let Some(c) = send.next_head_copy(id, max_frame_len) else {
+                continue;
+            };
+            let pos = StreamPosition {
+                behind_head: c.offset.saturating_sub(send.acked_prefix()),
+                credit_left: send.stream_credit_left().min(credit),
+            };
+            if best.is_none_or(|(_, b)| pos.behind_head < b.behind_head) {
+                best = Some((c, pos));
+            }
+        }
+        best
+    }
+
+    /// A head-of-line copy of `chunk` was sent: its bytes are not offered
+    /// again.
+    pub fn on_head_copied(&mut self, chunk: &StreamChunk) {
+        if let Some(send) = self
+            .streams
+            .get_mut(&chunk.id)
+            .and_then(|s| s.send.as_mut())
+        {
+            send.on_head_copied(chunk.end());
+        }
+    }
+
     /// Plain retransmission: the unacknowledged parts of a lost chunk go back
     /// to the stream's retransmission queue, sent before new data.
     pub fn requeue_lost(&mut self, chunk: &StreamChunk) {
