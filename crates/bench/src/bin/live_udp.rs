@@ -24,7 +24,7 @@
 //! time against the first scheme's.
 //!
 //! Run: `cargo build --release -p artq && cargo run --release -p artq-bench
-//! --bin live_udp -- [--seeds 5] [--scheme quic --scheme autorec]
+//! --bin live_udp -- [--seeds 5] [--first-seed 1] [--scheme quic --scheme autorec]
 //! [--seconds 20] [--kbps 7000] [--startup-delay 1000] [--artq PATH]`.
 
 use std::path::{Path, PathBuf};
@@ -45,9 +45,12 @@ struct Args {
     /// Schemes to compare (repeatable); the first is the baseline of the ratios.
     #[arg(long = "scheme", default_values_t = ["quic".to_string(), "autorec".to_string()])]
     schemes: Vec<String>,
-    /// Seeds 1..=N; each seed fixes the link's loss pattern and the server's randomness.
+    /// How many seeds: FIRST..FIRST+N; each seed fixes the link's loss pattern and the server's randomness.
     #[arg(long, default_value_t = 5)]
     seeds: u64,
+    /// The first seed (to extend an earlier batch with new seeds).
+    #[arg(long = "first-seed", default_value_t = 1)]
+    first_seed: u64,
     /// Stream length, seconds.
     #[arg(long, default_value_t = 20)]
     seconds: u32,
@@ -113,7 +116,7 @@ fn main() -> Result<()> {
         "scheme", "seed", "freezes", "per_100s", "frozen_ms", "startup_ms"
     );
     let mut runs: Vec<Vec<Played>> = vec![Vec::new(); args.schemes.len()];
-    for seed in 1..=args.seeds {
+    for seed in args.first_seed..args.first_seed.saturating_add(args.seeds) {
         for (i, scheme) in args.schemes.iter().enumerate() {
             let p = run_once(&artq, root.path(), &args, scheme, seed)
                 .with_context(|| format!("{scheme}, seed {seed}"))?;
