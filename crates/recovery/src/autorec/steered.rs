@@ -56,6 +56,8 @@ pub(super) struct Steered {
 }
 
 impl Steered {
+    /// Steering through `desk`, rewarding by `reward`, at A_thres `start`
+    /// until the first answer.
     pub(super) fn new(desk: SharedDesk, reward: AutorecReward, start: u32) -> Self {
         Steered {
             desk,
