@@ -518,4 +518,6 @@ impl Link {
 }
 
 #[cfg(test)]
+mod fault_tests;
+#[cfg(test)]
 mod tests;
