@@ -9,7 +9,7 @@
 //! byte-exact and the case's evidence holds (handshake count, Retry, key
 //! phases, stream limit, amplification limit, the outage inside the
 //! transfer). The cases and how they run are in `common/matrix.rs`;
-//! `harness_selfcheck.rs` runs the same cases against quic-go's own interop
+//! `harness_selfcheck/` runs the same cases against quic-go's own interop
 //! server, so a failure here is artq's.
 //!
 //! Needs the quic-go interop client and server that `.ci/run` builds into
