@@ -120,15 +120,19 @@ impl Host {
 
     /// A datagram from `from` arrived (decrypted in place), with the ECN
     /// codepoint of its IP header when the driver sees it (the simulator, a
-    /// socket reading IP_TOS). Call [`Host::drive`] after a batch of them.
+    /// socket reading IP_TOS), and the local address it was sent to when
+    /// the driver has several (a server with a preferred address; `None`
+    /// otherwise). Call [`Host::drive`] after a batch of them.
     pub fn handle_datagram(
         &mut self,
         now: Instant,
+        to: Option<SocketAddr>,
         from: SocketAddr,
         ecn: Option<wire::ecn::Ecn>,
         payload: &mut [u8],
     ) {
-        self.endpoint.handle_datagram(now, from, ecn, payload);
+        self.endpoint
+            .handle_datagram_on(now, to, from, ecn, payload);
     }
 
     /// Fires the endpoint's timers that are due. Call [`Host::drive`] after.

@@ -65,6 +65,7 @@ fn configs(protocol: Protocol) -> (ServerConfig, ClientConfig) {
         ServerConfig {
             tls: server_tls,
             transport: Arc::new(TransportConfig::default()),
+            preferred_address: Default::default(),
         },
         ClientConfig {
             tls: client_tls,

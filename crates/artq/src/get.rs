@@ -124,6 +124,9 @@ pub struct GetReport {
     pub messages: Option<MessageReport>,
     /// How each connection started, in order (one unless `--reconnect`).
     pub connections: Vec<ConnectionStart>,
+    /// The server's preferred address the (last) connection moved to
+    /// (RFC 9000 §9.6), if it did.
+    pub moved_to: Option<std::net::SocketAddr>,
 }
 
 /// Split `https://host:port/path` into (host, port, path).
@@ -428,6 +431,10 @@ fn fetch(
         bytes: r.bytes_received,
         elapsed: done.saturating_duration_since(started),
         stats: host.endpoint().connection(h).map(Connection::stats),
+        moved_to: host
+            .endpoint()
+            .connection(h)
+            .and_then(Connection::moved_to_preferred_address),
         playback,
         rpc,
         messages: host.app::<MessageReceiver>().map(|c| c.report().clone()),

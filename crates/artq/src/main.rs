@@ -222,6 +222,12 @@ struct ServeArgs {
     /// (docs/endpoint.md, "Resumption and 0-RTT").
     #[arg(long)]
     resumption: bool,
+    /// Also listen on ADDR:PORT and offer it to clients as the server's
+    /// preferred address (RFC 9000 §9.6): a client that follows moves its
+    /// connection there after the handshake. At most one IPv4 and one IPv6
+    /// address (repeat the flag for both); port 0 picks one.
+    #[arg(long, value_name = "ADDR:PORT")]
+    preferred_address: Vec<SocketAddr>,
     #[command(flatten)]
     transport: TransportArgs,
 }
@@ -292,6 +298,13 @@ struct GetArgs {
     /// ends' clocks differ, so no latency is reported.
     #[command(flatten, next_help_heading = "Message workload (with --messages)")]
     messages: message_args::MessageArgs,
+    /// Stay on the address in the URL even when the server offers a
+    /// preferred address (RFC 9000 §9.6). By default the client probes that
+    /// address once the handshake is confirmed and moves there if it
+    /// answers (the address of the URL's family; no answer within three
+    /// PTOs: it stays).
+    #[arg(long)]
+    no_preferred_address: bool,
     #[command(flatten)]
     transport: TransportArgs,
 }
@@ -357,6 +370,7 @@ fn run(cli: Cli) -> Result<()> {
                 },
                 seed: a.transport.rng_seed()?,
                 resumption: a.resumption,
+                preferred_address: a.preferred_address,
             })
         }
         Command::Get(a) => {
@@ -364,7 +378,8 @@ fn run(cli: Cli) -> Result<()> {
                 a.timeout.is_finite() && a.timeout > 0.0,
                 "--timeout must be a positive number of seconds"
             );
-            let transport = a.transport.config("quic")?;
+            let mut transport = a.transport.config("quic")?;
+            transport.follow_preferred_address = !a.no_preferred_address;
             let report = get::run(get::GetOptions {
                 url: a.url,
                 output: a.output,
@@ -408,6 +423,10 @@ fn run(cli: Cli) -> Result<()> {
                 "received {} bytes in {:.3} s: {:.1} Mbit/s",
                 report.bytes, secs, mbps
             );
+            if let Some(addr) = report.moved_to {
+                // A contract too: tests read it.
+                eprintln!("moved to the server's preferred address {addr}");
+            }
             if let Some(p) = &report.playback {
                 if a.stats {
                     println!("{}", get::playback_json(p));

@@ -17,8 +17,8 @@ use apps::server::{HttpServer, ServerOptions};
 use apps::{App, Host, Observer, Protocol};
 use transport::events::QlogWriter;
 use transport::{
-    AdmissionConfig, Connection, ConnectionHandle, Endpoint, EndpointConfig, Event, RetryMode,
-    RngSeed, ServerConfig, TransportConfig,
+    AdmissionConfig, Connection, ConnectionHandle, Endpoint, EndpointConfig, Event,
+    PreferredAddresses, RetryMode, RngSeed, ServerConfig, TransportConfig,
 };
 
 use crate::udp::{Driver, Stop};
@@ -55,6 +55,9 @@ pub struct ServeOptions {
     /// Issue session tickets and accept resumption and 0-RTT
     /// ([`transport::crypto::enable_server_resumption`]).
     pub resumption: bool,
+    /// Also listen on these addresses and offer them as the preferred
+    /// address (RFC 9000 §9.6): at most one IPv4 and one IPv6.
+    pub preferred_address: Vec<SocketAddr>,
 }
 
 /// What `artq serve` runs on each connection.
@@ -102,13 +105,15 @@ pub fn run(opts: ServeOptions) -> Result<()> {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("cannot create --qlog {}", dir.display()))?;
     }
-    let server = ServerConfig {
-        tls,
-        transport: Arc::new(opts.transport),
-    };
     let mut driver =
         Driver::bind(opts.listen).with_context(|| format!("cannot bind {}", opts.listen))?;
     let addr = driver.local_addr()?;
+    let preferred_address = bind_preferred(&mut driver, &opts.preferred_address)?;
+    let server = ServerConfig {
+        tls,
+        transport: Arc::new(opts.transport),
+        preferred_address,
+    };
     let alt_svc = match opts.alt_svc {
         None => Some(format!("h3=\":{}\"; ma=86400", addr.port())),
         Some(v) if v.is_empty() => None,
@@ -175,6 +180,9 @@ pub fn run(opts: ServeOptions) -> Result<()> {
     }
     // The ready line is a contract (tests and scripts read the address).
     println!("listening on {addr}");
+    for p in preferred_address.iter() {
+        println!("preferred address {p}");
+    }
     io::stdout().flush()?;
     eprintln!("artq serve: {serving}, recovery {scheme}");
     driver.run(
@@ -197,6 +205,32 @@ pub fn run(opts: ServeOptions) -> Result<()> {
         s.half_open_expired,
     );
     Ok(())
+}
+
+/// Bind the preferred addresses (`--preferred-address`) beside the first
+/// socket; what to offer is what was bound (port 0 picks one).
+fn bind_preferred(driver: &mut Driver, addrs: &[SocketAddr]) -> Result<PreferredAddresses> {
+    let mut wanted = PreferredAddresses::default();
+    for a in addrs {
+        wanted
+            .add(*a)
+            .map_err(|e| anyhow::anyhow!("--preferred-address {a}: {e}"))?;
+        anyhow::ensure!(
+            !a.ip().is_unspecified(),
+            "--preferred-address {a}: a client needs an address it can send to, not {}",
+            a.ip()
+        );
+    }
+    let mut bound = PreferredAddresses::default();
+    for a in wanted.iter() {
+        let b = driver
+            .bind_also(a)
+            .with_context(|| format!("cannot bind --preferred-address {a}"))?;
+        bound
+            .add(b)
+            .map_err(|e| anyhow::anyhow!("--preferred-address {a}: {e}"))?;
+    }
+    Ok(bound)
 }
 
 /// base64(SHA-256(SubjectPublicKeyInfo DER)): how Chromium names a key to
@@ -224,6 +258,12 @@ struct ServeObserver {
 struct ConnectionSummary<'a> {
     connection: usize,
     remote: String,
+    /// Which of the server's addresses the connection ended on (its
+    /// preferred address if the client moved there).
+    local: Option<String>,
+    /// Our ECT(0) marks were validated by the client's ECN counts
+    /// (`--ecn`).
+    ecn_validated: bool,
     alpn: &'a str,
     scheme: &'a str,
     ended: String,
@@ -260,6 +300,8 @@ impl Observer for ServeObserver {
             let line = ConnectionSummary {
                 connection: h.0,
                 remote: conn.remote_address().to_string(),
+                local: conn.local_address().map(|a| a.to_string()),
+                ecn_validated: conn.ecn_validated(),
                 alpn: &alpn,
                 scheme: &self.scheme,
                 ended: reason.to_string(),

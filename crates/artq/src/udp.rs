@@ -1,5 +1,6 @@
-//! The real-time driver: one UDP socket, a real clock, and an
-//! [`apps::Host`] (a sans-IO endpoint plus its application). This and the
+//! The real-time driver: a UDP socket (and one more per preferred address
+//! of a server, RFC 9000 §9.6), a real clock, and an [`apps::Host`] (a
+//! sans-IO endpoint plus its application). This and the
 //! relay are the only places artq reads a clock. The simulator's driver is
 //! `lab::QuicNode`; both run the same applications.
 //!
@@ -13,6 +14,11 @@
 //! destination leave in one `sendmsg` with generic segmentation offload, and
 //! received datagrams may arrive coalesced (GRO), split here by their stride.
 //! Where the kernel lacks either, it falls back to one datagram per call.
+//!
+//! With several sockets, every datagram read is handed to the endpoint
+//! with the address of the socket it came in on, and every datagram goes
+//! out of the socket bound to its [`transport::Transmit::source`] (the
+//! first socket when that is `None` or not one of ours).
 
 use std::io::{self, IoSliceMut};
 use std::net::SocketAddr;
@@ -25,7 +31,6 @@ use mio::{Events, Interest, Poll, Token};
 use wire::ecn::Ecn;
 use wire::time::Instant;
 
-const SOCKET: Token = Token(0);
 /// Kernel socket buffers: large enough for a multi-Gbit/s loopback burst.
 const SOCKET_BUFFER: usize = 8 << 20;
 /// Largest datagram we read.
@@ -71,23 +76,36 @@ pub struct Stop<'a> {
     pub signal: Option<&'a AtomicBool>,
 }
 
-/// A UDP socket driving a host.
-pub struct Driver {
+/// One bound socket.
+struct Socket {
     socket: UdpSocket,
     state: quinn_udp::UdpSocketState,
+    /// Its bound address.
+    addr: SocketAddr,
+}
+
+/// UDP sockets driving a host.
+pub struct Driver {
+    /// The first is the one bound by [`Driver::bind`]; the others were
+    /// added by [`Driver::bind_also`].
+    sockets: Vec<Socket>,
     poll: Poll,
     clock: Clock,
     recv_buf: Vec<u8>,
     /// One datagram from the endpoint.
     one: Vec<u8>,
-    /// The batch being assembled: equal-size datagrams to one destination.
+    /// The batch being assembled: equal-size datagrams to one destination
+    /// from one socket.
     batch: Vec<u8>,
     batch_dst: Option<SocketAddr>,
+    /// Index of the socket the batch leaves from.
+    batch_socket: usize,
     /// The ECN codepoint of every datagram of the batch (one per send call).
     batch_ecn: Option<Ecn>,
     batch_segment: usize,
-    /// A datagram that did not fit the previous batch.
-    stash: Option<(SocketAddr, Option<Ecn>, Vec<u8>)>,
+    /// A datagram that did not fit the previous batch (socket index,
+    /// destination, ECN, bytes).
+    stash: Option<(usize, SocketAddr, Option<Ecn>, Vec<u8>)>,
     /// The batch could not be sent (socket buffer full): retry it first.
     blocked: bool,
 }
@@ -95,29 +113,18 @@ pub struct Driver {
 impl Driver {
     /// Bind a UDP socket on `addr` with large buffers.
     pub fn bind(addr: SocketAddr) -> io::Result<Self> {
-        let domain = socket2::Domain::for_address(addr);
-        let sock =
-            socket2::Socket::new(domain, socket2::Type::DGRAM, Some(socket2::Protocol::UDP))?;
-        // Best effort: the kernel may clamp these.
-        let _ = sock.set_recv_buffer_size(SOCKET_BUFFER);
-        let _ = sock.set_send_buffer_size(SOCKET_BUFFER);
-        sock.set_nonblocking(true)?;
-        sock.bind(&addr.into())?;
-        let mut socket = UdpSocket::from_std(sock.into());
-        let state = quinn_udp::UdpSocketState::new((&socket).into())?;
         let poll = Poll::new()?;
-        poll.registry()
-            .register(&mut socket, SOCKET, Interest::READABLE)?;
-        let recv_len = MAX_DATAGRAM.max(1500 * state.gro_segments());
+        let first = open_socket(&poll, addr, Token(0))?;
+        let recv_len = MAX_DATAGRAM.max(1500 * first.state.gro_segments());
         Ok(Driver {
-            socket,
-            state,
+            sockets: vec![first],
             poll,
             clock: Clock::new(),
             recv_buf: vec![0; recv_len],
             one: Vec::with_capacity(MAX_DATAGRAM),
             batch: Vec::with_capacity(MAX_DATAGRAM),
             batch_dst: None,
+            batch_socket: 0,
             batch_ecn: None,
             batch_segment: 0,
             stash: None,
@@ -125,9 +132,22 @@ impl Driver {
         })
     }
 
-    /// The bound address.
+    /// Bind one more socket on `addr` (a server's preferred address):
+    /// returns its bound address.
+    pub fn bind_also(&mut self, addr: SocketAddr) -> io::Result<SocketAddr> {
+        let s = open_socket(&self.poll, addr, Token(self.sockets.len()))?;
+        let bound = s.addr;
+        let recv_len = MAX_DATAGRAM.max(1500 * s.state.gro_segments());
+        if self.recv_buf.len() < recv_len {
+            self.recv_buf.resize(recv_len, 0);
+        }
+        self.sockets.push(s);
+        Ok(bound)
+    }
+
+    /// The first socket's bound address.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.socket.local_addr()
+        Ok(self.sockets[0].addr)
     }
 
     /// The driver's clock.
@@ -199,14 +219,25 @@ impl Driver {
         }
     }
 
-    /// Read every datagram waiting on the socket (GRO: one read may carry
-    /// several, `stride` bytes apart).
+    /// Read every datagram waiting on every socket.
     fn receive_all(&mut self, host: &mut Host) -> io::Result<()> {
+        for i in 0..self.sockets.len() {
+            self.receive_on(i, host)?;
+        }
+        Ok(())
+    }
+
+    /// Read every datagram waiting on socket `i` (GRO: one read may carry
+    /// several, `stride` bytes apart). The endpoint learns which socket
+    /// only when there are several.
+    fn receive_on(&mut self, i: usize, host: &mut Host) -> io::Result<()> {
+        let to = (self.sockets.len() > 1).then(|| self.sockets[i].addr);
         loop {
             let mut meta = [quinn_udp::RecvMeta::default()];
             let result = {
                 let mut bufs = [IoSliceMut::new(&mut self.recv_buf)];
-                self.state.recv((&self.socket).into(), &mut bufs, &mut meta)
+                let s = &self.sockets[i];
+                s.state.recv((&s.socket).into(), &mut bufs, &mut meta)
             };
             match result {
                 Ok(n) if n > 0 => {
@@ -219,6 +250,7 @@ impl Driver {
                         let end = (start + stride).min(len);
                         host.handle_datagram(
                             now,
+                            to,
                             m.addr,
                             m.ecn.map(netem::ecn_from_udp),
                             &mut self.recv_buf[start..end],
@@ -250,7 +282,8 @@ impl Driver {
             segment_size: (segments > 1).then_some(self.batch_segment),
             src_ip: None,
         };
-        match self.state.send((&self.socket).into(), &transmit) {
+        let s = &self.sockets[self.batch_socket];
+        match s.state.send((&s.socket).into(), &transmit) {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                 self.blocked = true;
                 false
@@ -272,25 +305,29 @@ impl Driver {
         if self.blocked && !self.send_batch() {
             return Ok(false);
         }
-        let max_segments = self.state.max_gso_segments().clamp(1, MAX_BATCH);
         // Interleave reads so a fast sender does not starve its own ACK input.
         let mut budget = 64;
         loop {
-            let (dst, ecn, size) = match self.stash.take() {
-                Some((dst, ecn, data)) => {
+            let (socket, dst, ecn, size) = match self.stash.take() {
+                Some((socket, dst, ecn, data)) => {
                     self.one.clear();
                     self.one.extend_from_slice(&data);
-                    (dst, ecn, data.len())
+                    (socket, dst, ecn, data.len())
                 }
                 None => {
                     let now = self.clock.now();
                     match host.poll_transmit(now, &mut self.one) {
-                        Some(t) => (t.destination, t.ecn, t.size),
+                        Some(t) => (self.socket_for(t.source), t.destination, t.ecn, t.size),
                         None => return Ok(self.send_batch()),
                     }
                 }
             };
+            let max_segments = self.sockets[socket]
+                .state
+                .max_gso_segments()
+                .clamp(1, MAX_BATCH);
             let fits = self.batch_dst == Some(dst)
+                && self.batch_socket == socket
                 && self.batch_ecn == ecn
                 && size <= self.batch_segment
                 && self.batch.len() % self.batch_segment.max(1) == 0
@@ -298,7 +335,7 @@ impl Driver {
                 && self.batch.len() / self.batch_segment.max(1) < max_segments;
             if !fits && self.batch_dst.is_some() {
                 // Send the current batch, then start a new one with this.
-                self.stash = Some((dst, ecn, self.one[..size].to_vec()));
+                self.stash = Some((socket, dst, ecn, self.one[..size].to_vec()));
                 if !self.send_batch() {
                     return Ok(false);
                 }
@@ -311,12 +348,44 @@ impl Driver {
             }
             if self.batch_dst.is_none() {
                 self.batch_dst = Some(dst);
+                self.batch_socket = socket;
                 self.batch_ecn = ecn;
                 self.batch_segment = size;
             }
             self.batch.extend_from_slice(&self.one[..size]);
         }
     }
+}
+
+impl Driver {
+    /// The socket to send from for a datagram whose source is `source`.
+    fn socket_for(&self, source: Option<SocketAddr>) -> usize {
+        source
+            .and_then(|a| self.sockets.iter().position(|s| s.addr == a))
+            .unwrap_or(0)
+    }
+}
+
+/// A non-blocking UDP socket bound to `addr` with large buffers,
+/// registered with `poll` under `token`.
+fn open_socket(poll: &Poll, addr: SocketAddr, token: Token) -> io::Result<Socket> {
+    let domain = socket2::Domain::for_address(addr);
+    let sock = socket2::Socket::new(domain, socket2::Type::DGRAM, Some(socket2::Protocol::UDP))?;
+    // Best effort: the kernel may clamp these.
+    let _ = sock.set_recv_buffer_size(SOCKET_BUFFER);
+    let _ = sock.set_send_buffer_size(SOCKET_BUFFER);
+    sock.set_nonblocking(true)?;
+    sock.bind(&addr.into())?;
+    let mut socket = UdpSocket::from_std(sock.into());
+    let state = quinn_udp::UdpSocketState::new((&socket).into())?;
+    poll.registry()
+        .register(&mut socket, token, Interest::READABLE)?;
+    let addr = socket.local_addr()?;
+    Ok(Socket {
+        socket,
+        state,
+        addr,
+    })
 }
 
 /// Returns freed heap memory to the operating system. glibc keeps memory a

@@ -8,9 +8,11 @@
 //! reference stack passes: each passes here only when every file arrived
 //! byte-exact and the case's evidence holds (handshake count, Retry, key
 //! phases, stream limit, amplification limit, the outage inside the
-//! transfer). The cases and how they run are in `common/matrix.rs`;
-//! `harness_selfcheck/` runs the same cases against quic-go's own interop
-//! server, so a failure here is artq's.
+//! transfer). The cases are in `common/matrix/cases.rs`, how they run in
+//! `common/matrix/mod.rs`; `harness_selfcheck/` runs the same cases
+//! against quic-go's own interop server, so a failure here is artq's (not
+//! `connectionmigration` and `ecn`, whose evidence is `artq serve`'s own
+//! `--stats-json`).
 //!
 //! Needs the quic-go interop client and server that `.ci/run` builds into
 //! `target/interop/` (`$ARTQ_INTEROP_CLIENT`, `$ARTQ_INTEROP_SERVER`), and
@@ -18,8 +20,8 @@
 //! namespace). Without them every case fails and says how to get them.
 //!
 //! CLI contract relied on: `artq serve --listen 127.0.0.1:0 --root DIR
-//! [--cert F --key F] [--retry]` prints `listening on <ip:port>` first and
-//! serves hq-interop; `artq link --listen 127.0.0.1:0 --to ADDR [link
+//! [--cert F --key F] [--retry] [--stats-json F] [--preferred-address A]
+//! [--ecn]` prints `listening on <ip:port>` first and serves hq-interop; `artq link --listen 127.0.0.1:0 --to ADDR [link
 //! options] --pcap FILE` prints `listening on <ip:port>` and records the
 //! server's side of the link.
 
@@ -131,4 +133,21 @@ fn resumption() {
 #[test]
 fn zerortt() {
     matrix::run(&matrix::ZERORTT, Artq);
+}
+
+/// `artq serve --preferred-address` offers a second address; the client
+/// moves there after the handshake and the download finishes there.
+/// aioquic's client runs this case: quic-go's interop client does not know
+/// it (quic-go's client never follows a preferred address).
+#[test]
+fn connectionmigration() {
+    matrix::run(&matrix::CONNECTIONMIGRATION, Artq);
+}
+
+/// `artq serve --ecn` marks ECT(0); quic-go's client (its `transfer` test
+/// case: it does not know the name `ecn`, but uses ECN on every connection)
+/// reports ECN counts that validate the marks.
+#[test]
+fn ecn() {
+    matrix::run(&matrix::ECN, Artq);
 }

@@ -167,7 +167,7 @@ impl Node for QuicNode {
     ) {
         self.timed(|n| {
             // Decrypted in place: the simulator hands the buffer over.
-            n.host.handle_datagram(now, from, ecn, payload);
+            n.host.handle_datagram(now, None, from, ecn, payload);
             n.host.drive(now);
         });
     }

@@ -423,6 +423,7 @@ fn add_flow(
         ServerConfig {
             tls: server_tls,
             transport: Arc::new(server_transport),
+            preferred_address: Default::default(),
         },
     ));
     let server_host = Host::new(server_endpoint, flow.workload.server_app(content_seed))

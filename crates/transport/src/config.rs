@@ -48,6 +48,10 @@ pub struct TransportConfig {
     /// 9000 §13.4, RFC 9002 §7.1). Off by default; received ECN is always
     /// counted and reported.
     pub ecn: bool,
+    /// Client: move to the server's preferred address (RFC 9000 §9.6) once
+    /// the handshake is confirmed and the address validates. On by
+    /// default; a server that offers none is unaffected.
+    pub follow_preferred_address: bool,
 }
 
 impl Default for TransportConfig {
@@ -67,6 +71,7 @@ impl Default for TransportConfig {
             active_connection_id_limit: 4,
             fec: FecConfig::default(),
             ecn: false,
+            follow_preferred_address: true,
         }
     }
 }
@@ -78,6 +83,46 @@ pub struct ServerConfig {
     pub tls: Arc<rustls::ServerConfig>,
     /// Transport settings for accepted connections.
     pub transport: Arc<TransportConfig>,
+    /// The addresses offered to clients in the preferred_address transport
+    /// parameter (RFC 9000 §9.6); none by default. The driver must also
+    /// receive on them and send from them (see [`crate::Transmit::source`]).
+    pub preferred_address: PreferredAddresses,
+}
+
+/// A server's preferred addresses (RFC 9000 §9.6, §18.2): at most one per
+/// address family, as the transport parameter holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PreferredAddresses {
+    /// The IPv4 one.
+    pub v4: Option<std::net::SocketAddrV4>,
+    /// The IPv6 one.
+    pub v6: Option<std::net::SocketAddrV6>,
+}
+
+impl PreferredAddresses {
+    /// True when no address is offered.
+    pub fn is_empty(&self) -> bool {
+        self.v4.is_none() && self.v6.is_none()
+    }
+
+    /// Add `addr` in its family's slot; an error names the family already
+    /// taken.
+    pub fn add(&mut self, addr: std::net::SocketAddr) -> Result<(), String> {
+        match addr {
+            std::net::SocketAddr::V4(a) if self.v4.is_none() => self.v4 = Some(a),
+            std::net::SocketAddr::V6(a) if self.v6.is_none() => self.v6 = Some(a),
+            std::net::SocketAddr::V4(_) => return Err("at most one IPv4 preferred address".into()),
+            std::net::SocketAddr::V6(_) => return Err("at most one IPv6 preferred address".into()),
+        }
+        Ok(())
+    }
+
+    /// The offered addresses.
+    pub fn iter(&self) -> impl Iterator<Item = std::net::SocketAddr> {
+        let v4 = self.v4.map(std::net::SocketAddr::V4);
+        let v6 = self.v6.map(std::net::SocketAddr::V6);
+        v4.into_iter().chain(v6)
+    }
 }
 
 /// Client-side settings: TLS, transport, and the server name to verify.

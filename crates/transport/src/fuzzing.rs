@@ -28,6 +28,7 @@ fn server_config() -> Option<ServerConfig> {
             Some(ServerConfig {
                 tls,
                 transport: Arc::new(TransportConfig::default()),
+                preferred_address: Default::default(),
             })
         })
         .clone()

@@ -44,7 +44,8 @@ pub mod streams;
 pub mod test_pair;
 
 pub use config::{
-    AdmissionConfig, ClientConfig, EndpointConfig, RetryMode, ServerConfig, TransportConfig,
+    AdmissionConfig, ClientConfig, EndpointConfig, PreferredAddresses, RetryMode, ServerConfig,
+    TransportConfig,
 };
 pub use connection::{Connection, ConnectionError, Event, Transmit, ZeroRttStatus};
 pub use endpoint::{ConnectionHandle, Endpoint, EndpointStats};

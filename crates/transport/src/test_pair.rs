@@ -81,6 +81,10 @@ pub struct Pair {
     pub client_addr: SocketAddr,
     /// The server's address as the client sees it.
     pub server_addr: SocketAddr,
+    /// Other addresses the server receives on (its preferred addresses,
+    /// RFC 9000 §9.6); datagrams sent toward the server at any address
+    /// but these and `server_addr` are lost.
+    pub server_also_at: Vec<SocketAddr>,
     /// One-way propagation delay.
     pub latency: Duration,
     /// Bottleneck rate of each direction, bytes per second.
@@ -148,6 +152,7 @@ fn server_config_from(
     ServerConfig {
         tls,
         transport: Arc::new(transport),
+        preferred_address: Default::default(),
     }
 }
 
@@ -297,6 +302,7 @@ impl Pair {
             server: Endpoint::new(EndpointConfig::server(server_seed, server)),
             client_addr: SocketAddr::from(([127, 0, 0, 1], 5000)),
             server_addr: SocketAddr::from(([127, 0, 0, 1], 4433)),
+            server_also_at: Vec::new(),
             latency: Duration::from_millis(10),
             rate: 12_500_000,
             drop: None,
@@ -367,7 +373,8 @@ impl Pair {
             }
             while let Some(t) = self.server.poll_transmit(self.now, &mut self.buf) {
                 let data = self.buf[..t.size].to_vec();
-                self.enqueue(false, self.server_addr, t.destination, t.ecn, data);
+                let from = t.source.unwrap_or(self.server_addr);
+                self.enqueue(false, from, t.destination, t.ecn, data);
                 any = true;
             }
             if !any {
@@ -396,6 +403,11 @@ impl Pair {
         let dir = usize::from(to_server);
         if !to_server && to != self.client_addr {
             // Sent to a binding the client's NAT no longer has.
+            self.dropped[dir] += 1;
+            return;
+        }
+        if to_server && to != self.server_addr && !self.server_also_at.contains(&to) {
+            // Nobody listens there.
             self.dropped[dir] += 1;
             return;
         }
@@ -479,9 +491,9 @@ impl Pair {
             };
             self.delivered[usize::from(p.to_server)] += 1;
             if p.to_server {
-                if let Some(h) = self
-                    .server
-                    .handle_datagram(self.now, p.from, p.ecn, &mut p.data)
+                if let Some(h) =
+                    self.server
+                        .handle_datagram_on(self.now, Some(p.to), p.from, p.ecn, &mut p.data)
                 {
                     if !self.earlier_server_conns.contains(&h) {
                         self.server_conn.get_or_insert(h);

@@ -390,6 +390,7 @@ fn handshake_packets_that_overtake_their_keys_are_kept() {
     let server = transport::ServerConfig {
         tls,
         transport: Arc::new(TransportConfig::default()),
+        preferred_address: Default::default(),
     };
     pair.server = Endpoint::new(EndpointConfig::server(7, server));
     let mut first = true;

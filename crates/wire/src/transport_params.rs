@@ -13,6 +13,9 @@ use crate::side::Side;
 use crate::time::Duration;
 use crate::varint::varint_len;
 
+mod preferred_address;
+pub use preferred_address::PreferredAddress;
+
 /// Transport parameter identifiers (RFC 9000 §18.2, RFC 9221 §3, RFC 9287 §3).
 pub mod param_id {
     /// original_destination_connection_id (server only).
@@ -173,26 +176,6 @@ fn varint_value(value: &[u8]) -> Result<u64, DecodeError> {
 
 fn cid_value(value: &[u8]) -> Result<ConnectionId, DecodeError> {
     ConnectionId::new(value).map_err(|_| invalid("connection ID longer than 20 bytes"))
-}
-
-/// RFC 9000 §18.2 Figure 22: IPv4 (4) + port (2) + IPv6 (16) + port (2) +
-/// CID length (1) + CID (1..=20) + reset token (16).
-fn check_preferred_address(value: &[u8]) -> Result<(), DecodeError> {
-    const FIXED: usize = 4 + 2 + 16 + 2 + 1 + 16;
-    let cid_len = usize::from(
-        *value
-            .get(24)
-            .ok_or(invalid("preferred_address too short"))?,
-    );
-    if !(1..=ConnectionId::MAX_LEN).contains(&cid_len) {
-        return Err(invalid(
-            "preferred_address connection ID length not in 1..=20",
-        ));
-    }
-    if value.len() != FIXED + cid_len {
-        return Err(invalid("preferred_address length mismatch"));
-    }
-    Ok(())
 }
 
 /// Index of a known parameter in the duplicate-detection bitmap.
@@ -392,7 +375,7 @@ impl TransportParameters {
                     p.disable_active_migration = true;
                 }
                 id::PREFERRED_ADDRESS => {
-                    check_preferred_address(value)?;
+                    PreferredAddress::decode(value)?;
                     p.preferred_address = Some(value.to_vec());
                 }
                 id::ACTIVE_CONNECTION_ID_LIMIT => {

@@ -341,11 +341,24 @@ pub fn aioquic_download(
     out: &Path,
     deadline: Duration,
 ) -> Result<process::RunOutput, String> {
+    aioquic_download_in(None, url, out, deadline)
+}
+
+/// [`aioquic_download`] inside the network namespace `ns` when given.
+pub fn aioquic_download_in(
+    ns: Option<&netns::NetNs>,
+    url: &str,
+    out: &Path,
+    deadline: Duration,
+) -> Result<process::RunOutput, String> {
     let python = interop_python()?;
     let inner = deadline
         .saturating_sub(Duration::from_secs(5))
         .max(Duration::from_secs(1));
-    let mut cmd = Command::new(python);
+    let mut cmd = match ns {
+        Some(ns) => ns.command(python),
+        None => Command::new(python),
+    };
     cmd.arg(aioquic_client_script())
         .args([
             "--insecure",

@@ -184,6 +184,39 @@ impl CidState {
         Ok(retired)
     }
 
+    /// Server: the preferred address's connection ID, sequence number 1
+    /// (RFC 9000 §5.1.1), announced in the transport parameters rather
+    /// than a NEW_CONNECTION_ID frame. Only before any other was issued.
+    pub fn add_preferred(&mut self, cid: ConnectionId, reset_token: [u8; 16]) {
+        if self.next_local_seq != 1 {
+            return;
+        }
+        let issued = IssuedCid { cid, reset_token };
+        self.local.insert(1, issued);
+        self.next_local_seq = 2;
+        self.new_local.push_back((1, issued));
+    }
+
+    /// The peer's connection ID of sequence number `seq`, if we hold it.
+    pub fn remote_cid_by_seq(&self, seq: u64) -> Option<ConnectionId> {
+        self.remote.get(&seq).copied()
+    }
+
+    /// Send to the peer's connection ID `seq` from now on (it becomes the
+    /// lowest we hold) and retire the ones below it (RFC 9000 §5.1.2): a
+    /// client moving to the preferred address. Nothing happens unless we
+    /// hold `seq`.
+    pub fn use_from(&mut self, seq: u64) {
+        if !self.remote.contains_key(&seq) {
+            return;
+        }
+        let below: Vec<u64> = self.remote.range(..seq).map(|(s, _)| *s).collect();
+        for s in below {
+            self.remote.remove(&s);
+            self.pending_retire.push_back(s);
+        }
+    }
+
     pub fn take_new_local(&mut self) -> Option<(u64, IssuedCid)> {
         self.new_local.pop_front()
     }

@@ -48,6 +48,13 @@ pub(super) fn count(counts: &mut EcnCounts, ecn: Option<Ecn>) {
 }
 
 impl Connection {
+    /// Our ECT(0) marking was validated: an ACK frame of the peer carried
+    /// ECN counts that covered the marked packets it acknowledged
+    /// (§13.4.2), and none failed since.
+    pub fn ecn_validated(&self) -> bool {
+        self.ecn == EcnState::Capable
+    }
+
     /// The codepoint of the next datagram we send.
     pub(super) fn outgoing_ecn(&self) -> Option<Ecn> {
         match self.ecn {

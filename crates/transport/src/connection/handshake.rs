@@ -77,6 +77,7 @@ impl Connection {
         self.cids.set_peer_limit(params.active_connection_id_limit);
         self.fec_tx = self.config.fec.encoder_for(params.artq_fec);
         self.on_server_params(&params)?;
+        self.on_peer_preferred_address(&params)?;
         self.peer_params = Some(params);
         Ok(())
     }
@@ -110,6 +111,7 @@ impl Connection {
         self.handshake_confirmed = true;
         self.discard_space(now, SpaceId::Handshake);
         self.issue_cids(now);
+        self.start_preferred_probe(now);
     }
 
     /// Drop a space's keys and in-flight packets (RFC 9001 §4.9).

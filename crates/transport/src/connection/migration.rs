@@ -25,8 +25,9 @@
 //!   initial PTO (§8.2.4) sends the server back to the last validated
 //!   address (§9.3.2).
 //!
-//! artq's client never migrates and ignores datagrams from any address but
-//! the server's (the driver does not rebind its socket).
+//! artq's client moves only to a server's preferred address
+//! (`preferred_address`); it ignores datagrams from any address but the
+//! server's two (the driver does not rebind its socket).
 
 use std::net::SocketAddr;
 
@@ -98,7 +99,10 @@ impl Connection {
     /// than the probing ones. Follows the peer if it moved.
     pub(super) fn on_packet_from_peer(&mut self, now: Instant, newest: bool, non_probing: bool) {
         let from = self.datagram_remote;
-        if from == self.remote
+        // The client sends to another of our addresses (our preferred
+        // address, `preferred_address`).
+        let local_moved = self.datagram_local.filter(|l| Some(*l) != self.local);
+        if (from == self.remote && local_moved.is_none())
             || !newest
             || !non_probing
             || !self.side.is_server()
@@ -106,6 +110,15 @@ impl Connection {
             || self.is_closed()
         {
             return;
+        }
+        if let Some(local) = local_moved {
+            if from == self.remote {
+                self.on_local_address_change(now, local);
+                return;
+            }
+            // Both ends changed: answer from where it now sends, and
+            // validate its new address as below.
+            self.local = Some(local);
         }
         let previous = match self.path_validation {
             // A move while the last one is still being validated: the
@@ -139,7 +152,7 @@ impl Connection {
     }
 
     /// Congestion control and RTT start over on a new path (§9.4).
-    fn reset_path_state(&mut self, now: Instant) {
+    pub(super) fn reset_path_state(&mut self, now: Instant) {
         let mds = u64::from(self.max_datagram_size);
         let seed = self.rng.next_u64();
         self.cc = self.config.congestion.build_seeded(now, mds, seed);

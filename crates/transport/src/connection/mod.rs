@@ -35,6 +35,10 @@
 //! - `validation`: address validation as the client sees it (following a
 //!   Retry) and as the server offers it (NEW_TOKEN), RFC 9000 §8.1, and
 //!   the server's anti-amplification budget until then;
+//! - `migration`: the peer moving to a new address (NAT rebinding,
+//!   migration) and the validation of its new path (RFC 9000 §8.2, §9);
+//! - `preferred_address`: the server's preferred address, offered by the
+//!   server and followed by the client (RFC 9000 §9.6);
 //! - `timer`: the timer table;
 //! - `zero_rtt`: session resumption's 0-RTT: early keys, remembered
 //!   transport parameters, acceptance and rejection (RFC 9001 §4.6).
@@ -49,6 +53,7 @@ mod handshake;
 mod key_phase;
 mod loss;
 mod migration;
+mod preferred_address;
 mod recovery;
 mod recv;
 mod send;
@@ -148,6 +153,11 @@ pub enum EndpointEvent {
 pub struct Transmit {
     /// Where to send it.
     pub destination: SocketAddr,
+    /// Which of our addresses to send it from: a server with a preferred
+    /// address answers from the one its client sends to (RFC 9000 §9.6).
+    /// `None`: the endpoint's usual one (a driver with a single socket
+    /// ignores it).
+    pub source: Option<SocketAddr>,
     /// The ECN codepoint to send it with (`None`: Not-ECT).
     pub ecn: Option<wire::ecn::Ecn>,
     /// Its length (the bytes are in the caller's buffer).
@@ -250,9 +260,18 @@ pub struct Connection {
     next_datagram_id: u64,
     datagrams_in: DatagramQueue,
     peer_max_datagram_frame: Option<u64>,
-    path_responses: VecDeque<[u8; 8]>,
+    /// PATH_CHALLENGE data to echo, with the path each came on.
+    path_responses: VecDeque<preferred_address::PendingResponse>,
     /// The peer's new address while we validate it (RFC 9000 §8.2, §9).
     path_validation: Option<migration::PathValidation>,
+    /// Our address on the current path, as the driver reports it (the
+    /// server's primary or preferred address); `None` until a datagram
+    /// says, and on a client.
+    local: Option<SocketAddr>,
+    /// Client: the server's preferred address and our move to it.
+    preferred: preferred_address::PreferredPath,
+    /// Which of our addresses the datagram being processed was sent to.
+    datagram_local: Option<SocketAddr>,
     /// Where the datagram being processed came from, its size and its ECN
     /// codepoint.
     datagram_remote: SocketAddr,
@@ -400,6 +419,9 @@ impl Connection {
             peer_max_datagram_frame: None,
             path_responses: VecDeque::new(),
             path_validation: None,
+            local: None,
+            preferred: preferred_address::PreferredPath::None,
+            datagram_local: None,
             datagram_remote: remote,
             datagram_len: 0,
             datagram_ecn: None,
@@ -492,6 +514,12 @@ impl Connection {
             Some(setup.original_dcid),
         );
         params.retry_source_connection_id = setup.retry_scid;
+        let offer = preferred_address::server_offer(
+            &config.preferred_address,
+            setup.local_cid.len(),
+            rng_seed,
+        );
+        params.preferred_address = offer.as_ref().map(|o| o.encode());
         let mut encoded = Vec::new();
         params.encode(&mut encoded);
         let tls = TlsSession::server(config.tls.clone(), encoded)?;
@@ -510,6 +538,9 @@ impl Connection {
             remote,
             rng_seed,
         );
+        if let Some(offer) = &offer {
+            conn.register_preferred_cid(now, offer);
+        }
         conn.retry_scid = setup.retry_scid;
         conn.address_validated = setup.address_validated;
         conn.new_token_pending = setup.new_token.is_some();
@@ -525,6 +556,13 @@ impl Connection {
     /// The peer's address.
     pub fn remote_address(&self) -> SocketAddr {
         self.remote
+    }
+
+    /// Our address on the current path, when the driver reports it
+    /// ([`Connection::handle_datagram_on`]): which of a server's addresses
+    /// its client sends to.
+    pub fn local_address(&self) -> Option<SocketAddr> {
+        self.local
     }
 
     /// True until the TLS handshake completes.
@@ -652,7 +690,11 @@ impl Connection {
             self.timers.stop(Timer::Replica);
         }
         if self.timers.is_expired(Timer::PathValidation, now) {
-            self.on_path_validation_timeout(now);
+            if self.side.is_client() {
+                self.on_preferred_probe_timeout(now);
+            } else {
+                self.on_path_validation_timeout(now);
+            }
         }
         if self.timers.is_expired(Timer::LossDetection, now) && !self.is_closed() {
             self.on_loss_detection_timeout(now);

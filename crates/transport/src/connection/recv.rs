@@ -47,6 +47,24 @@ impl Connection {
         ecn: Option<wire::ecn::Ecn>,
         data: &mut [u8],
     ) {
+        self.handle_datagram_on(now, None, remote, ecn, data);
+    }
+
+    /// [`Connection::handle_datagram`] for a driver with more than one
+    /// address (a server with a preferred address): `local` is the one
+    /// the datagram was sent to.
+    pub fn handle_datagram_on(
+        &mut self,
+        now: Instant,
+        local: Option<SocketAddr>,
+        remote: SocketAddr,
+        ecn: Option<wire::ecn::Ecn>,
+        data: &mut [u8],
+    ) {
+        self.datagram_local = local;
+        if self.local.is_none() && self.side.is_server() {
+            self.local = local;
+        }
         self.datagram_ecn = ecn;
         self.stats.datagrams_received += 1;
         self.stats.bytes_received += data.len() as u64;
@@ -61,8 +79,9 @@ impl Connection {
             }
             _ => {}
         }
-        if remote != self.remote && self.side.is_client() {
-            // We never migrate; a client ignores datagrams from elsewhere.
+        if self.side.is_client() && !self.is_server_address(remote) {
+            // A client reads only its server's addresses (the one it
+            // connected to, and its preferred address).
             return;
         }
         let mut offset = 0;
@@ -523,12 +542,12 @@ impl Connection {
                 }
                 self.drain_cid_events(now);
             }
-            Frame::PathChallenge(data) => {
-                if self.path_responses.len() < 8 {
-                    self.path_responses.push_back(data);
+            Frame::PathChallenge(data) => self.queue_path_response(data),
+            Frame::PathResponse(data) => {
+                if !self.on_preferred_path_response(now, data) {
+                    self.on_path_response(data);
                 }
             }
-            Frame::PathResponse(data) => self.on_path_response(data),
             Frame::ConnectionClose {
                 error_code,
                 frame_type,

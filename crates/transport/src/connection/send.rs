@@ -45,6 +45,9 @@ impl Connection {
             State::Closing => return self.poll_close(now, buf),
             _ => {}
         }
+        if let Some(t) = self.poll_probe(now, buf) {
+            return Some(t);
+        }
         self.timers.stop(Timer::Pacing);
         let limit = usize::from(self.max_datagram_size)
             .min(usize::try_from(self.amplification_budget()).unwrap_or(usize::MAX))
@@ -108,6 +111,7 @@ impl Connection {
         self.update_send_timers(now);
         Some(Transmit {
             destination: self.remote,
+            source: self.local,
             size: buf.len(),
             ecn,
         })
@@ -365,7 +369,10 @@ impl Connection {
             || self.new_token_due()
             || !self.raw_frames.is_empty()
             || self.fec_tx.as_ref().is_some_and(|f| f.ready.is_some())
-            || !self.path_responses.is_empty()
+            || self
+                .path_responses
+                .front()
+                .is_some_and(|r| self.on_current_path(r))
             || self.path_challenge_pending()
             || !self.cids.pending_new.is_empty()
             || !self.cids.pending_retire.is_empty()
@@ -392,11 +399,13 @@ impl Connection {
                 record.retransmits.push(Retransmit::HandshakeDone);
             }
             self.write_new_token(buf, max_end, record);
-            while let Some(data) = self.path_responses.front().copied() {
-                if buf.len() + 9 > max_end {
+            // Answers to challenges from the current path; the others
+            // leave in datagrams of their own (`poll_probe`).
+            while let Some(r) = self.path_responses.front().copied() {
+                if !self.on_current_path(&r) || buf.len() + 9 > max_end {
                     break;
                 }
-                Frame::PathResponse(data).encode(buf);
+                Frame::PathResponse(r.data).encode(buf);
                 self.path_responses.pop_front();
             }
             self.write_path_challenge(buf, max_end);
@@ -754,6 +763,7 @@ impl Connection {
         self.stats.bytes_sent += buf.len() as u64;
         Some(Transmit {
             destination: self.remote,
+            source: self.local,
             size: buf.len(),
             ecn: None,
         })

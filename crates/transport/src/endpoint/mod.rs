@@ -296,13 +296,29 @@ impl Endpoint {
         ecn: Option<wire::ecn::Ecn>,
         data: &mut [u8],
     ) -> Option<ConnectionHandle> {
+        self.handle_datagram_on(now, None, remote, ecn, data)
+    }
+
+    /// [`Endpoint::handle_datagram`] for a driver that receives on more
+    /// than one address (a server with a preferred address, RFC 9000
+    /// §9.6): `local` is the address the datagram was sent to, and the
+    /// connection answers from it ([`Transmit::source`]). Stateless answers
+    /// (Version Negotiation, Retry) leave from the usual address.
+    pub fn handle_datagram_on(
+        &mut self,
+        now: Instant,
+        local: Option<SocketAddr>,
+        remote: SocketAddr,
+        ecn: Option<wire::ecn::Ecn>,
+        data: &mut [u8],
+    ) -> Option<ConnectionHandle> {
         self.reap();
         let handle = match self.route(remote, data)? {
             Some(h) => h,
             None => self.admit(now, remote, data)?,
         };
         let slot = self.connections.get_mut(&handle.0)?;
-        slot.conn.handle_datagram(now, remote, ecn, data);
+        slot.conn.handle_datagram_on(now, local, remote, ecn, data);
         self.process_endpoint_events(handle);
         self.refresh_unvalidated(handle, now, true);
         Some(handle)
@@ -441,6 +457,7 @@ impl Endpoint {
             buf.extend_from_slice(&data);
             return Some(Transmit {
                 destination: dst,
+                source: None,
                 size: data.len(),
                 ecn: None,
             });

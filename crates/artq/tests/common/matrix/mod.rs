@@ -19,10 +19,16 @@
 //! client is killed and the case fails. Every process of a case runs in the
 //! case's own network namespace ([`super::netns`]).
 //!
-//! Extending the matrix: add a [`Case`] (and a [`Check`] if the case's
-//! evidence is new), then one `#[test]` in `interop_matrix.rs` and one in
-//! `harness_selfcheck/`. A case the client or quic-go's server does not
-//! know fails with exit code 127, never passes.
+//! Extending the matrix: add a [`Case`] in `cases.rs` (and a [`Check`] if
+//! the case's evidence is new), then one `#[test]` in `interop_matrix.rs`
+//! and one in `harness_selfcheck/` unless its evidence is `artq serve`'s
+//! own. A case the client or quic-go's server does not know fails with exit
+//! code 127, never passes. A case quic-go's client cannot run names
+//! aioquic's client ([`Client::Aioquic`]) and says why.
+
+mod cases;
+
+pub use cases::*;
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -34,13 +40,15 @@ use super::process::{self, ChildGuard};
 use super::quic_go_interop::{ClientJail, ServerJail, SERVER_PORT};
 use super::{capture, certs, compare_files, qlog, write_seeded_file, Scratch};
 
-/// The runner's KB.
-const KIB: u64 = 1 << 10;
-/// The runner's MB.
-const MIB: u64 = 1 << 20;
-
 /// Set (to anything) to keep a failed case's scratch directory.
 const KEEP_VAR: &str = "ARTQ_MATRIX_KEEP";
+
+/// `artq serve --stats-json` file of a case, in its logs directory.
+const SERVER_STATS: &str = "server-stats.json";
+
+/// How long the server may take to write its `--stats-json` line once the
+/// client is done (the connection must end first: idle timeout or close).
+const SERVER_STATS_WAIT: Duration = Duration::from_secs(40);
 
 /// How long a server may take to be ready.
 const SERVER_READY: Duration = Duration::from_secs(30);
@@ -62,352 +70,6 @@ impl ServerUnderTest {
         }
     }
 }
-
-/// Evidence a case needs beyond byte-exact files.
-#[derive(Clone, Copy, Debug)]
-pub enum Check {
-    /// The client made exactly this many connections (qlog files): the
-    /// runner's handshake count.
-    Connections(usize),
-    /// The client received no Retry.
-    NoRetry,
-    /// The client received a Retry (and, with [`Check::Connections`], then
-    /// completed the one connection).
-    RetryReceived,
-    /// Both endpoints sent 1-RTT packets in key phase 1 (the runner's
-    /// `keyupdate` check, from the client's qlog: sent and received).
-    KeyPhase1BothWays,
-    /// The server's initial_max_streams_bidi is at most this (the runner's
-    /// `multiplexing` check: the client must wait for MAX_STREAMS).
-    MaxStreamsBidiAtMost(u64),
-    /// The server obeyed the 3x amplification limit, checked on the link's
-    /// capture, and sent at least this many bytes in Handshake packets.
-    AmplificationLimit {
-        /// The least the server's Handshake packets must add up to.
-        min_handshake_bytes: usize,
-    },
-    /// The link's `--blackhole` window fell inside the connection.
-    OutageSpanned,
-    /// The second connection resumed the first one's TLS session.
-    SecondResumed,
-    /// The client sent 0-RTT packets on one of its two connections, and
-    /// the server acknowledged some (it accepted the early data).
-    ZeroRttSent,
-}
-
-/// One case of the matrix.
-#[derive(Clone, Copy, Debug)]
-pub struct Case {
-    /// The runner's name of the case.
-    pub name: &'static str,
-    /// `$TESTCASE` for the client.
-    pub client_testcase: &'static str,
-    /// `$TESTCASE` for quic-go's interop server.
-    pub server_testcase: &'static str,
-    /// The files: (how many, size in bytes) groups.
-    pub files: &'static [(usize, u64)],
-    /// `artq link` options; `None` to connect directly over loopback.
-    pub link: Option<&'static [&'static str]>,
-    /// Extra `artq serve` options.
-    pub artq_args: &'static [&'static str],
-    /// Whether the server presents the runner's 9-certificate RSA chain
-    /// (else `artq serve` makes its own certificate, and quic-go's server
-    /// gets a self-signed ECDSA one).
-    pub long_chain: bool,
-    /// When the client is killed and the case fails.
-    pub deadline: Duration,
-    /// What else must hold.
-    pub checks: &'static [Check],
-}
-
-/// The runner's network: 10 Mbit/s, 15 ms each way, a 25-packet drop-tail
-/// queue (its `simple-p2p --delay=15ms --bandwidth=10Mbps --queue=25`).
-macro_rules! runner_link {
-    ($($extra:literal),* $(,)?) => {
-        Some(&["--bw", "10", "--rtt", "30", "--queue", "25", $($extra),*])
-    };
-}
-
-/// `handshake`: one 1 KB file over loopback, one connection, no Retry.
-pub const HANDSHAKE: Case = Case {
-    name: "handshake",
-    client_testcase: "handshake",
-    server_testcase: "handshake",
-    files: &[(1, KIB)],
-    link: None,
-    artq_args: &[],
-    long_chain: false,
-    deadline: Duration::from_secs(60),
-    checks: &[Check::Connections(1), Check::NoRetry],
-};
-
-/// `transfer`: 2, 3 and 5 MB requested at once over one connection, over
-/// loopback.
-pub const TRANSFER: Case = Case {
-    name: "transfer",
-    client_testcase: "transfer",
-    server_testcase: "transfer",
-    files: &[(1, 2 * MIB), (1, 3 * MIB), (1, 5 * MIB)],
-    link: None,
-    artq_args: &[],
-    long_chain: false,
-    deadline: Duration::from_secs(90),
-    checks: &[Check::Connections(1)],
-};
-
-/// `multiplexing`: 1999 files of 32 bytes requested at once over one
-/// connection; the server's stream limit must make the client wait for
-/// MAX_STREAMS (at most 1000 bidirectional streams at first).
-pub const MULTIPLEXING: Case = Case {
-    name: "multiplexing",
-    client_testcase: "transfer",
-    server_testcase: "transfer",
-    files: &[(1999, 32)],
-    link: None,
-    artq_args: &[],
-    long_chain: false,
-    deadline: Duration::from_secs(120),
-    checks: &[Check::Connections(1), Check::MaxStreamsBidiAtMost(1000)],
-};
-
-/// `chacha20`: a 3 MB file with a client that offers only
-/// TLS_CHACHA20_POLY1305_SHA256.
-pub const CHACHA20: Case = Case {
-    name: "chacha20",
-    client_testcase: "chacha20",
-    server_testcase: "chacha20",
-    files: &[(1, 3 * MIB)],
-    link: None,
-    artq_args: &[],
-    long_chain: false,
-    deadline: Duration::from_secs(60),
-    checks: &[Check::Connections(1)],
-};
-
-/// `keyupdate`: a 3 MB file; the client updates its keys after 100
-/// packets and the server must follow (both send in key phase 1).
-pub const KEYUPDATE: Case = Case {
-    name: "keyupdate",
-    client_testcase: "keyupdate",
-    server_testcase: "transfer",
-    files: &[(1, 3 * MIB)],
-    link: None,
-    artq_args: &[],
-    long_chain: false,
-    deadline: Duration::from_secs(60),
-    checks: &[Check::Connections(1), Check::KeyPhase1BothWays],
-};
-
-/// `retry`: a 10 KB file from a server that sends a Retry
-/// (`artq serve --retry`).
-pub const RETRY: Case = Case {
-    name: "retry",
-    client_testcase: "retry",
-    server_testcase: "retry",
-    files: &[(1, 10 * KIB)],
-    link: None,
-    artq_args: &["--retry"],
-    long_chain: false,
-    deadline: Duration::from_secs(60),
-    checks: &[Check::Connections(1), Check::RetryReceived],
-};
-
-/// Connections of the handshake loss and corruption cases, as in the
-/// runner (about half a minute against quic-go's server here).
-const HANDSHAKE_RUNS: usize = 50;
-
-/// `handshakeloss`: 50 files of 1 KB, one connection each, one after
-/// another, through the runner's link dropping 30% of the datagrams each
-/// way, at most 3 in a row (its `drop-rate` with `--burst 3`).
-pub const HANDSHAKELOSS: Case = Case {
-    name: "handshakeloss",
-    client_testcase: "multiconnect",
-    server_testcase: "multiconnect",
-    files: &[(HANDSHAKE_RUNS, KIB)],
-    link: runner_link!("--loss", "0.3", "--loss-max-burst", "3"),
-    artq_args: &[],
-    long_chain: false,
-    deadline: Duration::from_secs(180),
-    checks: &[Check::Connections(HANDSHAKE_RUNS)],
-};
-
-/// `transferloss`: a 2 MB file through the runner's link dropping 2% each
-/// way, at most 3 in a row.
-pub const TRANSFERLOSS: Case = Case {
-    name: "transferloss",
-    client_testcase: "transfer",
-    server_testcase: "transfer",
-    files: &[(1, 2 * MIB)],
-    link: runner_link!("--loss", "0.02", "--loss-max-burst", "3"),
-    artq_args: &[],
-    long_chain: false,
-    deadline: Duration::from_secs(90),
-    checks: &[Check::Connections(1)],
-};
-
-/// `handshakecorruption`: as `handshakeloss`, with 30% of the datagrams
-/// each way corrupted instead of dropped: one byte among the first 51
-/// replaced by another (the runner's `corrupt-rate`, which aims at the
-/// QUIC header; Version Negotiation packets are spared, as there).
-pub const HANDSHAKECORRUPTION: Case = Case {
-    name: "handshakecorruption",
-    client_testcase: "multiconnect",
-    server_testcase: "multiconnect",
-    files: &[(HANDSHAKE_RUNS, KIB)],
-    link: runner_link!("--corrupt", "0.3", "--corrupt-span", "51"),
-    artq_args: &[],
-    long_chain: false,
-    deadline: Duration::from_secs(180),
-    checks: &[Check::Connections(HANDSHAKE_RUNS)],
-};
-
-/// `transfercorruption`: a 2 MB file with 2% of the datagrams each way
-/// corrupted in their first 51 bytes.
-pub const TRANSFERCORRUPTION: Case = Case {
-    name: "transfercorruption",
-    client_testcase: "transfer",
-    server_testcase: "transfer",
-    files: &[(1, 2 * MIB)],
-    link: runner_link!("--corrupt", "0.02", "--corrupt-span", "51"),
-    artq_args: &[],
-    long_chain: false,
-    deadline: Duration::from_secs(90),
-    checks: &[Check::Connections(1)],
-};
-
-/// `blackhole`: a 5 MB file (4.2 s at 10 Mbit/s) through the runner's link,
-/// which drops everything both ways from 1.5 s to 3.5 s after the relay
-/// starts (the runner: 10 MB, on 5 s, off 2 s).
-pub const BLACKHOLE: Case = Case {
-    name: "blackhole",
-    client_testcase: "transfer",
-    server_testcase: "transfer",
-    files: &[(1, 5 * MIB)],
-    link: runner_link!("--blackhole", "1500-3500"),
-    artq_args: &[],
-    long_chain: false,
-    deadline: Duration::from_secs(90),
-    checks: &[Check::Connections(1), Check::OutageSpanned],
-};
-
-/// `amplificationlimit`: a 5 KB file from a server presenting a chain of 9
-/// RSA certificates (about 8 KB) while the link lets the client's
-/// ClientHello through and then drops its next six datagrams: the server is
-/// stuck at its amplification limit until the client's address is
-/// validated, and must not exceed it. Checked on the relay's capture; the
-/// server must send at least 7500 bytes of Handshake packets (the runner's
-/// check that the chain was used). The runner drops datagrams 2 to 7
-/// (`droplist --drops_to_server=2,3,4,5,6,7`, "let the ClientHello pass"),
-/// written when a ClientHello fit one datagram; quic-go's now takes two (its
-/// X25519MLKEM768 key share), so here the drops are 3 to 8. With 2 to 7 the
-/// server would never have the whole ClientHello before the client's
-/// address is validated, and the limit would never be tested.
-pub const AMPLIFICATIONLIMIT: Case = Case {
-    name: "amplificationlimit",
-    client_testcase: "transfer",
-    server_testcase: "transfer",
-    files: &[(1, 5 * KIB)],
-    link: runner_link!("--up-drop", "3-8"),
-    artq_args: &[],
-    long_chain: true,
-    deadline: Duration::from_secs(60),
-    checks: &[
-        Check::Connections(1),
-        Check::AmplificationLimit {
-            min_handshake_bytes: 7500,
-        },
-    ],
-};
-
-/// `rebind-port`: a 5 MB file (4.2 s at 10 Mbit/s) through the runner's
-/// link, whose NAT gives the client a new port every second: the server
-/// must follow each move (RFC 9000 §9) or lose everything it sends to the
-/// old binding.
-pub const REBIND_PORT: Case = Case {
-    name: "rebind-port",
-    client_testcase: "transfer",
-    server_testcase: "transfer",
-    files: &[(1, 5 * MIB)],
-    link: runner_link!("--rebind-every", "1000"),
-    artq_args: &[],
-    long_chain: false,
-    deadline: Duration::from_secs(90),
-    checks: &[Check::Connections(1)],
-};
-
-/// `rebind-addr`: as `rebind-port`, with a new address each time
-/// (127.0.0.2, .3, ...): the server validates each new path and starts its
-/// congestion control afresh there.
-pub const REBIND_ADDR: Case = Case {
-    name: "rebind-addr",
-    client_testcase: "transfer",
-    server_testcase: "transfer",
-    files: &[(1, 5 * MIB)],
-    link: runner_link!("--rebind-every", "1000", "--rebind-address"),
-    artq_args: &[],
-    long_chain: false,
-    deadline: Duration::from_secs(90),
-    checks: &[Check::Connections(1)],
-};
-
-/// `resumption`: the client downloads the first file on one connection,
-/// then the rest (4 of 10 KB) on a second connection that resumes the TLS
-/// session with the ticket the server gave on the first (`artq serve
-/// --resumption`). The first file is 500 KB so that the first connection
-/// outlives the ticket's arrival on a loaded machine: quic-go's client
-/// starts the second connection as soon as the first file is in, and
-/// quic-go's own server (the self-check) sends its ticket a little after
-/// the handshake; with a 10 KB first file the self-check failed about one
-/// run in five when two cases ran at once.
-pub const RESUMPTION: Case = Case {
-    name: "resumption",
-    client_testcase: "resumption",
-    server_testcase: "resumption",
-    files: &[(1, 500 * KIB), (4, 10 * KIB)],
-    link: None,
-    artq_args: &["--resumption"],
-    long_chain: false,
-    deadline: Duration::from_secs(60),
-    checks: &[Check::Connections(2), Check::SecondResumed],
-};
-
-/// `zerortt`: as `resumption` (a 500 KB first file, for the same
-/// reason), with the second connection's requests (39 files of 5 KB: the
-/// runner's count is larger) sent in 0-RTT packets, which the server must
-/// read and answer.
-pub const ZERORTT: Case = Case {
-    name: "zerortt",
-    client_testcase: "zerortt",
-    server_testcase: "zerortt",
-    files: &[(1, 500 * KIB), (39, 5 * KIB)],
-    link: None,
-    artq_args: &["--resumption"],
-    long_chain: false,
-    deadline: Duration::from_secs(60),
-    checks: &[
-        Check::Connections(2),
-        Check::SecondResumed,
-        Check::ZeroRttSent,
-    ],
-};
-
-/// Not a runner case (issue 15): the `keyupdate` client (its first key
-/// update after 100 packets) downloads 3 MB while 10% of its datagrams
-/// reach the server corrupted in their first 51 bytes, often in the header
-/// or in the sample its protection is keyed from. The server must discard
-/// the corrupted copies without losing track of the key phase, and follow
-/// the client into key phase 1.
-pub const KEYUPDATE_AFTER_CORRUPTION: Case = Case {
-    name: "keyupdate-after-corruption",
-    client_testcase: "keyupdate",
-    server_testcase: "transfer",
-    files: &[(1, 3 * MIB)],
-    link: runner_link!("--up-corrupt", "0.1", "--corrupt-span", "51"),
-    artq_args: &[],
-    long_chain: false,
-    deadline: Duration::from_secs(90),
-    checks: &[Check::Connections(1), Check::KeyPhase1BothWays],
-};
 
 /// One served file: its name and size.
 struct ServedFile {
@@ -493,7 +155,10 @@ fn run_case(case: &Case, server: ServerUnderTest) -> Result<String, String> {
         .map(|f| format!("https://{target}/{}", f.name))
         .collect();
     let started = Instant::now();
-    let run = client.run(&ns, case.client_testcase, &urls, case.deadline);
+    let run = match case.client {
+        Client::QuicGo => client.run(&ns, case.client_testcase, &urls, case.deadline),
+        Client::Aioquic => run_aioquic(&ns, &files, &urls, &client, case.deadline),
+    };
     let elapsed = started.elapsed();
 
     let mut problems = Vec::new();
@@ -521,13 +186,24 @@ fn run_case(case: &Case, server: ServerUnderTest) -> Result<String, String> {
             file_problems.join("; ")
         ));
     }
-    let connections = qlog::read_dir(&client.qlog_dir()).unwrap_or_else(|e| {
-        problems.push(format!("cannot read the client's qlogs: {e}"));
-        Vec::new()
-    });
+    let connections = match case.client {
+        Client::QuicGo => qlog::read_dir(&client.qlog_dir()).unwrap_or_else(|e| {
+            problems.push(format!("cannot read the client's qlogs: {e}"));
+            Vec::new()
+        }),
+        // aioquic's client writes no qlog.
+        Client::Aioquic => Vec::new(),
+    };
+    let evidence_in = Evidence {
+        connections: &connections,
+        pcap: &pcap,
+        server: server_addr,
+        server_stats: &logs.join(SERVER_STATS),
+        under_test: server,
+    };
     let mut evidence = Vec::new();
     for check in case.checks {
-        match check_one(check, case, &connections, &pcap, server_addr) {
+        match check_one(check, case, &evidence_in) {
             Ok(Some(note)) => evidence.push(note),
             Ok(None) => {}
             Err(e) => problems.push(e),
@@ -624,6 +300,8 @@ fn start_server(
                     .arg("--key")
                     .arg(jail.key());
             }
+            cmd.arg("--stats-json")
+                .arg(scratch.logs().join(SERVER_STATS));
             cmd.args(case.artq_args);
             process::spawn_listening(cmd, "artq-serve", &scratch.logs(), SERVER_READY)
         }
@@ -683,13 +361,8 @@ fn blackhole_window(case: &Case) -> Option<(Duration, Duration)> {
 }
 
 /// Checks one piece of evidence; `Ok(Some(note))` adds to the summary.
-fn check_one(
-    check: &Check,
-    case: &Case,
-    connections: &[qlog::ConnectionLog],
-    pcap: &Path,
-    server: SocketAddr,
-) -> Result<Option<String>, String> {
+fn check_one(check: &Check, case: &Case, e: &Evidence<'_>) -> Result<Option<String>, String> {
+    let (connections, pcap, server) = (e.connections, e.pcap, e.server);
     match *check {
         Check::Connections(n) if connections.len() == n => Ok(None),
         Check::Connections(n) => Err(format!(
@@ -770,6 +443,37 @@ fn check_one(
                 connections.len()
             )),
         },
+        Check::MovedToPreferredAddress => {
+            let s = server_stats(e)?;
+            let local = s["local"].as_str().unwrap_or("");
+            let moved = local
+                .parse::<SocketAddr>()
+                .is_ok_and(|a| a.ip() != server.ip() || a.port() != server.port());
+            if moved && s["path_changes"] == 1 {
+                Ok(Some(format!(
+                    "the connection moved from {server} to the preferred address {local}"
+                )))
+            } else {
+                Err(format!(
+                    "the connection did not end on the server's preferred address (it \
+                     listens on {server}): {s}"
+                ))
+            }
+        }
+        Check::EcnValidated => {
+            let s = server_stats(e)?;
+            let marked = s["ecn_marked_sent"].as_u64().unwrap_or(0);
+            if marked > 0 && s["ecn_validated"] == true {
+                Ok(Some(format!(
+                    "{marked} ECT(0) datagrams sent, validated by the client's ECN counts"
+                )))
+            } else {
+                Err(format!(
+                    "expected ECT(0)-marked datagrams validated by the client's ACK ECN \
+                     counts: {s}"
+                ))
+            }
+        }
         Check::OutageSpanned => {
             let (from, until) = blackhole_window(case)
                 .ok_or_else(|| format!("case {} has no `--blackhole FROM-TO` option", case.name))?;
@@ -777,6 +481,67 @@ fn check_one(
             capture::check_outage_spanned(&records, server, from, until).map(Some)
         }
     }
+}
+
+/// What a case's evidence is read from.
+struct Evidence<'a> {
+    /// The client's connections (its qlogs).
+    connections: &'a [qlog::ConnectionLog],
+    /// The link's capture.
+    pcap: &'a Path,
+    /// The server's address.
+    server: SocketAddr,
+    /// `artq serve --stats-json`.
+    server_stats: &'a Path,
+    under_test: ServerUnderTest,
+}
+
+/// The server's one `--stats-json` line, waiting for it a while (it is
+/// written when the connection ends).
+fn server_stats(e: &Evidence<'_>) -> Result<serde_json::Value, String> {
+    if e.under_test != ServerUnderTest::Artq {
+        return Err("this evidence comes from `artq serve --stats-json` only".into());
+    }
+    let until = Instant::now() + SERVER_STATS_WAIT;
+    loop {
+        let text = std::fs::read_to_string(e.server_stats).unwrap_or_default();
+        if let Some(line) = text.lines().next() {
+            return serde_json::from_str(line)
+                .map_err(|err| format!("bad --stats-json line `{line}`: {err}"));
+        }
+        if Instant::now() >= until {
+            return Err(format!(
+                "the server wrote no --stats-json line to {} within {SERVER_STATS_WAIT:?}",
+                e.server_stats.display()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Runs aioquic's client in `ns` on each URL in turn (one connection per
+/// file), writing each body where the quic-go client would; the first
+/// failure ends the run.
+fn run_aioquic(
+    ns: &NetNs,
+    files: &[ServedFile],
+    urls: &[String],
+    client: &ClientJail,
+    deadline: Duration,
+) -> Result<process::RunOutput, String> {
+    let end = Instant::now() + deadline;
+    let mut last = None;
+    for (f, url) in files.iter().zip(urls) {
+        let left = end.saturating_duration_since(Instant::now());
+        let out = client.download(&f.name);
+        let run = super::aioquic_download_in(Some(ns), url, &out, left)?;
+        let ok = run.status.success();
+        last = Some(run);
+        if !ok {
+            break;
+        }
+    }
+    last.ok_or_else(|| "no file to download".into())
 }
 
 /// The runner's `resumption` evidence, from the client's qlogs (whose
