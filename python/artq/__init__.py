@@ -51,6 +51,6 @@ if _gym is not None and "artq/Retransmission-v0" not in _gym.registry:
     _gym.register(id="artq/Retransmission-v0", entry_point="artq.env:RetransmissionEnv")
 
 
-from .grid import grid_runs, sweep, write_csvs  # noqa: E402 (ray and pandas load on use)
+from .grid import experiment_grid, grid_runs, sweep, write_csvs  # noqa: E402 (ray and pandas load on use)
 
-__all__ += ["grid_runs", "sweep", "write_csvs"]
+__all__ += ["experiment_grid", "grid_runs", "sweep", "write_csvs"]

@@ -38,9 +38,15 @@ def reproduce(
     out: str = "artq-out",
     jobs: Optional[int] = None,
     progress: bool = True,
+    tiny: bool = False,
 ) -> List[str]:
-    """Regenerate the papers' evaluations as ``artq reproduce`` does;
-    returns the paths written under ``out``."""
+    """Regenerate the papers' evaluations as ``artq reproduce`` does
+    (``quick=False``: the paper's sizes; ``tiny=True``: the test suite's,
+    as ``--tiny``); returns the paths written under ``out``."""
+
+def experiment_cases(name: str, quick: bool = True, tiny: bool = False) -> Dict[str, Any]:
+    """The runs of an experiment of ``reproduce`` at that scale: ``name``,
+    ``seeds`` and ``cases`` (dicts ``group``, ``scheme``, ``scenario``)."""
 
 def decisions() -> List[Tuple[str, str]]:
     """The decisions the environment steers, as (name, description)."""
@@ -65,8 +71,11 @@ class SteeredRun:
         reward: Optional[str] = None,
         r_max: int = 8,
     ) -> Tuple["SteeredRun", Step]:
-        """Start the run; returns it and the first step ``(observation,
-        reward, terminated, truncated)``."""
+        """Start the run steering ``decision`` (``"art"``,
+        ``"rcp[:OPTIONS]"`` or ``"autorec"``, which needs a ``live``
+        workload) with the reward preset ``reward`` (None: the decision's
+        paper's: ``art-dqn``, ``rcp``, ``autorec``); returns it and the
+        first step ``(observation, reward, terminated, truncated)``."""
     def act(self, action: int) -> Step:
         """Answer the waiting decision; run to the next one or the end."""
     def result(self) -> Optional[Dict[str, Any]]:

@@ -17,12 +17,22 @@ sender's loss recovery paused at every decision of one kind:
   where RCP decides (rcp.md §III); the scenario needs a ``messages``
   workload. Observation: RCP's eq. 2 state ``[attempts, queued s, srtt s,
   link loss, latency s]``.
+- ``decision="autorec"``: AutoRec's A_thres for the next decision
+  interval (1 s, or 10 SRTT when longer), where its Redundancy Adapter
+  decides (autorec.md §4.1); the scenario needs a ``live`` workload.
+  Observation: the state the adapter decides from, ``[A_thres the interval
+  ran with, recovery latency s, n (max round), loss rate, srtt s, min_rtt
+  s, goodput Mbit/s, E_waiting s (eq. 4), R_Δ (eq. 3)]``. Action ``a``:
+  A_thres = ``a`` (``Discrete(5)``, the paper's 0..4); the reinjection
+  itself (off-mode and opportunistic) is AutoRec's.
 
 Rewards are the papers' (``reward=`` preset, see ``artq.rewards()``):
 ``art-dqn`` (A.2: ``1/(N·R)`` when round N sent at level R gets through,
 ``-1.05/(N·R)`` when all its replicas are lost), ``art-mab`` (A.1, penalty
-1.01), ``rcp`` (eqs. 4-5). A step's reward is the sum of the rewards of the
-outcomes that became known since the previous decision.
+1.01), ``rcp`` (eqs. 4-5), ``autorec`` (eq. 2: minus the interval's
+utility, goodput in Mbit/s), ``autorec-gain`` (eq. 3: R_Δ). A step's reward
+is the sum of the rewards of the outcomes that became known since the
+previous decision (for ``autorec``, the interval the action chose).
 
 The simulator runs until the next decision and returns control at that
 virtual instant; the action is applied before time moves on (see
@@ -48,13 +58,41 @@ DEFAULT_SCENARIO: Dict[str, Any] = {
     "link": {"bw": 100, "rtt": 30, "loss": 0.02},
 }
 
+# The autorec decision's default: AutoRec's testbed setting (autorec.md
+# §5.1: ~8 Mbit/s live stream, 5% loss, 50 ms, 8 Mbit/s, 500 KB buffer,
+# BBR as in artq reproduce's AutoRec experiments), a 20 s stream: about
+# 20 decisions.
+DEFAULT_LIVE_SCENARIO: Dict[str, Any] = {
+    "cc": "bbr",
+    "workload": {"kind": "live", "bitrate": 7000, "duration": 20},
+    "link": {"bw": 8, "rtt": 50, "loss": 0.05, "queue_bytes": 500000},
+}
+
+
+def _observation_bounds(decision: str, n: int) -> Tuple[np.ndarray, np.ndarray]:
+    """The observation space's bounds: ART-DQN's state lies in [0, 1];
+    RCP's is non-negative (counts, seconds, a rate), bounded far above any
+    value a run gives; AutoRec's too but for R_Δ (its last value), which is
+    at most 1 and unbounded below."""
+    base = decision.split(":")[0]
+    if base == "art":
+        return np.zeros(n, np.float32), np.ones(n, np.float32)
+    low = np.zeros(n, np.float32)
+    high = np.full(n, 1e9, np.float32)
+    if base == "autorec":
+        low[-1] = -1e9
+        high[-1] = 1.0
+    return low, high
+
 
 class RetransmissionEnv(gym.Env):
     """Retransmission decisions of the real transport, one per step.
 
     Parameters: ``scenario`` (dict of scenario keys as for ``artq.sim``;
     its ``scheme`` is replaced; default: 1 MB over 100 Mbit/s, 30 ms,
-    2% loss), ``decision`` (``"art"`` or ``"rcp[:OPTIONS]"``), ``reward``
+    2% loss, or for ``autorec`` a 20 s live stream in AutoRec's default
+    setting), ``decision`` (``"art"``, ``"rcp[:OPTIONS]"`` or
+    ``"autorec"``), ``reward``
     (a preset name; default the decision's paper's), ``r_max`` (highest
     ART level, default 8).
     """
@@ -69,7 +107,9 @@ class RetransmissionEnv(gym.Env):
         r_max: int = 8,
     ):
         super().__init__()
-        self._scenario = dict(DEFAULT_SCENARIO if scenario is None else scenario)
+        if scenario is None:
+            scenario = DEFAULT_LIVE_SCENARIO if decision == "autorec" else DEFAULT_SCENARIO
+        self._scenario = dict(scenario)
         self._decision = decision
         self._reward = reward
         self._r_max = int(r_max)
@@ -81,13 +121,8 @@ class RetransmissionEnv(gym.Env):
             self._r_max,
         )
         self.action_space = spaces.Discrete(run.actions)
-        # ART-DQN's state lies in [0, 1]; RCP's is non-negative (counts,
-        # seconds, a rate), bounded here far above any value a run gives.
-        low = 0.0
-        high = 1.0 if decision == "art" else 1e9
-        self.observation_space = spaces.Box(
-            low=low, high=high, shape=(run.observation_len,), dtype=np.float32
-        )
+        low, high = _observation_bounds(decision, run.observation_len)
+        self.observation_space = spaces.Box(low=low, high=high, dtype=np.float32)
         self._run = None
         self._obs = np.zeros(run.observation_len, dtype=np.float32)
 

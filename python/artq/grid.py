@@ -16,7 +16,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from . import _artq
 
-__all__ = ["sweep", "grid_runs", "flatten", "write_csvs"]
+__all__ = ["sweep", "grid_runs", "flatten", "write_csvs", "experiment_grid"]
 
 Grid = Mapping[str, Any]
 
@@ -59,6 +59,37 @@ def grid_runs(grid: Grid, seeds: Iterable[int]) -> List[Tuple[Dict[str, Any], st
             for seed in seeds:
                 runs.append((dict(merged, scheme=scheme, seed=seed), str(group), scheme, seed))
     return runs
+
+
+def experiment_grid(name: str, quick: bool = True, tiny: bool = False) -> Tuple[Dict[str, Any], List[int]]:
+    """The grid and seeds of ``artq reproduce``'s experiment ``name`` (at
+    the scale of ``reproduce(quick=, tiny=)``), so that ``sweep(grid,
+    seeds)`` runs the experiment's own runs and ``write_csvs(..., name)``
+    writes its ``NAME_runs.csv`` and ``NAME_summary.csv``.
+
+    An experiment whose cases are not a grid (every group with the same
+    schemes, each case's scenario that of its group with its scheme, the
+    scheme label the scheme itself) raises ``ValueError``."""
+    exp = _artq.experiment_cases(name, quick=quick, tiny=tiny)
+    scenarios: Dict[str, Dict[str, Any]] = {}
+    schemes: List[str] = []
+    for case in exp["cases"]:
+        group, scheme = case["group"], case["scheme"]
+        scenario = {k: v for k, v in case["scenario"].items() if k != "seed"}
+        if scenario.get("scheme") != scheme:
+            raise ValueError(f"experiment {name}: case {group} labels scheme {scenario.get('scheme')!r} as {scheme!r}: not a grid")
+        own = {k: v for k, v in scenario.items() if k != "scheme"}
+        if group not in scenarios:
+            scenarios[group] = own
+        elif scenarios[group] != own:
+            raise ValueError(f"experiment {name}: group {group} has scenarios that differ beyond the scheme: not a grid")
+        if scheme not in schemes:
+            schemes.append(scheme)
+    grid = {"scenarios": scenarios, "schemes": schemes}
+    expected = {(c["group"], c["scheme"]) for c in exp["cases"]}
+    if len(expected) != len(exp["cases"]) or {(g, s) for g in scenarios for s in schemes} != expected:
+        raise ValueError(f"experiment {name}: its cases are not every group with every scheme: not a grid")
+    return grid, [int(s) for s in exp["seeds"]]
 
 
 def _merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> Dict[str, Any]:

@@ -25,6 +25,14 @@ MESSAGES = {"kind": "messages", "messages": 200, "message_rate": 200, "drain": 3
 # Small and lossy: tens of decisions per episode, fractions of a second.
 TINY = {"workload": {"size": "200KB"}, "link": {"bw": 20, "rtt": 30, "loss": 0.05}}
 
+# AutoRec's default setting (autorec.md §5.1), a 4 s live stream: a few
+# decision intervals.
+LIVE = {
+    "cc": "bbr",
+    "workload": {"kind": "live", "bitrate": 7000, "duration": 4},
+    "link": {"bw": 8, "rtt": 50, "loss": 0.05, "queue_bytes": 500000},
+}
+
 
 def trajectory(env, seed, policy):
     obs, info = env.reset(seed=seed)
@@ -44,6 +52,8 @@ class Environment(unittest.TestCase):
         check_env(env, skip_render_check=True)
         env = RetransmissionEnv(scenario=dict(TINY, workload=MESSAGES),
                                 decision="rcp")
+        check_env(env, skip_render_check=True)
+        env = RetransmissionEnv(scenario=LIVE, decision="autorec")
         check_env(env, skip_render_check=True)
 
     def test_registered_under_its_id(self):
@@ -88,6 +98,32 @@ class Environment(unittest.TestCase):
         _, keep = trajectory(env, 4, lambda obs: 1)
         self.assertLess(drop["result"]["delivery_ratio"], keep["result"]["delivery_ratio"])
 
+    def test_autorec_decides_a_thres_once_per_interval(self):
+        env = RetransmissionEnv(scenario=LIVE, decision="autorec")
+        self.assertEqual(env.action_space.n, 5)
+        self.assertEqual(env.observation_space.shape, (9,))
+        cycle = lambda obs: int(obs[0] + 1) % 5  # noqa: E731 (next level)
+        a, info_a = trajectory(env, 5, cycle)
+        b, info_b = trajectory(env, 5, cycle)
+        self.assertEqual(a, b)
+        self.assertEqual(info_a["result"], info_b["result"])
+        # One decision per 1 s interval of a 4 s stream.
+        self.assertIn(len(a) - 1, (2, 3, 4))
+        # The observation's first value is the A_thres the interval ran
+        # with: the start level 1, then each action.
+        levels = [obs[0] for obs, _, _, _ in a]
+        self.assertEqual(levels[:3], [1.0, 2.0, 3.0])
+        # Eq. 2's utility as the reward: negative, finite.
+        rewards = [r for _, r, _, _ in a[1:-1]]
+        self.assertTrue(all(r < 0 and np.isfinite(r) for r in rewards), rewards)
+        # The action is the redundancy: 4 everywhere reinjects more than 0.
+        _, none = trajectory(env, 5, lambda obs: 0)
+        _, most = trajectory(env, 5, lambda obs: 4)
+        self.assertGreater(most["result"]["extra_replicas"], none["result"]["extra_replicas"])
+        gain = RetransmissionEnv(scenario=LIVE, decision="autorec", reward="autorec-gain")
+        steps, _ = trajectory(gain, 5, cycle)
+        self.assertTrue(all(r <= 1.0 for _, r, _, _ in steps[1:]))
+
     def test_bad_arguments(self):
         with self.assertRaises(ValueError):
             RetransmissionEnv(decision="teleport")
@@ -99,7 +135,14 @@ class Environment(unittest.TestCase):
         env.reset(seed=1)
         with self.assertRaises(ValueError):
             env.step(5)
-        self.assertEqual([n for n, _ in artq.rewards()], ["art-dqn", "art-mab", "rcp"])
+        self.assertEqual([n for n, _ in artq.rewards()],
+                         ["art-dqn", "art-mab", "rcp", "autorec", "autorec-gain"])
+        self.assertEqual([n for n, _ in artq.decisions()], ["art", "rcp", "autorec"])
+        with self.assertRaises(ValueError) as e:
+            RetransmissionEnv(scenario=TINY, decision="autorec")
+        self.assertIn("live workload", str(e.exception))
+        with self.assertRaises(ValueError):
+            RetransmissionEnv(scenario=LIVE, decision="autorec", reward="rcp")
 
 
 class TrainingExample(unittest.TestCase):

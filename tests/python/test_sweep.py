@@ -114,5 +114,29 @@ class SweepExample(unittest.TestCase):
             shutil.rmtree(out, ignore_errors=True)
 
 
+class ThreeWays(unittest.TestCase):
+    def test_an_experiment_gives_identical_rows_three_ways(self):
+        import three_ways
+
+        out = tempfile.mkdtemp(prefix="artq-three-ways-")
+        try:
+            r = three_ways.main("fig21", tiny=True, out=out, quiet=True)
+            # Fig. 21 at tiny scale: 2 file sizes x 5 schemes x 1 seed.
+            self.assertEqual(r["runs"], 10)
+            self.assertEqual(r["mismatches"], [])
+            self.assertTrue(r["lines"][-1].startswith("identical"), r["lines"][-1])
+        finally:
+            shutil.rmtree(out, ignore_errors=True)
+
+    def test_experiment_grid_is_the_experiments_runs(self):
+        grid, seeds = artq.experiment_grid("fig21", tiny=True)
+        self.assertEqual(seeds, [1])
+        self.assertEqual(grid["schemes"], ["quic", "or3", "2n+1", "art", "art-or3start"])
+        cases = artq._artq.experiment_cases("fig21", tiny=True)["cases"]
+        self.assertEqual(len(grid_runs(grid, seeds)), len(cases))
+        with self.assertRaises(ValueError):
+            artq.experiment_grid("fig99")
+
+
 if __name__ == "__main__":
     unittest.main()

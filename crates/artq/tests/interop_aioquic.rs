@@ -5,7 +5,7 @@
 //! 1.3 and QUIC code, so a 5 MB byte-exact download from `artq serve` through
 //! `tests/interop/aioquic_client.py` is a stronger claim that the receiver really
 //! is unmodified and standard. The script is validated against quinn in
-//! `harness_selfcheck.rs`.
+//! `harness_selfcheck/`.
 //!
 //! Needs the venv python with aioquic (`$ARTQ_PYTHON`, default
 //! `<workspace>/.venv/bin/python`); `.ci/run` creates it. Without it the test

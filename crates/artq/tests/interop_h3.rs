@@ -8,7 +8,7 @@
 //! one of them Chromium through a lossy emulated link with ART recovery, and
 //! download with `artq get --alpn h3` from the quinn + h3 reference server.
 //! Every peer here passes the same check against the quinn h3 server in
-//! `harness_selfcheck.rs`, so a failure here is artq's.
+//! `harness_selfcheck/`, so a failure here is artq's.
 //!
 //! Needs the peers `.ci/run` provides: the venv python with aioquic
 //! (`$ARTQ_PYTHON`), the quic-go client (`$ARTQ_H3_CLIENT`, built from

@@ -9,7 +9,7 @@
 //! byte-exact and the case's evidence holds (handshake count, Retry, key
 //! phases, stream limit, amplification limit, the outage inside the
 //! transfer). The cases are in `common/matrix/cases.rs`, how they run in
-//! `common/matrix/mod.rs`; `harness_selfcheck.rs` runs the same cases
+//! `common/matrix/mod.rs`; `harness_selfcheck/` runs the same cases
 //! against quic-go's own interop server, so a failure here is artq's (not
 //! `connectionmigration` and `ecn`, whose evidence is `artq serve`'s own
 //! `--stats-json`).

@@ -4,7 +4,7 @@
 //! unmodified receiver and that transfers are byte-exact. These tests hold the
 //! CLI to that promise against quinn 0.11 (public API only) in both roles:
 //! quinn downloads from `artq serve`, and `artq get` downloads from quinn. The
-//! same quinn peer passes `harness_selfcheck.rs`, so a failure here is artq's.
+//! same quinn peer passes `harness_selfcheck/`, so a failure here is artq's.
 //!
 //! CLI contract relied on (DESIGN.md "Command line"):
 //! - `artq serve --listen 127.0.0.1:0 --root DIR` prints exactly one stdout line

@@ -21,7 +21,9 @@
 
 use std::sync::Arc;
 
+use apps::workload::Workload;
 use netem::RunOutcome;
+use recovery::autorec::AutorecReward;
 use recovery::steer::{self, Desk, SharedDesk, SteerKind, SteeredFactory};
 use transport::policy::PolicyFactory;
 
@@ -39,6 +41,10 @@ pub const DECISIONS: &[(&str, &str)] = &[
         "rcp",
         "a timed-out message's retransmit (1) or drop (0), as RCP decides (rcp.md §III); needs a messages workload; `rcp:OPTIONS` sets the utility as the rcp scheme does",
     ),
+    (
+        "autorec",
+        "AutoRec's A_thres for the next decision interval, where its Redundancy Adapter decides (autorec.md §4.1): action a = A_thres a in 0..=4; needs a live workload",
+    ),
 ];
 
 /// The reward presets: the papers' rewards, by name.
@@ -54,6 +60,14 @@ pub const REWARDS: &[(&str, &str)] = &[
     (
         "rcp",
         "rcp.md eqs. 4-5: the utility of a delivered message at its latency, of a dropped one from the estimates",
+    ),
+    (
+        "autorec",
+        "autorec.md eq. 2: minus the utility of each interval, -latency·sigmoid_0.1(A_thres-2)/(minRTT·goodput in Mbit/s)",
+    ),
+    (
+        "autorec-gain",
+        "autorec.md eq. 3: R_Δ, the utility's relative improvement over the interval before",
     ),
 ];
 
@@ -96,6 +110,21 @@ pub fn steer_kind(decision: &str, reward: Option<&str>, r_max: u32) -> Result<St
             let config = recovery::rcp::parse(decision)
                 .ok_or_else(|| format!("unknown decision '{decision}'"))??;
             Ok(SteerKind::RcpMessage(Box::new(config)))
+        }
+        "autorec" => {
+            if decision != "autorec" {
+                return Err("the autorec decision takes no options".into());
+            }
+            let reward = match reward.unwrap_or("autorec") {
+                "autorec" => AutorecReward::Utility,
+                "autorec-gain" => AutorecReward::Gain,
+                other => {
+                    return Err(format!(
+                        "reward '{other}' does not apply to the autorec decision (autorec, autorec-gain)"
+                    ))
+                }
+            };
+            Ok(SteerKind::AutorecLevel { reward })
         }
         _ => Err(format!(
             "unknown decision '{decision}'; the decisions are {}",
@@ -154,6 +183,15 @@ impl SteeredRun {
             {
                 scenario.cc = cc;
             }
+        }
+        if matches!(kind, SteerKind::AutorecLevel { .. })
+            && !matches!(scenario.workload, Workload::Live { .. })
+        {
+            // AutoRec's decision is about live streams (its off-mode
+            // reinjection needs a sender that runs out of data).
+            return Err(ScenarioError::Invalid(
+                "the autorec decision needs a live workload (workload.kind = \"live\")".into(),
+            ));
         }
         let scenario = &scenario;
         let desk = Desk::shared();
@@ -308,14 +346,75 @@ mod tests {
         assert_eq!(t.len() as u64, r.sender_stats.replicas);
     }
 
+    /// AutoRec's default setting (autorec.md §5.1), a 4 s stream.
+    fn live() -> Scenario {
+        toml::from_str(
+            "seed = 2\ncc = \"bbr\"\n[workload]\nkind = \"live\"\nbitrate = 7000\nduration = 4\n\
+             [link]\nloss = 0.05\nrtt = 50\nbw = 8\nqueue_bytes = 500000\n",
+        )
+        .expect("scenario")
+    }
+
+    fn autorec_episode(actions: impl Fn(usize) -> u32) -> (Vec<(Vec<f32>, f64)>, RunResult) {
+        let kind = steer_kind("autorec", None, 4).expect("kind");
+        let (mut run, mut step) = SteeredRun::start(&live(), kind).expect("start");
+        let mut trajectory = Vec::new();
+        let mut i = 0;
+        while let Some(obs) = step.observation.clone() {
+            trajectory.push((obs, step.reward));
+            step = run.act(actions(i)).expect("act");
+            i += 1;
+        }
+        assert!(step.terminated, "{step:?}");
+        (trajectory, run.result().expect("ended").expect("completed"))
+    }
+
+    #[test]
+    fn autorec_decides_once_per_interval_and_episodes_repeat() {
+        let (a, ra) = autorec_episode(|i| (i % 5) as u32);
+        let (b, _) = autorec_episode(|i| (i % 5) as u32);
+        assert_eq!(a, b);
+        // One decision per interval of 1 s (the first closes after 1 s).
+        assert!((2..=4).contains(&a.len()), "{} decisions", a.len());
+        let dim = recovery::autorec::adapter::STATE_DIM;
+        assert!(a.iter().all(|(o, _)| o.len() == dim));
+        // The observation's first value is the level the interval ran
+        // with: the start level, then the actions.
+        assert_eq!(a[0].0[0], 1.0);
+        assert_eq!(a[1].0[0], 0.0);
+        assert_eq!(a[2].0[0], 1.0);
+        // The first interval ran before any decision: no reward; the
+        // others have eq. 2's (negative) utility.
+        assert_eq!(a[0].1, 0.0);
+        assert!(a[1..].iter().all(|(_, r)| *r < 0.0), "{a:?}");
+        // Level 0 everywhere reinjects nothing after the first interval;
+        // level 4 everywhere reinjects more.
+        let (_, r0) = autorec_episode(|_| 0);
+        let (_, r4) = autorec_episode(|_| 4);
+        assert!(
+            r4.metrics.extra_replicas > r0.metrics.extra_replicas,
+            "{} vs {}",
+            r4.metrics.extra_replicas,
+            r0.metrics.extra_replicas
+        );
+        assert!(ra.metrics.fct_ms > 0.0);
+    }
+
     #[test]
     fn bad_kinds_are_explained() {
         assert!(steer_kind("teleport", None, 4)
             .unwrap_err()
-            .contains("art, rcp"));
+            .contains("art, rcp, autorec"));
         assert!(steer_kind("art", Some("rcp"), 4).is_err());
         assert!(steer_kind("art", None, 0).is_err());
         assert!(steer_kind("rcp:beta=x", None, 4).is_err());
         assert!(steer_kind("rcp:beta=0.3", None, 4).is_ok());
+        assert!(steer_kind("autorec", Some("art-dqn"), 4).is_err());
+        assert!(steer_kind("autorec:x", None, 4).is_err());
+        assert!(steer_kind("autorec", Some("autorec-gain"), 4).is_ok());
+        // Not on a bulk transfer.
+        let kind = steer_kind("autorec", None, 4).expect("kind");
+        let err = SteeredRun::start(&scenario(), kind).unwrap_err();
+        assert!(err.to_string().contains("live workload"), "{err}");
     }
 }

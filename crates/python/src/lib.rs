@@ -166,12 +166,25 @@ fn experiments() -> Vec<(&'static str, &'static str)> {
         .collect()
 }
 
+/// The scale `artq reproduce` runs at: `--tiny` (the test suite's), else
+/// `--quick`, else the paper's.
+fn scale_of(quick: bool, tiny: bool) -> Scale {
+    if tiny {
+        Scale::Tiny
+    } else if quick {
+        Scale::Quick
+    } else {
+        Scale::Full
+    }
+}
+
 /// Regenerate the papers' evaluations, as `artq reproduce` does: `names`
-/// (all when None) at quick scale (or the paper's with `quick=False`),
-/// written to `out` (CSV, charts, `report.md`). Returns the paths written.
-/// Progress goes to stderr unless `progress=False`.
+/// (all when None) at quick scale (or the paper's with `quick=False`, or
+/// the test suite's tiny one with `tiny=True`, as `--tiny`), written to
+/// `out` (CSV, charts, `report.md`). Returns the paths written. Progress
+/// goes to stderr unless `progress=False`.
 #[pyfunction]
-#[pyo3(signature = (names=None, quick=true, out="artq-out".to_string(), jobs=None, progress=true))]
+#[pyo3(signature = (names=None, quick=true, out="artq-out".to_string(), jobs=None, progress=true, tiny=false))]
 fn reproduce(
     py: Python<'_>,
     names: Option<Vec<String>>,
@@ -179,8 +192,9 @@ fn reproduce(
     out: String,
     jobs: Option<usize>,
     progress: bool,
+    tiny: bool,
 ) -> PyResult<Py<PyAny>> {
-    let scale = if quick { Scale::Quick } else { Scale::Full };
+    let scale = scale_of(quick, tiny);
     // None: every experiment; an empty list: none (`select` reads an empty
     // list as "all", as the command line does).
     let chosen = match names {
@@ -246,7 +260,7 @@ fn step_tuple(py: Python<'_>, step: lab::steer::Step) -> PyResult<Py<PyAny>> {
 #[pymethods]
 impl SteeredRun {
     /// Start the run of `scenario` (a dict of scenario keys; its scheme is
-    /// replaced) steering `decision` (`art` or `rcp[:OPTIONS]`) with the
+    /// replaced) steering `decision` (`art`, `rcp[:OPTIONS]` or `autorec`) with the
     /// reward preset `reward` (None: the decision's paper's); returns the
     /// run and the first step `(observation, reward, terminated,
     /// truncated)`.
@@ -310,6 +324,36 @@ impl SteeredRun {
             Some(Err(e)) => Err(scenario_error(&e)),
         }
     }
+}
+
+/// The runs of experiment `name` at the scale of `reproduce(quick=,
+/// tiny=)`: a dict with `name`, `seeds` (each case runs with each) and
+/// `cases`, a list of dicts `group`, `scheme` (the label of the CSVs) and
+/// `scenario` (its scenario keys, as `sim()` takes them; the seed is
+/// replaced per run). What `artq.experiment_grid` builds a sweep from.
+#[pyfunction]
+#[pyo3(signature = (name, quick=true, tiny=false))]
+fn experiment_cases(py: Python<'_>, name: &str, quick: bool, tiny: bool) -> PyResult<Py<PyAny>> {
+    let scale = scale_of(quick, tiny);
+    let exp = exps::select(&[name.to_string()], scale)
+        .map_err(PyValueError::new_err)?
+        .into_iter()
+        .next()
+        .ok_or_else(|| PyValueError::new_err(format!("unknown experiment '{name}'")))?;
+    let cases: Vec<serde_json::Value> = exp
+        .cases
+        .iter()
+        .map(|c| {
+            Ok(serde_json::json!({
+                "group": c.group,
+                "scheme": c.scheme,
+                "scenario": serde_json::to_value(&c.scenario)?,
+            }))
+        })
+        .collect::<Result<_, serde_json::Error>>()
+        .map_err(|e| ArtqError::new_err(e.to_string()))?;
+    let json = serde_json::json!({ "name": exp.name, "seeds": exp.seeds, "cases": cases });
+    json_to_python(py, &json.to_string())
 }
 
 /// The decisions the environment can steer, as (name, description).
@@ -460,6 +504,7 @@ fn _artq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(run_case, m)?)?;
     m.add_function(wrap_pyfunction!(experiment_csvs, m)?)?;
+    m.add_function(wrap_pyfunction!(experiment_cases, m)?)?;
     m.add_function(wrap_pyfunction!(rewards, m)?)?;
     m.add_class::<SteeredRun>()?;
     m.add("ArtqError", m.py().get_type::<ArtqError>())?;

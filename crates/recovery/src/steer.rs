@@ -27,6 +27,11 @@
 //! - [`SteerKind::RcpMessage`]: a lost message's retransmit-or-drop,
 //!   decided where RCP decides ([`crate::rcp::policy::MessagePolicy`]); observation =
 //!   RCP's state, reward = RCP's utility-based reward.
+//! - [`SteerKind::AutorecLevel`]: AutoRec's A_thres once per decision
+//!   interval, decided where AutoRec's Redundancy Adapter decides
+//!   ([`crate::autorec::AutorecPolicy::steered`]); observation = the
+//!   adapter's state ([`crate::autorec::adapter::state`]), reward = eq. 2's
+//!   utility or eq. 3's R_Δ ([`crate::autorec::AutorecReward`]).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -34,6 +39,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use transport::policy::{ItemId, PolicyFactory, RecoveryPolicy};
 
 use crate::art::{ArtConfig, ArtPolicy};
+use crate::autorec::{AutorecPolicy, AutorecReward};
 use crate::rcp::policy::{MessageConfig, MessagePolicy};
 
 /// A decision waiting for an answer from outside.
@@ -124,6 +130,12 @@ pub enum SteerKind {
     /// RCP's retransmit-or-drop per lost message (action 0: drop,
     /// 1: retransmit), with RCP's configuration (its utility, its reward).
     RcpMessage(Box<MessageConfig>),
+    /// AutoRec's A_thres for the next decision interval (actions
+    /// `0..=A_MAX`: A_thres = action), each interval rewarded by `reward`.
+    AutorecLevel {
+        /// The reward preset.
+        reward: AutorecReward,
+    },
 }
 
 impl SteerKind {
@@ -132,6 +144,7 @@ impl SteerKind {
         match self {
             SteerKind::ArtLevel { r_max, .. } => (*r_max).max(1),
             SteerKind::RcpMessage(_) => 2,
+            SteerKind::AutorecLevel { .. } => crate::autorec::A_MAX + 1,
         }
     }
 
@@ -140,6 +153,7 @@ impl SteerKind {
         match self {
             SteerKind::ArtLevel { .. } => crate::art::dqn::STATE_DIM,
             SteerKind::RcpMessage(_) => crate::rcp::model::STATE_DIM,
+            SteerKind::AutorecLevel { .. } => crate::autorec::adapter::STATE_DIM,
         }
     }
 }
@@ -176,6 +190,9 @@ impl PolicyFactory for SteeredFactory {
                 },
                 self.desk.clone(),
             )),
+            &SteerKind::AutorecLevel { reward } => {
+                Box::new(AutorecPolicy::steered(self.desk.clone(), reward))
+            }
         }
     }
 
@@ -183,6 +200,7 @@ impl PolicyFactory for SteeredFactory {
         match self.kind {
             SteerKind::ArtLevel { .. } => "env:art".into(),
             SteerKind::RcpMessage(_) => "env:rcp".into(),
+            SteerKind::AutorecLevel { .. } => "env:autorec".into(),
         }
     }
 }

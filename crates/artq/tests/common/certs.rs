@@ -6,7 +6,7 @@
 //! `artq serve` keeps its self-signed certificate in memory, so the browser
 //! tests make their own here, write it as PEM for `--cert/--key`, and hand the
 //! same DER to the quinn h3 reference server. The SPKI hash computed here is
-//! checked against the README's openssl pipeline in `harness_selfcheck.rs`.
+//! checked against the README's openssl pipeline in `harness_selfcheck/`.
 
 use std::path::{Path, PathBuf};
 

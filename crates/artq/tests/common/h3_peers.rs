@@ -2,7 +2,7 @@
 //! http3 client, headless Chromium, and `artq get --alpn h3`.
 //!
 //! Why this exists: `interop_h3.rs` puts `artq serve` (and `artq get`) in
-//! front of three independent HTTP/3 stacks, and `harness_selfcheck.rs` runs
+//! front of three independent HTTP/3 stacks, and `harness_selfcheck/` runs
 //! the very same peers against the quinn + h3 reference server
 //! ([`super::quinn_h3`]). Both go through the functions here, so the
 //! self-check proves exactly what the interop tests run.

@@ -1,7 +1,7 @@
 //! Shared pieces of the interop harness.
 //!
 //! Why this exists: the interop tests (`interop_quinn.rs`, `interop_aioquic.rs`,
-//! `interop_h3.rs`) and the harness self-check (`harness_selfcheck.rs`) all need the same
+//! `interop_h3.rs`) and the harness self-check (`harness_selfcheck/`) all need the same
 //! scaffolding: seeded test files, byte-exact comparison, child processes that
 //! are killed when a test ends, and independent QUIC peers. Keeping it here
 //! means a failure in an interop test is about artq, not about a copy of the

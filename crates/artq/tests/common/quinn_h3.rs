@@ -3,7 +3,7 @@
 //!
 //! Why this exists: the HTTP/3 peers of `artq serve` (aioquic's H3Connection,
 //! quic-go's http3 client, headless Chromium) are first proven against this
-//! server in `harness_selfcheck.rs`, so a failing `interop_h3.rs` test points
+//! server in `harness_selfcheck/`, so a failing `interop_h3.rs` test points
 //! at artq; and `artq get --alpn h3` is tested against it. It is built from
 //! public APIs only (quinn 0.11, h3 0.0.8, h3-quinn 0.0.10).
 //!

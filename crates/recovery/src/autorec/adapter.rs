@@ -99,6 +99,34 @@ pub fn e_waiting(loss_rate: f64, srtt: f64, max_round: u32) -> f64 {
     (1.0 - r) * srtt * sum
 }
 
+/// Length of [`state`], the adapter's view of a closed interval.
+pub const STATE_DIM: usize = 9;
+
+/// What the Redundancy Adapter decides from at the end of an interval,
+/// as one vector (the observation of the Python environment's `autorec`
+/// decision, [`crate::steer`]): `[A_thres in force, recovery latency s
+/// (0 without a sample), n (max round), r (loss rate), SRTT s, minRTT s,
+/// goodput Mbit/s, E_waiting s (eq. 4), R_Δ (eq. 3, 0 without a previous
+/// utility)]`. `a_thres` is the level the interval ran with, `previous`
+/// the utility (eq. 2) of the interval before.
+pub fn state(m: &Interval, a_thres: u32, alpha: f64, previous: Option<f64>) -> [f32; STATE_DIM] {
+    let rd = match (previous, utility(alpha, a_thres, m)) {
+        (Some(prev), Some(cur)) => r_delta(prev, cur),
+        _ => 0.0,
+    };
+    [
+        a_thres as f32,
+        m.recovery_latency.unwrap_or(0.0) as f32,
+        m.max_round as f32,
+        m.loss_rate as f32,
+        m.srtt as f32,
+        m.min_rtt as f32,
+        (m.goodput * 8e-6) as f32,
+        e_waiting(m.loss_rate, m.srtt, m.max_round) as f32,
+        rd as f32,
+    ]
+}
+
 /// The adapter's state across intervals.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Adapter {
@@ -262,6 +290,23 @@ mod tests {
         // (1 − 0.1) · 0.1 · (1 + 2·0.1) = 0.108
         assert!((e_waiting(0.1, 0.1, 2) - 0.108).abs() < 1e-12);
         assert!((e_waiting(0.0, 0.1, 5) - 0.1).abs() < 1e-12);
+    }
+
+    #[test]
+    fn the_state_is_what_the_adapter_decides_from() {
+        let m = interval(0.040);
+        let s = state(&m, 2, 0.1, None);
+        assert_eq!(s.len(), STATE_DIM);
+        assert_eq!(s[0], 2.0);
+        assert_eq!(s[1], 0.040);
+        assert_eq!(s[2], 3.0);
+        assert_eq!(s[3], 0.05);
+        assert_eq!(s[6], 8.0, "1e6 bytes/s = 8 Mbit/s");
+        assert_eq!(s[7], e_waiting(0.05, 0.080, 3) as f32);
+        assert_eq!(s[8], 0.0, "no R_Δ without a previous utility");
+        // Twice the previous utility: R_Δ = −1.
+        let u = utility(0.1, 2, &m).unwrap();
+        assert_eq!(state(&m, 2, 0.1, Some(u / 2.0))[8], -1.0);
     }
 
     #[test]

@@ -37,6 +37,7 @@
 //!   (the transport only offers the chance when a packet may go).
 
 pub mod adapter;
+mod steered;
 
 use std::collections::VecDeque;
 
@@ -51,6 +52,9 @@ use wire::time::{Duration, Instant};
 
 use crate::registry::SchemeError;
 pub use adapter::{Adapter, AdapterConfig, Interval, A_MAX};
+pub use steered::AutorecReward;
+
+use crate::steer::SharedDesk;
 
 /// The decision interval's floor (see the module doc).
 pub const DECISION_INTERVAL: Duration = Duration::from_secs(1);
@@ -251,12 +255,20 @@ pub struct AutorecPolicy {
     min_rtt: Duration,
     /// The monitored loss rate of the last closed interval.
     loss_rate: f64,
+    /// A_thres from outside (the Python environment) instead of the
+    /// adapter; `None` for the schemes.
+    steer: Option<steered::Steered>,
 }
 
 impl AutorecPolicy {
     /// A policy with `config` (validated).
     pub fn new(config: AutorecConfig) -> Result<Self, SchemeError> {
         config.validate()?;
+        Ok(Self::build(config))
+    }
+
+    /// The policy of a validated `config`.
+    fn build(config: AutorecConfig) -> Self {
         let mut adapter_config = config.adapter;
         if config.variant == Variant::NoGate {
             adapter_config.gate = false;
@@ -265,7 +277,7 @@ impl AutorecPolicy {
             Variant::Fixed(a) => a,
             _ => config.start_level,
         };
-        Ok(AutorecPolicy {
+        AutorecPolicy {
             config,
             adapter: Adapter::new(adapter_config, start),
             queue: ReinjectionQueue::default(),
@@ -275,11 +287,28 @@ impl AutorecPolicy {
             srtt: Duration::ZERO,
             min_rtt: Duration::ZERO,
             loss_rate: 0.0,
-        })
+            steer: None,
+        }
+    }
+
+    /// AutoRec whose A_thres is decided outside the transport, through
+    /// `desk` ([`crate::steer`], [`steered`]): at the end of each decision
+    /// interval the adapter's state is posted and the loss that closed the
+    /// interval deferred; the answer (A_thres in `0..=A_MAX`) holds for the
+    /// next interval; each interval's outcome is rewarded by `reward`.
+    /// Everything else is the full `autorec` scheme with its defaults.
+    pub fn steered(desk: SharedDesk, reward: AutorecReward) -> Self {
+        let config = AutorecConfig::default();
+        let mut policy = AutorecPolicy::build(config);
+        policy.steer = Some(steered::Steered::new(desk, reward, config.start_level));
+        policy
     }
 
     /// The redundancy level in force.
     pub fn level(&self) -> u32 {
+        if let Some(st) = &self.steer {
+            return st.level();
+        }
         match self.config.variant {
             Variant::Fixed(a) => a,
             _ => self.adapter.level(),
@@ -308,14 +337,20 @@ impl AutorecPolicy {
         }
     }
 
-    /// Close the decision interval when it is over.
-    fn maybe_decide(&mut self, now: Instant, path: &PathView, rng: &mut dyn RngCore) {
+    /// Close the decision interval when it is over: the adapter decides
+    /// (or, steered, the interval is returned for the driver to decide).
+    fn maybe_decide(
+        &mut self,
+        now: Instant,
+        path: &PathView,
+        rng: &mut dyn RngCore,
+    ) -> Option<Interval> {
         self.srtt = path.srtt;
         self.min_rtt = path.min_rtt;
         let start = *self.interval_start.get_or_insert(now);
         let length = DECISION_INTERVAL.max(path.srtt * DECISION_INTERVAL_SRTTS);
         if now.saturating_duration_since(start) < length {
-            return;
+            return None;
         }
         let elapsed = now.saturating_duration_since(start).as_secs_f64();
         let t = self.tally;
@@ -332,12 +367,18 @@ impl AutorecPolicy {
             goodput: t.acked_new_bytes as f64 / elapsed,
         };
         self.loss_rate = interval.loss_rate;
-        if !matches!(self.config.variant, Variant::Fixed(_)) && interval.recovery_latency.is_some()
-        {
-            self.adapter.decide(&interval, rng);
-        }
+        let decides = !matches!(self.config.variant, Variant::Fixed(_))
+            && interval.recovery_latency.is_some();
         self.tally = Tally::default();
         self.interval_start = Some(now);
+        if !decides {
+            None
+        } else if self.steer.is_some() {
+            Some(interval)
+        } else {
+            self.adapter.decide(&interval, rng);
+            None
+        }
     }
 
     fn take_reinjection(&mut self, now: Instant) -> Option<ItemId> {
@@ -347,6 +388,9 @@ impl AutorecPolicy {
 
 impl RecoveryPolicy for AutorecPolicy {
     fn name(&self) -> String {
+        if self.steer.is_some() {
+            return "env:autorec".into();
+        }
         match self.config.variant {
             Variant::Full => {
                 let d = AdapterConfig::default();
@@ -373,11 +417,25 @@ impl RecoveryPolicy for AutorecPolicy {
         if lost.kind == DataKind::Datagram {
             return Decision::Drop;
         }
+        if let Some(st) = &mut self.steer {
+            if st.resume(lost.item, lost.round) {
+                // The deferred loss that closed an interval: the driver's
+                // A_thres is in; retransmit it as below.
+                return Decision::single(cx.now);
+            }
+        }
         if lost.round == 1 {
             self.t_unit
                 .observe(lost.first_lost.saturating_duration_since(lost.first_sent));
         }
-        self.maybe_decide(cx.now, cx.path, cx.rng);
+        if let Some(interval) = self.maybe_decide(cx.now, cx.path, cx.rng) {
+            if let Some(st) = &mut self.steer {
+                if !st.is_waiting() {
+                    st.post(lost.item, lost.round, &interval, self.config.adapter.alpha);
+                    return Decision::Defer;
+                }
+            }
+        }
         // ARQ: one retransmission now; its departure enters the queue.
         Decision::single(cx.now)
     }

@@ -7,7 +7,7 @@
 //! about. This module is that matrix for `artq serve`, with quic-go's
 //! unmodified interop client ([`super::quic_go_interop`]) and `artq link` as
 //! the network. `interop_matrix.rs` runs every case against `artq serve`;
-//! `harness_selfcheck.rs` runs the very same cases against quic-go's own
+//! `harness_selfcheck/` runs the very same cases against quic-go's own
 //! interop server, so a case that fails against artq fails because of artq.
 //!
 //! Each case is one [`Case`] value: what the client is asked to do (the
@@ -21,7 +21,7 @@
 //!
 //! Extending the matrix: add a [`Case`] in `cases.rs` (and a [`Check`] if
 //! the case's evidence is new), then one `#[test]` in `interop_matrix.rs`
-//! and one in `harness_selfcheck.rs` unless its evidence is `artq serve`'s
+//! and one in `harness_selfcheck/` unless its evidence is `artq serve`'s
 //! own. A case the client or quic-go's server does not know fails with exit
 //! code 127, never passes. A case quic-go's client cannot run names
 //! aioquic's client ([`Client::Aioquic`]) and says why.
