@@ -24,6 +24,7 @@ pub mod deploy;
 pub mod design;
 pub mod fig25;
 pub mod fig27;
+pub mod journal;
 pub mod plot;
 pub mod rcp;
 pub mod rcp_exp4;
