@@ -46,6 +46,7 @@
 mod ack;
 mod cids;
 mod close;
+mod copies;
 mod datagrams;
 mod ecn;
 mod engine;

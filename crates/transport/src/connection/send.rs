@@ -9,8 +9,7 @@ use wire::TransportErrorCode;
 use super::spaces::{Retransmit, SentPacket};
 use super::{Connection, SpaceId, State, Timer, Transmit, LOCAL_ACK_DELAY_EXPONENT};
 use crate::crypto;
-use crate::policy::{HeadOfLine, ReplicaRef, SentView};
-use crate::streams::StreamChunk;
+use crate::policy::SentView;
 
 /// AEAD tag length of every QUIC v1 cipher suite.
 const TAG_LEN: usize = 16;
@@ -134,41 +133,6 @@ impl Connection {
             .ack_deadline
             .filter(|_| self.space(SpaceId::Data).ack_pending);
         self.timers.set_opt(Timer::Ack, ack);
-    }
-
-    /// A packet may go: let the policy reinject an item being recovered,
-    /// when the sender is application-limited (off-mode) or when the
-    /// policy's reinjection time has come (policy.rs, "Reinjection and
-    /// off-mode"). The engine queues the replica due now, so this very
-    /// packet carries it. Idle and blocked by flow control with nothing
-    /// reinjected, the policy may instead ask for a head-of-line copy
-    /// (policy.rs, "Head-of-line copies") of at most `room` bytes of frame,
-    /// returned for this packet to carry.
-    fn offer_reinjection(&mut self, now: Instant, room: usize) -> Option<StreamChunk> {
-        let app_limited = !self.has_eliciting(SpaceId::Data, now);
-        let timer_due = || self.policy.next_reinjection().is_some_and(|t| t <= now);
-        let item = if app_limited {
-            self.call_policy(now, |policy, cx| policy.on_app_limited(cx))
-        } else if timer_due() {
-            self.call_policy(now, |policy, cx| policy.on_reinjection_timer(cx))
-        } else {
-            None
-        };
-        if let Some(id) = item {
-            // Refused when the item is gone or a replica of it still waits.
-            let _accepted = self.engine.reinject(now, id);
-            return None;
-        }
-        if !app_limited || !self.streams.flow_blocked() {
-            return None;
-        }
-        let (chunk, position) = self.streams.head_copy(room)?;
-        let head = HeadOfLine {
-            bytes: u64::from(chunk.len),
-            position,
-        };
-        self.call_policy(now, |policy, cx| policy.on_flow_blocked(cx, &head))
-            .then_some(chunk)
     }
 
     /// Whether the application has stream data, replicas or datagrams waiting.
@@ -385,7 +349,7 @@ impl Connection {
     }
 
     /// Whether `space` has ack-eliciting frames waiting.
-    fn has_eliciting(&self, space: SpaceId, now: Instant) -> bool {
+    pub(super) fn has_eliciting(&self, space: SpaceId, now: Instant) -> bool {
         let s = self.space(space);
         if s.crypto_send.has_pending() || s.ping_pending || s.probes > 0 {
             return true;
@@ -550,87 +514,6 @@ impl Connection {
     fn pn_len_in_use(&self, space: SpaceId) -> usize {
         let s = self.space(space);
         packet::pn_len_for(s.next_pn, s.largest_acked)
-    }
-
-    /// Write the unacknowledged parts of an item's data. False if nothing
-    /// is left to carry.
-    fn write_replica(
-        &mut self,
-        buf: &mut Vec<u8>,
-        max_end: usize,
-        r: &ReplicaRef,
-        record: &mut SentPacket,
-    ) -> bool {
-        let Some(item) = self.engine.data(r.item) else {
-            return false;
-        };
-        let chunks: Vec<StreamChunk> = item.chunks.to_vec();
-        let datagrams = item.datagrams.to_vec();
-        let mut parts = Vec::new();
-        let mut wrote = false;
-        for id in datagrams {
-            let Some(d) = self.datagram_store.get(&id) else {
-                continue;
-            };
-            let need = frame::datagram_header_len(d.len()) + d.len();
-            if buf.len() + need > max_end {
-                continue;
-            }
-            frame::write_datagram_header(buf, d.len());
-            buf.extend_from_slice(d);
-            record.datagrams.push(id);
-            wrote = true;
-        }
-        for c in &chunks {
-            self.streams.unacked_parts(c, &mut parts);
-            for p in &parts {
-                let need =
-                    frame::stream_header_len(p.id, p.offset, p.len as usize) + p.len as usize;
-                if buf.len() + need > max_end {
-                    continue;
-                }
-                if self.streams.write_chunk(p, buf) {
-                    record.stream_chunks.push(*p);
-                    wrote = true;
-                }
-            }
-        }
-        if wrote {
-            self.on_replica_sent(r);
-        }
-        wrote
-    }
-
-    /// Write a head-of-line copy of `chunk` (what of it is still
-    /// unacknowledged) and count it as a replica. False if nothing fit.
-    fn write_head_copy(
-        &mut self,
-        buf: &mut Vec<u8>,
-        max_end: usize,
-        chunk: &StreamChunk,
-        record: &mut SentPacket,
-    ) -> bool {
-        let mut parts = Vec::new();
-        self.streams.unacked_parts(chunk, &mut parts);
-        let mut wrote = false;
-        for p in &parts {
-            let need = frame::stream_header_len(p.id, p.offset, p.len as usize) + p.len as usize;
-            if buf.len() + need > max_end {
-                continue;
-            }
-            if self.streams.write_chunk(p, buf) {
-                record.stream_chunks.push(*p);
-                wrote = true;
-            }
-        }
-        // Offered once, sent or not.
-        self.streams.on_head_copied(chunk);
-        if wrote {
-            self.stats.head_copies += 1;
-            self.stats.replicas += 1;
-            self.stats.extra_replicas += 1;
-        }
-        wrote
     }
 
     /// Protect a built packet and account for it.

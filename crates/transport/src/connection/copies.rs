@@ -1,0 +1,134 @@
+//! The copies a packet may carry beyond new data: the policy's
+//! reinjections and replicas of data being recovered, and head-of-line
+//! copies while flow control blocks the sender (policy.rs, "Reinjection
+//! and off-mode", "Head-of-line copies"). The send path (`send.rs`) asks
+//! for them while it builds a 1-RTT packet.
+
+use wire::frame;
+use wire::time::Instant;
+
+use super::spaces::SentPacket;
+use super::{Connection, SpaceId};
+use crate::policy::{HeadOfLine, ReplicaRef};
+use crate::streams::StreamChunk;
+
+impl Connection {
+    /// A packet may go: let the policy reinject an item being recovered,
+    /// when the sender is application-limited (off-mode) or when the
+    /// policy's reinjection time has come (policy.rs, "Reinjection and
+    /// off-mode"). The engine queues the replica due now, so this very
+    /// packet carries it. Idle and blocked by flow control with nothing
+    /// reinjected, the policy may instead ask for a head-of-line copy
+    /// (policy.rs, "Head-of-line copies") of at most `room` bytes of frame,
+    /// returned for this packet to carry.
+    pub(super) fn offer_reinjection(&mut self, now: Instant, room: usize) -> Option<StreamChunk> {
+        let app_limited = !self.has_eliciting(SpaceId::Data, now);
+        let timer_due = || self.policy.next_reinjection().is_some_and(|t| t <= now);
+        let item = if app_limited {
+            self.call_policy(now, |policy, cx| policy.on_app_limited(cx))
+        } else if timer_due() {
+            self.call_policy(now, |policy, cx| policy.on_reinjection_timer(cx))
+        } else {
+            None
+        };
+        if let Some(id) = item {
+            // Refused when the item is gone or a replica of it still waits.
+            let _accepted = self.engine.reinject(now, id);
+            return None;
+        }
+        if !app_limited || !self.streams.flow_blocked() {
+            return None;
+        }
+        let (chunk, position) = self.streams.head_copy(room)?;
+        let head = HeadOfLine {
+            bytes: u64::from(chunk.len),
+            position,
+        };
+        self.call_policy(now, |policy, cx| policy.on_flow_blocked(cx, &head))
+            .then_some(chunk)
+    }
+
+    /// Write the unacknowledged parts of an item's data. False if nothing
+    /// is left to carry.
+    pub(super) fn write_replica(
+        &mut self,
+        buf: &mut Vec<u8>,
+        max_end: usize,
+        r: &ReplicaRef,
+        record: &mut SentPacket,
+    ) -> bool {
+        let Some(item) = self.engine.data(r.item) else {
+            return false;
+        };
+        let chunks: Vec<StreamChunk> = item.chunks.to_vec();
+        let datagrams = item.datagrams.to_vec();
+        let mut parts = Vec::new();
+        let mut wrote = false;
+        for id in datagrams {
+            let Some(d) = self.datagram_store.get(&id) else {
+                continue;
+            };
+            let need = frame::datagram_header_len(d.len()) + d.len();
+            if buf.len() + need > max_end {
+                continue;
+            }
+            frame::write_datagram_header(buf, d.len());
+            buf.extend_from_slice(d);
+            record.datagrams.push(id);
+            wrote = true;
+        }
+        for c in &chunks {
+            wrote |= self.write_unacked(buf, max_end, c, &mut parts, record);
+        }
+        if wrote {
+            self.on_replica_sent(r);
+        }
+        wrote
+    }
+
+    /// Write a head-of-line copy of `chunk` (what of it is still
+    /// unacknowledged) and count it as a replica. False if nothing fit.
+    pub(super) fn write_head_copy(
+        &mut self,
+        buf: &mut Vec<u8>,
+        max_end: usize,
+        chunk: &StreamChunk,
+        record: &mut SentPacket,
+    ) -> bool {
+        let wrote = self.write_unacked(buf, max_end, chunk, &mut Vec::new(), record);
+        // Offered once, sent or not.
+        self.streams.on_head_copied(chunk);
+        if wrote {
+            self.stats.head_copies += 1;
+            self.stats.replicas += 1;
+            self.stats.extra_replicas += 1;
+        }
+        wrote
+    }
+
+    /// Write STREAM frames for the parts of `chunk` not yet acknowledged
+    /// that fit before `max_end` (`parts` is scratch space), recording
+    /// them in `record`. False if none was written.
+    fn write_unacked(
+        &mut self,
+        buf: &mut Vec<u8>,
+        max_end: usize,
+        chunk: &StreamChunk,
+        parts: &mut Vec<StreamChunk>,
+        record: &mut SentPacket,
+    ) -> bool {
+        self.streams.unacked_parts(chunk, parts);
+        let mut wrote = false;
+        for p in parts.iter() {
+            let need = frame::stream_header_len(p.id, p.offset, p.len as usize) + p.len as usize;
+            if buf.len() + need > max_end {
+                continue;
+            }
+            if self.streams.write_chunk(p, buf) {
+                record.stream_chunks.push(*p);
+                wrote = true;
+            }
+        }
+        wrote
+    }
+}
