@@ -13,10 +13,10 @@ mod common;
 
 use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::certs::TestCert;
-use common::process::{self, ChildGuard};
+use common::process;
 use common::Scratch;
 
 const SIZE: u64 = 1_000_000;
@@ -30,24 +30,6 @@ fn artq_get(url: &str, alpn: &str, out: &Path) -> process::RunOutput {
         .args(["--insecure", "--alpn", alpn, "--timeout", "50", "-o"])
         .arg(out);
     process::run_with_deadline(cmd, DEADLINE).unwrap_or_else(|e| panic!("{e}"))
-}
-
-/// Waits for `artq serve`'s statistics line of a finished connection and
-/// returns it.
-fn stats_line(server: &mut ChildGuard) -> String {
-    let start = Instant::now();
-    loop {
-        let tail = server.stderr_tail();
-        if let Some(line) = tail.lines().find(|l| l.contains(" ended (")) {
-            return line.to_string();
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "no statistics line: {}",
-            server.describe()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// `artq get` downloads from aioquic's hq-interop server started with
@@ -94,7 +76,7 @@ fn artq_get_through_artq_serve_retry() {
         let run = artq_get(&format!("https://{addr}/file"), alpn, &out);
         let context = format!("server: {}", server.describe());
         common::assert_downloaded(&run, "artq get", &context, SIZE, &file, &out);
-        let line = stats_line(&mut server);
+        let line = common::serve_stats_line(&mut server);
         assert!(line.contains("after Retry"), "{alpn}: {line}");
     }
 }
@@ -114,6 +96,6 @@ fn quinn_through_artq_serve_retry() {
         .unwrap_or_else(|e| panic!("{e}\nserver: {}", server.describe()));
     assert_eq!(fetched.bytes, SIZE);
     common::compare_files(&file, &out).unwrap_or_else(|e| panic!("{e}"));
-    let line = stats_line(&mut server);
+    let line = common::serve_stats_line(&mut server);
     assert!(line.contains("after Retry"), "{line}");
 }

@@ -187,19 +187,7 @@ fn v2() {
         "the client did not end in v2:\n{}\n{context}",
         run.stderr
     );
-    let start = std::time::Instant::now();
-    let line = loop {
-        let tail = server.stderr_tail();
-        if let Some(line) = tail.lines().find(|l| l.contains(" ended (")) {
-            break line.to_string();
-        }
-        assert!(
-            start.elapsed() < std::time::Duration::from_secs(30),
-            "no statistics line: {}",
-            server.describe()
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    };
+    let line = common::serve_stats_line(&mut server);
     assert!(
         line.contains("QUIC v2"),
         "the server did not run v2: {line}"

@@ -40,19 +40,7 @@ fn artq_get_downloads_in_v2_from_artq_serve() {
         "artq get did not report v2:\n{}",
         run.stderr
     );
-    let start = std::time::Instant::now();
-    let line = loop {
-        let tail = server.stderr_tail();
-        if let Some(line) = tail.lines().find(|l| l.contains(" ended (")) {
-            break line.to_string();
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "no statistics line: {}",
-            server.describe()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let line = common::serve_stats_line(&mut server);
     assert!(
         line.contains("QUIC v2"),
         "the server did not run v2: {line}"

@@ -18,7 +18,7 @@ mod common;
 
 use std::process::Command;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{process, Scratch};
 
@@ -114,19 +114,8 @@ fn run_with(client: Client, scheme: &str, seed: u32, loss: &str, size: u64) -> (
         }
     }
     // The server reports the connection once quinn's close reaches it.
-    let start = Instant::now();
-    loop {
-        let tail = server.stderr_tail();
-        if let Some(line) = tail.lines().find(|l| l.contains(" ended (")) {
-            return parse_stats(line).unwrap_or_else(|| panic!("unparsable stats line: {line}"));
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "no statistics line: {}",
-            server.describe()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let line = common::serve_stats_line(&mut server);
+    parse_stats(&line).unwrap_or_else(|| panic!("unparsable stats line: {line}"))
 }
 
 #[test]

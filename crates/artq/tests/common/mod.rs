@@ -64,6 +64,24 @@ pub fn spawn_artq_serve(
     process::spawn_artq_serve(&artq_bin(), root, log_dir, extra, Duration::from_secs(20))
 }
 
+/// Waits up to 30 s for `artq serve`'s statistics line of a finished
+/// connection (`... ended (...)` on its stderr) and returns it.
+pub fn serve_stats_line(server: &mut process::ChildGuard) -> String {
+    let start = std::time::Instant::now();
+    loop {
+        let tail = server.stderr_tail();
+        if let Some(line) = tail.lines().find(|l| l.contains(" ended (")) {
+            return line.to_string();
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no statistics line: {}",
+            server.describe()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// The workspace root (two levels above this crate's manifest).
 pub fn workspace_root() -> PathBuf {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
