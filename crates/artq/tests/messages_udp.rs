@@ -67,7 +67,8 @@ struct Received {
 }
 
 /// Connects with quinn (ALPN hq-interop, datagrams on by quinn's default)
-/// and reads DATAGRAM frames until the sender closes the connection. Every
+/// and reads DATAGRAM frames until the sender closes the connection (or,
+/// when the link dropped that close, until the idle timeout). Every
 /// datagram must be one message of the workload.
 fn quinn_receive(addr: SocketAddr) -> Received {
     let rt = common::runtime();
@@ -100,6 +101,12 @@ fn quinn_receive(addr: SocketAddr) -> Received {
                     {
                         break
                     }
+                    // The sender's CONNECTION_CLOSE is one packet and the
+                    // link drops 5% of them. quinn then has nothing to
+                    // send that would draw the close again (RFC 9000
+                    // §10.2.1) and ends on its idle timeout: a network
+                    // event, not a failure. What arrived is still checked.
+                    Err(quinn::ConnectionError::TimedOut) => break,
                     Err(e) => return Err(format!("connection ended: {e}")),
                 }
             }
