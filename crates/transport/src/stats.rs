@@ -53,6 +53,12 @@ pub struct ConnectionStats {
     /// read as before.
     #[serde(skip_serializing_if = "is_zero")]
     pub head_copies: u64,
+    /// Probes that carried a copy of the oldest stream data in flight
+    /// because the probe timeout found no new data to send (RFC 9002
+    /// §6.2.4); also counted in `replicas` (a retransmission), not in
+    /// `extra_replicas` (no loss was declared). Left out of the JSON when 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub probe_copies: u64,
     /// DATAGRAM payloads given up by the policy after a loss.
     pub datagrams_dropped: u64,
     /// FEC repair packets sent (sender, `fec:K`).

@@ -595,6 +595,13 @@ impl Pair {
         if !self.try_connect_within(self.handshake_limit) {
             return Err(DownloadError::Handshake);
         }
+        self.try_fetch(data, limit)
+    }
+
+    /// The request and response of [`Pair::try_download`] over a
+    /// connection that is already up (a test that changes the network
+    /// after the handshake).
+    pub fn try_fetch(&mut self, data: &[u8], limit: Duration) -> Result<Vec<u8>, DownloadError> {
         let client = self.client_opt().ok_or(DownloadError::Request)?;
         let id = client
             .streams()

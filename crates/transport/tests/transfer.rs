@@ -170,3 +170,43 @@ fn burst_loss_download_completes() {
         s.lost_packets
     );
 }
+
+/// RFC 9002 §6.2.4: when the probe timeout finds no new data to send, the
+/// probe carries the oldest data in flight. Here the one-packet response
+/// is dropped and so is every acknowledgement the client sends for the
+/// next 3 s: probes of PINGs alone would leave the response to an
+/// acknowledgement that declares it lost, and none gets through (what a
+/// corrupting link did to an interop case). The probe's copy delivers it
+/// within a few PTOs.
+#[test]
+fn probe_carries_the_oldest_data_when_acknowledgements_are_lost() {
+    let mut pair = Pair::default_pair();
+    pair.connect();
+    // Let the handshake's last packets (HANDSHAKE_DONE, tickets) settle.
+    pair.drive_until(Duration::from_millis(500), |_| false);
+    let start = pair.now;
+    let mut blackout_from: Option<wire::time::Instant> = None;
+    pair.drop = Some(Box::new(move |now, to_server, data, _| {
+        if !to_server && blackout_from.is_none() && data.len() > 600 {
+            blackout_from = Some(now);
+            return true;
+        }
+        to_server && blackout_from.is_some_and(|t| now < t + Duration::from_secs(3))
+    }));
+    let data = content(1000, 9);
+    let got = pair
+        .try_fetch(&data, Duration::from_secs(30))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(got == data, "corrupted transfer");
+    let took = pair.now - start;
+    assert!(
+        took < Duration::from_secs(2),
+        "the response arrived after {took:?}: only once the client's acknowledgements got through"
+    );
+    let s = pair.server().stats();
+    assert!(s.probe_copies >= 1, "{s:?}");
+    assert!(
+        s.replicas >= s.probe_copies,
+        "a probe's copy is a retransmission"
+    );
+}

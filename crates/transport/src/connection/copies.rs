@@ -1,8 +1,9 @@
 //! The copies a packet may carry beyond new data: the policy's
-//! reinjections and replicas of data being recovered, and head-of-line
+//! reinjections and replicas of data being recovered, head-of-line
 //! copies while flow control blocks the sender (policy.rs, "Reinjection
-//! and off-mode", "Head-of-line copies"). The send path (`send.rs`) asks
-//! for them while it builds a 1-RTT packet.
+//! and off-mode", "Head-of-line copies"), and a probe's copy of the
+//! oldest data in flight (RFC 9002 §6.2.4). The send path (`send.rs`)
+//! asks for them while it builds a 1-RTT packet.
 
 use wire::frame;
 use wire::time::Instant;
@@ -104,6 +105,45 @@ impl Connection {
             self.stats.extra_replicas += 1;
         }
         wrote
+    }
+
+    /// Write into a probe the stream data of the oldest packet in flight
+    /// that still has some unacknowledged (RFC 9002 §6.2.4: "Previously
+    /// sent data MAY be sent if no new data can be sent"; quinn and
+    /// Chromium's QUIC do the same), counted as a replica and in
+    /// `probe_copies`. A probe that carries data gets it through even
+    /// when every acknowledgement that would declare the original lost
+    /// is itself lost. False if nothing fit or nothing was left.
+    pub(super) fn write_probe_copy(
+        &mut self,
+        buf: &mut Vec<u8>,
+        max_end: usize,
+        record: &mut SentPacket,
+    ) -> bool {
+        /// Packets looked at: the oldest in flight are where a probe's
+        /// copy helps, and the scan stays short on a full window.
+        const SCAN: usize = 16;
+        let candidates: Vec<Vec<StreamChunk>> = self
+            .space(SpaceId::Data)
+            .sent
+            .values()
+            .filter(|p| p.ack_eliciting && p.in_flight && !p.stream_chunks.is_empty())
+            .take(SCAN)
+            .map(|p| p.stream_chunks.clone())
+            .collect();
+        let mut parts = Vec::new();
+        for chunks in candidates {
+            let mut wrote = false;
+            for c in &chunks {
+                wrote |= self.write_unacked(buf, max_end, c, &mut parts, record);
+            }
+            if wrote {
+                self.stats.probe_copies += 1;
+                self.stats.replicas += 1;
+                return true;
+            }
+        }
+        false
     }
 
     /// Write STREAM frames for the parts of `chunk` not yet acknowledged

@@ -100,18 +100,7 @@ impl Connection {
                 let s = self.space_mut(space);
                 s.ack_eliciting_in_flight = s.ack_eliciting_in_flight.saturating_sub(1);
             }
-            for r in &p.retransmits {
-                match r {
-                    Retransmit::Crypto(range) => {
-                        self.space_mut(space).crypto_send.on_lost(range.clone())
-                    }
-                    Retransmit::Control(c) => self.streams.on_control_lost(*c),
-                    Retransmit::HandshakeDone => self.handshake_done_pending = true,
-                    Retransmit::NewConnectionId(seq) => self.cids.pending_new.push_back(*seq),
-                    Retransmit::RetireConnectionId(seq) => self.cids.pending_retire.push_back(*seq),
-                    Retransmit::NewToken => self.on_new_token_lost(),
-                }
-            }
+            self.requeue_retransmits(space, &p.retransmits);
             let signals = if space == SpaceId::Data {
                 self.on_data_packet_lost(now, pn, &p)
             } else {
@@ -141,6 +130,25 @@ impl Connection {
         }
     }
 
+    /// Queue the frames of `retransmits` (a packet's CRYPTO ranges and
+    /// control frames) to be sent again: the packet is lost, or a probe
+    /// resends what the oldest packet in flight carried. Sending one of
+    /// them twice is harmless (each frame is idempotent).
+    fn requeue_retransmits(&mut self, space: SpaceId, retransmits: &[Retransmit]) {
+        for r in retransmits {
+            match r {
+                Retransmit::Crypto(range) => {
+                    self.space_mut(space).crypto_send.on_lost(range.clone())
+                }
+                Retransmit::Control(c) => self.streams.on_control_lost(*c),
+                Retransmit::HandshakeDone => self.handshake_done_pending = true,
+                Retransmit::NewConnectionId(seq) => self.cids.pending_new.push_back(*seq),
+                Retransmit::RetireConnectionId(seq) => self.cids.pending_retire.push_back(*seq),
+                Retransmit::NewToken => self.on_new_token_lost(),
+            }
+        }
+    }
+
     /// A 1-RTT packet was declared lost: policy bookkeeping and rounds.
     /// Returns whether this loss should reach congestion control.
     fn on_data_packet_lost(&mut self, now: Instant, pn: u64, p: &SentPacket) -> bool {
@@ -167,7 +175,7 @@ impl Connection {
                 }
             };
         }
-        if p.head_copy {
+        if p.early_copy {
             // The data's own packets still carry it: their loss, if it
             // comes, starts recovery. The chunks are remembered so that a
             // late acknowledgement still acknowledges them.
@@ -453,7 +461,26 @@ impl Connection {
         self.on_pto_path_challenge();
         let s = self.space_mut(space);
         s.probes = 2;
-        if space != SpaceId::Data {
+        if space == SpaceId::Data {
+            // RFC 9002 §6.2.4: a probe with no new data to carry resends
+            // previously sent data. The oldest packet in flight's control
+            // frames (HANDSHAKE_DONE, NEW_CONNECTION_ID, ...) are queued
+            // again here; its stream data rides in a probe as a copy
+            // (`write_probe_copy`). Probes of PINGs alone leave the data
+            // to an acknowledgement that declares it lost, and when the
+            // peer's acknowledgements are lost too, nothing moves until
+            // the idle timeout.
+            let no_new_data = !self.has_data_to_send();
+            let s = self.space_mut(space);
+            s.probe_copy = no_new_data;
+            let oldest = s
+                .sent
+                .values()
+                .find(|p| p.ack_eliciting && p.in_flight)
+                .map(|p| p.retransmits.clone())
+                .unwrap_or_default();
+            self.requeue_retransmits(space, &oldest);
+        } else {
             // Resend unacknowledged handshake data in the probes.
             s.crypto_send.requeue_unacked();
             if !s.crypto_send.has_pending() {

@@ -224,7 +224,7 @@ impl Connection {
             rate: self.rate.on_packet_sent(now, self.bytes_in_flight),
             replica: None,
             new_data: false,
-            head_copy: false,
+            early_copy: false,
             tag: None,
             ecn_marked: self.outgoing_ecn().is_some(),
         };
@@ -243,9 +243,22 @@ impl Connection {
 
         if let Some(c) = head_copy {
             if self.write_head_copy(buf, max_end, &c, &mut record) {
-                record.head_copy = true;
+                record.early_copy = true;
                 record.ack_eliciting = true;
             }
+        }
+
+        // A probe with no new data to carry resends the oldest data in
+        // flight (RFC 9002 §6.2.4), once per probe timeout.
+        if space == SpaceId::Data
+            && self.handshake_complete
+            && record.replica.is_none()
+            && !record.early_copy
+            && std::mem::take(&mut self.space_mut(space).probe_copy)
+            && self.write_probe_copy(buf, max_end, &mut record)
+        {
+            record.early_copy = true;
+            record.ack_eliciting = true;
         }
 
         // ACK (RFC 9000 §13.2): when due, or piggybacked on eliciting packets.
@@ -271,7 +284,7 @@ impl Connection {
         }
 
         // A completed FEC block's repair symbol travels in its own packet.
-        let alone = record.replica.is_none() && !record.head_copy;
+        let alone = record.replica.is_none() && !record.early_copy;
         let fec_ready = space == SpaceId::Data && may_elicit && alone;
         if let Some((pns, repair)) = self
             .fec_tx

@@ -74,9 +74,12 @@ pub(crate) struct SentPacket {
     pub replica: Option<ReplicaRef>,
     /// The packet carries first transmissions of stream data.
     pub new_data: bool,
-    /// The packet is a head-of-line copy sent while flow-control blocked
-    /// (policy.rs, "Head-of-line copies"): its loss starts no recovery.
-    pub head_copy: bool,
+    /// The packet carries a copy of data sent before any loss of it was
+    /// declared: a head-of-line copy while flow-control blocked
+    /// (policy.rs, "Head-of-line copies") or a probe's copy of the oldest
+    /// data in flight (`Connection::write_probe_copy`). Its loss starts no
+    /// recovery: the data's own packets do.
+    pub early_copy: bool,
     /// The recovery policy's label for it.
     pub tag: Option<crate::policy::PacketTag>,
     /// Sent marked ECT(0).
@@ -327,6 +330,9 @@ pub(crate) struct PacketSpace {
     pub ack_deadline: Option<Instant>,
     /// PTO probes still to send in this space.
     pub probes: u8,
+    /// The next probe carries a copy of the oldest stream data in flight
+    /// (1-RTT only: the probe timeout found no new data to send).
+    pub probe_copy: bool,
     /// ECN codepoints of the packets received (what our ACKs report).
     pub ecn_received: wire::frame::EcnCounts,
     /// The peer's ECN counts as last validated (RFC 9000 §13.4.2).
