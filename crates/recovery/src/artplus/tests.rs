@@ -286,7 +286,7 @@ fn the_level_follows_the_loss_rate() {
     let mut d = Driver::new("art+:budget=off");
     d.feed(2000, 3, false); // 33%
     assert_eq!(d.decide(&lost(1, 1, near_edge())), 4); // 0.33^4 = 1.2%
-    assert_eq!(d.decide(&lost(2, 1, far())), 2); // 0.33^2 = 11%
+    assert_eq!(d.decide(&lost(2, 1, far())), 3); // 0.33^2 = 11% > 10%, 0.33^3 = 3.6%
 }
 
 #[test]
