@@ -307,9 +307,16 @@ mod tests {
         s
     }
 
-    fn episode(actions: impl Fn(usize) -> u32) -> (Vec<(Vec<f32>, f64)>, RunResult) {
-        let kind = steer_kind("art", None, 4).expect("kind");
-        let (mut run, mut step) = SteeredRun::start(&scenario(), kind).expect("start");
+    /// One steered episode of the decision kind `kind` on `scenario`,
+    /// acting `actions(i)` at the i-th decision: the (observation,
+    /// reward) pairs and the run's result. A finished run refuses to act.
+    fn steered(
+        kind: &str,
+        scenario: &Scenario,
+        actions: impl Fn(usize) -> u32,
+    ) -> (Vec<(Vec<f32>, f64)>, RunResult) {
+        let kind = steer_kind(kind, None, 4).expect("kind");
+        let (mut run, mut step) = SteeredRun::start(scenario, kind).expect("start");
         let mut trajectory = Vec::new();
         let mut i = 0;
         while let Some(obs) = step.observation.clone() {
@@ -320,6 +327,11 @@ mod tests {
         assert!(step.terminated, "{step:?}");
         assert!(run.act(0).is_err());
         (trajectory, run.result().expect("ended").expect("completed"))
+    }
+
+    /// ART-DQN's decisions on the bulk scenario.
+    fn episode(actions: impl Fn(usize) -> u32) -> (Vec<(Vec<f32>, f64)>, RunResult) {
+        steered("art", &scenario(), actions)
     }
 
     #[test]
@@ -355,18 +367,9 @@ mod tests {
         .expect("scenario")
     }
 
+    /// AutoRec's per-interval decisions on the live scenario.
     fn autorec_episode(actions: impl Fn(usize) -> u32) -> (Vec<(Vec<f32>, f64)>, RunResult) {
-        let kind = steer_kind("autorec", None, 4).expect("kind");
-        let (mut run, mut step) = SteeredRun::start(&live(), kind).expect("start");
-        let mut trajectory = Vec::new();
-        let mut i = 0;
-        while let Some(obs) = step.observation.clone() {
-            trajectory.push((obs, step.reward));
-            step = run.act(actions(i)).expect("act");
-            i += 1;
-        }
-        assert!(step.terminated, "{step:?}");
-        (trajectory, run.result().expect("ended").expect("completed"))
+        steered("autorec", &live(), actions)
     }
 
     #[test]
