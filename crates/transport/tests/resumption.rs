@@ -13,7 +13,7 @@ use transport::streams::{ReadError, WriteError};
 use transport::test_pair::{
     content, resumable_client_config, resumable_server_config, server_config, Pair,
 };
-use transport::{TransportConfig, ZeroRttStatus};
+use transport::{ClientConfig, TransportConfig, ZeroRttStatus};
 use wire::time::Duration;
 use wire::{Dir, StreamId};
 
@@ -75,6 +75,19 @@ fn settle(p: &mut Pair) {
     p.drive_until(Duration::from_millis(200), |p| p.now >= end);
 }
 
+/// A client configuration holding a ticket from a resumable server, and
+/// the pair whose first connection issued it.
+fn holding_a_ticket() -> (ClientConfig, Pair) {
+    let client_cfg = resumable_client_config(TransportConfig::default());
+    let mut p = Pair::with_configs(
+        resumable_server_config(TransportConfig::default()),
+        &client_cfg,
+    );
+    p.connect();
+    settle(&mut p);
+    (client_cfg, p)
+}
+
 #[test]
 fn second_connection_resumes_and_its_request_travels_in_zero_rtt() {
     let client_cfg = resumable_client_config(TransportConfig::default());
@@ -120,13 +133,7 @@ fn second_connection_resumes_and_its_request_travels_in_zero_rtt() {
 
 #[test]
 fn a_ticket_the_server_never_issued_means_a_full_handshake_and_data_resent() {
-    let client_cfg = resumable_client_config(TransportConfig::default());
-    let mut a = Pair::with_configs(
-        resumable_server_config(TransportConfig::default()),
-        &client_cfg,
-    );
-    a.connect();
-    settle(&mut a);
+    let (client_cfg, _first) = holding_a_ticket();
     // Another server (its own ticket store and certificate) for the same
     // name: to it, the client's ticket is forged.
     let mut b = Pair::with_configs(
@@ -150,13 +157,7 @@ fn a_ticket_the_server_never_issued_means_a_full_handshake_and_data_resent() {
 
 #[test]
 fn a_server_without_resumption_rejects_zero_rtt_cleanly() {
-    let client_cfg = resumable_client_config(TransportConfig::default());
-    let mut a = Pair::with_configs(
-        resumable_server_config(TransportConfig::default()),
-        &client_cfg,
-    );
-    a.connect();
-    settle(&mut a);
+    let (client_cfg, _first) = holding_a_ticket();
     let mut b = Pair::with_configs(server_config(TransportConfig::default()), &client_cfg);
     let data = content(20_000, 3);
     let (got, _) = fetch(&mut b, &data);
@@ -166,13 +167,7 @@ fn a_server_without_resumption_rejects_zero_rtt_cleanly() {
 
 #[test]
 fn a_replayed_first_flight_delivers_nothing_twice() {
-    let client_cfg = resumable_client_config(TransportConfig::default());
-    let mut p = Pair::with_configs(
-        resumable_server_config(TransportConfig::default()),
-        &client_cfg,
-    );
-    p.connect();
-    settle(&mut p);
+    let (client_cfg, mut p) = holding_a_ticket();
     // Record what the client sends toward the server from now on.
     let captured: Rc<RefCell<Vec<Vec<u8>>>> = Rc::default();
     let sink = Rc::clone(&captured);
