@@ -15,7 +15,6 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use common::certs::TestCert;
 use common::process;
 use common::Scratch;
 
@@ -36,26 +35,9 @@ fn artq_get(url: &str, alpn: &str, out: &Path) -> process::RunOutput {
 /// `retry=True`, byte-exact.
 #[test]
 fn artq_get_follows_aioquic_retry() {
-    let python = common::interop_python().unwrap_or_else(|e| panic!("{e}"));
     let scratch = Scratch::new();
     let file = scratch.served_file("file", SIZE, 31);
-    let cert = TestCert::generate(scratch.path()).unwrap_or_else(|e| panic!("{e}"));
-    let mut cmd = Command::new(python);
-    cmd.arg(common::workspace_root().join("tests/interop/aioquic_server.py"))
-        .arg("--root")
-        .arg(scratch.root())
-        .arg("--cert")
-        .arg(&cert.cert_pem)
-        .arg("--key")
-        .arg(&cert.key_pem)
-        .arg("--retry");
-    let (mut server, addr) = process::spawn_listening(
-        cmd,
-        "aioquic-server",
-        &scratch.logs(),
-        Duration::from_secs(30),
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    let (mut server, addr) = common::spawn_aioquic_server(&scratch, &["--retry"]);
     let out = scratch.out("file");
     let run = artq_get(&format!("https://{addr}/file"), "hq-interop", &out);
     let context = format!("server: {}", server.describe());

@@ -17,7 +17,6 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use common::certs::TestCert;
 use common::process;
 use common::Scratch;
 
@@ -92,26 +91,9 @@ fn artq_serve_without_resumption_issues_no_ticket() {
 
 #[test]
 fn artq_get_resumes_with_zero_rtt_from_aioquic() {
-    let python = common::interop_python().unwrap_or_else(|e| panic!("{e}"));
     let scratch = Scratch::new();
     let file = scratch.served_file("file", SIZE, 43);
-    let cert = TestCert::generate(scratch.path()).unwrap_or_else(|e| panic!("{e}"));
-    let mut cmd = Command::new(python);
-    cmd.arg(common::workspace_root().join("tests/interop/aioquic_server.py"))
-        .arg("--root")
-        .arg(scratch.root())
-        .arg("--cert")
-        .arg(&cert.cert_pem)
-        .arg("--key")
-        .arg(&cert.key_pem)
-        .arg("--resumption");
-    let (mut server, addr) = process::spawn_listening(
-        cmd,
-        "aioquic-server",
-        &scratch.logs(),
-        Duration::from_secs(30),
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    let (mut server, addr) = common::spawn_aioquic_server(&scratch, &["--resumption"]);
     let out = scratch.out("file");
     let run = artq_get_twice(&format!("https://{addr}/file"), "hq-interop", &out);
     let context = format!("server: {}", server.describe());

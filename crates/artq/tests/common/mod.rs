@@ -206,6 +206,34 @@ pub fn interop_python() -> Result<PathBuf, String> {
     Ok(python)
 }
 
+/// aioquic's hq-interop server (`tests/interop/aioquic_server.py`)
+/// serving `scratch`'s root with a fresh certificate, `flags` added
+/// (`--retry`, `--resumption`): its guard and address. Panics when the
+/// venv is missing or the server does not start.
+pub fn spawn_aioquic_server(
+    scratch: &Scratch,
+    flags: &[&str],
+) -> (process::ChildGuard, SocketAddr) {
+    let python = interop_python().unwrap_or_else(|e| panic!("{e}"));
+    let cert = certs::TestCert::generate(scratch.path()).unwrap_or_else(|e| panic!("{e}"));
+    let mut cmd = Command::new(python);
+    cmd.arg(workspace_root().join("tests/interop/aioquic_server.py"))
+        .arg("--root")
+        .arg(scratch.root())
+        .arg("--cert")
+        .arg(&cert.cert_pem)
+        .arg("--key")
+        .arg(&cert.key_pem)
+        .args(flags);
+    process::spawn_listening(
+        cmd,
+        "aioquic-server",
+        &scratch.logs(),
+        Duration::from_secs(30),
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
 /// Path of the aioquic hq-interop client script.
 pub fn aioquic_client_script() -> PathBuf {
     workspace_root().join("tests/interop/aioquic_client.py")
@@ -408,7 +436,7 @@ pub fn spawn_link(
     scratch: &Scratch,
     server: std::net::SocketAddr,
     link_args: &[String],
-) -> (process::ChildGuard, std::net::SocketAddr) {
+) -> (process::ChildGuard, SocketAddr) {
     let mut cmd = Command::new(artq_bin());
     cmd.args(["link", "--listen", "127.0.0.1:0", "--to"])
         .arg(server.to_string())
