@@ -231,14 +231,20 @@ impl Connection {
 
         // A replica packet carries its data first so it always fits; other
         // frames only fill what is left.
-        if let Some(r) = replica {
+        // A replica whose data was acknowledged meanwhile (through a
+        // probe's or another copy) carries nothing: the next due one takes
+        // its place, or a replica left in the queue would wait for a
+        // timer that nothing arms.
+        let mut next = replica;
+        while let Some(r) = next {
             if self.write_replica(buf, max_end, &r, &mut record) {
                 record.replica = Some(r);
                 record.ack_eliciting = true;
-            } else {
-                self.engine.on_replica_empty(now, &r);
-                self.publish_recovery_records(now);
+                break;
             }
+            self.engine.on_replica_empty(now, &r);
+            self.publish_recovery_records(now);
+            next = self.engine.pop_due(now, may_elicit);
         }
 
         if let Some(c) = head_copy {
