@@ -209,4 +209,12 @@ fn probe_carries_the_oldest_data_when_acknowledgements_are_lost() {
         s.replicas >= s.probe_copies,
         "a probe's copy is a retransmission"
     );
+    // The response's loss is declared once acknowledgements get through
+    // again: recovered in round 1 by the copy, not abandoned.
+    pair.drive_until(Duration::from_secs(5), |_| false);
+    let s = pair.server().stats();
+    assert_eq!(s.lost_packets, 1, "{s:?}");
+    assert_eq!(s.recovery.abandoned_items, 0, "{s:?}");
+    assert_eq!(s.recovery.n_hist.get(1), Some(&1), "{s:?}");
+    assert_eq!(s.recovery.n_hist.iter().sum::<u64>(), 1, "{s:?}");
 }

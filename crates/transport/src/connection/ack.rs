@@ -136,6 +136,9 @@ impl Connection {
                 _ => {}
             }
         }
+        if p.early_copy {
+            self.remember_early_ack(&p.stream_chunks, p.time_sent);
+        }
         for c in &p.stream_chunks {
             self.streams.on_chunk_acked(c);
         }

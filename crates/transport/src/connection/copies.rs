@@ -13,7 +13,49 @@ use super::{Connection, SpaceId};
 use crate::policy::{HeadOfLine, ReplicaRef};
 use crate::streams::StreamChunk;
 
+/// How many acknowledged chunks of early copies are remembered: a loss is
+/// declared within a few RTTs of its copy's acknowledgement, and a probe
+/// or head-of-line copy is at most one packet per PTO or flow-control
+/// stall, so a few dozen cover every case that matters.
+pub(super) const EARLY_ACKS: usize = 64;
+
 impl Connection {
+    /// An early copy (a probe's or a head-of-line copy) was acknowledged:
+    /// remember what it delivered, for [`Connection::delivered_by_copy`].
+    pub(super) fn remember_early_ack(&mut self, chunks: &[StreamChunk], sent: Instant) {
+        for c in chunks {
+            if self.early_acked.len() == EARLY_ACKS {
+                self.early_acked.pop_front();
+            }
+            self.early_acked.push_back((*c, sent));
+        }
+    }
+
+    /// When every chunk of a packet just declared lost lies within data an
+    /// acknowledged early copy carried, that copy's send time: the loss was
+    /// recovered before it was declared, by one retransmission (counted in
+    /// round 1, its `t_wait` ending when the copy arrived). `None` when
+    /// some of it was not delivered that way.
+    pub(super) fn delivered_by_copy(&self, chunks: &[StreamChunk]) -> Option<Instant> {
+        let mut latest: Option<Instant> = None;
+        for c in chunks {
+            let end = c.offset + u64::from(c.len);
+            let sent = self
+                .early_acked
+                .iter()
+                .filter(|(e, _)| {
+                    e.id == c.id
+                        && e.offset <= c.offset
+                        && end <= e.offset + u64::from(e.len)
+                        && (e.fin || !c.fin)
+                })
+                .map(|(_, t)| *t)
+                .min()?;
+            latest = Some(latest.map_or(sent, |l| l.max(sent)));
+        }
+        latest
+    }
+
     /// A packet may go: let the policy reinject an item being recovered,
     /// when the sender is application-limited (off-mode) or when the
     /// policy's reinjection time has come (policy.rs, "Reinjection and

@@ -434,6 +434,16 @@ impl Engine {
         }
     }
 
+    /// A new item's data was already delivered by a copy sent at
+    /// `copy_sent`, before its loss was declared (a probe's or a
+    /// head-of-line copy): it ends delivered in round 1 by one
+    /// retransmission, without a round of its own.
+    pub fn delivered_by_copy(&mut self, now: Instant, item: ItemId, copy_sent: Instant) {
+        if self.items.get(&item).is_some_and(|i| i.round == 0) {
+            self.deliver(now, item, 1, 0, copy_sent);
+        }
+    }
+
     /// The earliest queued replica's send time.
     pub fn next_send_at(&self) -> Option<Instant> {
         self.queue.first().map(|q| q.send_at)

@@ -251,6 +251,11 @@ pub struct Connection {
     engine: Engine,
     /// 1-RTT packets declared lost, kept a while to spot spurious losses.
     lost_history: spurious::LostHistory,
+    /// Stream data that early copies (a probe's, a head-of-line copy)
+    /// delivered, the latest [`copies::EARLY_ACKS`] chunks, each with its
+    /// copy's send time: how a loss declared after its copy got through is
+    /// counted as recovered (`Connection::delivered_by_copy`).
+    early_acked: std::collections::VecDeque<(crate::streams::StreamChunk, Instant)>,
     policy: Box<dyn RecoveryPolicy>,
     /// What the policy last reported of its state to the subscribers.
     last_policy_state: Option<crate::policy::PolicyState>,
@@ -418,6 +423,7 @@ impl Connection {
             early_crypto_resends: 0,
             engine: Engine::default(),
             lost_history: spurious::LostHistory::default(),
+            early_acked: std::collections::VecDeque::new(),
             policy: config.policy.build(),
             last_policy_state: None,
             policy_events: crate::policy::PolicyEvents::default(),

@@ -194,12 +194,22 @@ impl Connection {
             self.lost_history.remember(pn, entry);
             return p.ack_eliciting;
         }
+        let by_copy = if datagrams.is_empty() {
+            self.delivered_by_copy(&p.stream_chunks)
+        } else {
+            None
+        };
         let id = self
             .engine
             .create(p.time_sent, now, p.stream_chunks.clone(), datagrams);
         entry.item = Some(id);
         self.lost_history.remember(pn, entry);
-        self.start_round(now, id);
+        match by_copy {
+            // A copy sent before the loss was declared already delivered
+            // the data (copies.rs): recovered in round 1, no round to run.
+            Some(copy_sent) => self.engine.delivered_by_copy(now, id, copy_sent),
+            None => self.start_round(now, id),
+        }
         true
     }
 
