@@ -105,7 +105,6 @@ impl Connection {
         };
         let chunks: Vec<StreamChunk> = item.chunks.to_vec();
         let datagrams = item.datagrams.to_vec();
-        let mut parts = Vec::new();
         let mut wrote = false;
         for id in datagrams {
             let Some(d) = self.datagram_store.get(&id) else {
@@ -120,9 +119,7 @@ impl Connection {
             record.datagrams.push(id);
             wrote = true;
         }
-        for c in &chunks {
-            wrote |= self.write_unacked(buf, max_end, c, &mut parts, record);
-        }
+        wrote |= self.write_unacked(buf, max_end, &chunks, record);
         if wrote {
             self.on_replica_sent(r);
         }
@@ -138,7 +135,7 @@ impl Connection {
         chunk: &StreamChunk,
         record: &mut SentPacket,
     ) -> bool {
-        let wrote = self.write_unacked(buf, max_end, chunk, &mut Vec::new(), record);
+        let wrote = self.write_unacked(buf, max_end, std::slice::from_ref(chunk), record);
         // Offered once, sent or not.
         self.streams.on_head_copied(chunk);
         if wrote {
@@ -173,13 +170,8 @@ impl Connection {
             .take(SCAN)
             .map(|p| p.stream_chunks.clone())
             .collect();
-        let mut parts = Vec::new();
         for chunks in candidates {
-            let mut wrote = false;
-            for c in &chunks {
-                wrote |= self.write_unacked(buf, max_end, c, &mut parts, record);
-            }
-            if wrote {
+            if self.write_unacked(buf, max_end, &chunks, record) {
                 self.stats.probe_copies += 1;
                 self.stats.replicas += 1;
                 return true;
@@ -188,27 +180,30 @@ impl Connection {
         false
     }
 
-    /// Write STREAM frames for the parts of `chunk` not yet acknowledged
-    /// that fit before `max_end` (`parts` is scratch space), recording
-    /// them in `record`. False if none was written.
+    /// Write STREAM frames for the parts of `chunks` not yet acknowledged
+    /// that fit before `max_end`, recording them in `record`. False if
+    /// none was written.
     fn write_unacked(
         &mut self,
         buf: &mut Vec<u8>,
         max_end: usize,
-        chunk: &StreamChunk,
-        parts: &mut Vec<StreamChunk>,
+        chunks: &[StreamChunk],
         record: &mut SentPacket,
     ) -> bool {
-        self.streams.unacked_parts(chunk, parts);
+        let mut parts = Vec::new();
         let mut wrote = false;
-        for p in parts.iter() {
-            let need = frame::stream_header_len(p.id, p.offset, p.len as usize) + p.len as usize;
-            if buf.len() + need > max_end {
-                continue;
-            }
-            if self.streams.write_chunk(p, buf) {
-                record.stream_chunks.push(*p);
-                wrote = true;
+        for chunk in chunks {
+            self.streams.unacked_parts(chunk, &mut parts);
+            for p in &parts {
+                let need =
+                    frame::stream_header_len(p.id, p.offset, p.len as usize) + p.len as usize;
+                if buf.len() + need > max_end {
+                    continue;
+                }
+                if self.streams.write_chunk(p, buf) {
+                    record.stream_chunks.push(*p);
+                    wrote = true;
+                }
             }
         }
         wrote

@@ -230,11 +230,10 @@ impl Connection {
         };
 
         // A replica packet carries its data first so it always fits; other
-        // frames only fill what is left.
-        // A replica whose data was acknowledged meanwhile (through a
-        // probe's or another copy) carries nothing: the next due one takes
-        // its place, or a replica left in the queue would wait for a
-        // timer that nothing arms.
+        // frames only fill what is left. A replica whose data was
+        // acknowledged meanwhile (through a probe's or another copy)
+        // carries nothing: the next due one takes its place, or a replica
+        // left in the queue would wait for a timer that nothing arms.
         let mut next = replica;
         while let Some(r) = next {
             if self.write_replica(buf, max_end, &r, &mut record) {
