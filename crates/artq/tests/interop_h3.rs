@@ -274,9 +274,7 @@ fn artq_get_h3_downloads_5mb_from_quinn_h3_server() {
     let scratch = Scratch::new();
     let file = scratch.served_file("file", SIZE, 45);
     let rt = common::runtime();
-    let server = rt
-        .block_on(async { quinn_h3::spawn_server(scratch.root(), None) })
-        .expect("starting the quinn h3 server");
+    let server = common::quinn_h3_server(&rt, &scratch);
     let out = scratch.out("file");
     let run = h3_peers::artq_get_h3(
         &format!("https://{}/file", server.addr),
@@ -309,9 +307,7 @@ fn artq_get_h3_downloads_5mb_from_quinn_h3_server() {
 fn artq_get_h3_fails_cleanly_on_404() {
     let scratch = Scratch::new();
     let rt = common::runtime();
-    let server = rt
-        .block_on(async { quinn_h3::spawn_server(scratch.root(), None) })
-        .expect("starting the quinn h3 server");
+    let server = common::quinn_h3_server(&rt, &scratch);
     let out = scratch.out("missing");
     let run = h3_peers::artq_get_h3(
         &format!("https://{}/missing", server.addr),

@@ -18,7 +18,7 @@ mod common;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{process, quinn_hq, Scratch};
+use common::{process, Scratch};
 
 /// Size of the bulk transfers (the brief's 20 MB).
 const SIZE: u64 = 20_000_000;
@@ -53,9 +53,7 @@ fn artq_get_downloads_20mb_from_quinn_server() {
     let scratch = Scratch::new();
     let file = scratch.served_file("file", SIZE, 12);
     let rt = common::runtime();
-    let server = rt
-        .block_on(async { quinn_hq::spawn_server(scratch.root()) })
-        .expect("starting the quinn hq-interop server");
+    let server = common::quinn_hq_server(&rt, &scratch);
     let out = scratch.out("file");
     let mut cmd = Command::new(common::artq_bin());
     cmd.arg("get")
@@ -73,9 +71,7 @@ fn artq_get_downloads_20mb_from_quinn_server() {
 fn artq_get_fails_cleanly_when_quinn_server_refuses() {
     let scratch = Scratch::new();
     let rt = common::runtime();
-    let server = rt
-        .block_on(async { quinn_hq::spawn_server(scratch.root()) })
-        .expect("starting the quinn hq-interop server");
+    let server = common::quinn_hq_server(&rt, &scratch);
     let out = scratch.out("missing");
     let mut cmd = Command::new(common::artq_bin());
     cmd.arg("get")

@@ -288,6 +288,19 @@ pub fn runtime() -> tokio::runtime::Runtime {
         .expect("building a tokio runtime only fails if the OS refuses threads or an epoll fd")
 }
 
+/// The quinn hq-interop reference server on `scratch`'s root, on `rt`.
+pub fn quinn_hq_server(rt: &tokio::runtime::Runtime, scratch: &Scratch) -> quinn_hq::HqServer {
+    rt.block_on(async { quinn_hq::spawn_server(scratch.root()) })
+        .expect("starting the quinn hq-interop server")
+}
+
+/// The quinn + h3 reference server on `scratch`'s root with its own
+/// self-signed certificate, on `rt`.
+pub fn quinn_h3_server(rt: &tokio::runtime::Runtime, scratch: &Scratch) -> quinn_h3::H3Server {
+    rt.block_on(async { quinn_h3::spawn_server(scratch.root(), None) })
+        .expect("starting the quinn h3 server")
+}
+
 /// A test's scratch space: `root/` (served files), `out/` (downloads), `logs/`
 /// (children's stderr). Removed when dropped.
 pub struct Scratch {

@@ -7,12 +7,6 @@ use super::*;
 /// Size of the HTTP/3 transfers (as in `interop_h3.rs`).
 const H3_SIZE: u64 = 5_000_000;
 
-/// Starts the quinn h3 server on `scratch`'s root with its own self-signed cert.
-fn quinn_h3_server(rt: &tokio::runtime::Runtime, scratch: &Scratch) -> quinn_h3::H3Server {
-    rt.block_on(async { quinn_h3::spawn_server(scratch.root(), None) })
-        .expect("starting the quinn h3 server")
-}
-
 /// aioquic's H3Connection client <- quinn h3 server, 5 MB, byte-exact: proves
 /// `tests/interop/aioquic_h3_client.py` for `interop_h3.rs`.
 #[test]
@@ -20,7 +14,7 @@ fn aioquic_h3_client_downloads_5mb_from_quinn_h3_server() {
     let scratch = Scratch::new();
     let file = scratch.served_file("file", H3_SIZE, 31);
     let rt = common::runtime();
-    let server = quinn_h3_server(&rt, &scratch);
+    let server = common::quinn_h3_server(&rt, &scratch);
     let out = scratch.out("file");
     let url = format!("https://{}/file", server.addr);
     let run = h3_peers::aioquic_h3_download(&url, &out, TRANSFER_DEADLINE)
@@ -50,7 +44,7 @@ fn go_h3_client_downloads_5mb_from_quinn_h3_server() {
     let scratch = Scratch::new();
     let file = scratch.served_file("file", H3_SIZE, 32);
     let rt = common::runtime();
-    let server = quinn_h3_server(&rt, &scratch);
+    let server = common::quinn_h3_server(&rt, &scratch);
     let out = scratch.out("file");
     let url = format!("https://{}/file", server.addr);
     let run = h3_peers::go_h3_download(&url, &out, TRANSFER_DEADLINE)
@@ -72,7 +66,7 @@ fn go_h3_client_downloads_5mb_from_quinn_h3_server() {
 fn h3_clients_fail_on_missing_file() {
     let scratch = Scratch::new();
     let rt = common::runtime();
-    let server = quinn_h3_server(&rt, &scratch);
+    let server = common::quinn_h3_server(&rt, &scratch);
     let url = format!("https://{}/missing", server.addr);
     let deadline = Duration::from_secs(60);
     let out = scratch.out("missing-aioquic");

@@ -37,9 +37,7 @@ fn quinn_client_downloads_20mb_from_quinn_server() {
     let scratch = Scratch::new();
     let file = scratch.served_file("file", SIZE, 1);
     let rt = common::runtime();
-    let server = rt
-        .block_on(async { quinn_hq::spawn_server(scratch.root()) })
-        .expect("starting the quinn hq-interop server");
+    let server = common::quinn_hq_server(&rt, &scratch);
     let out = scratch.out("file");
     let fetched = common::quinn_download(&rt, server.addr, "/file", &out, TRANSFER_DEADLINE)
         .unwrap_or_else(|e| panic!("{e}"));
@@ -55,9 +53,7 @@ fn aioquic_client_downloads_5mb_from_quinn_server() {
     let scratch = Scratch::new();
     let file = scratch.served_file("file", SIZE, 2);
     let rt = common::runtime();
-    let server = rt
-        .block_on(async { quinn_hq::spawn_server(scratch.root()) })
-        .expect("starting the quinn hq-interop server");
+    let server = common::quinn_hq_server(&rt, &scratch);
     let out = scratch.out("file");
     let url = format!("https://{}/file", server.addr);
     let run =
@@ -74,9 +70,7 @@ fn quinn_server_refuses_paths_outside_root_and_missing_files() {
     scratch.served_file("file", 1000, 3);
     common::write_seeded_file(&scratch.path().join("secret"), 1000, 4).expect("writing secret");
     let rt = common::runtime();
-    let server = rt
-        .block_on(async { quinn_hq::spawn_server(scratch.root()) })
-        .expect("starting the quinn hq-interop server");
+    let server = common::quinn_hq_server(&rt, &scratch);
     for path in [
         "/../secret",
         "/./../secret",
@@ -125,9 +119,7 @@ fn resolve_stays_under_root() {
 fn aioquic_client_fails_on_refused_request() {
     let scratch = Scratch::new();
     let rt = common::runtime();
-    let server = rt
-        .block_on(async { quinn_hq::spawn_server(scratch.root()) })
-        .expect("starting the quinn hq-interop server");
+    let server = common::quinn_hq_server(&rt, &scratch);
     let out = scratch.out("missing");
     let url = format!("https://{}/missing", server.addr);
     let run = common::aioquic_download(&url, &out, Duration::from_secs(60))
