@@ -37,6 +37,7 @@ pub const ABLATION_SCHEMES: &[&str] = &[
     "art",
     "art+",
     "art+:hol=off",
+    "art+:late_rtts=0",
     "art+:model=off",
     "art+:burst=off",
     "art+:budget=off",
@@ -233,7 +234,7 @@ pub fn ablation(scale: Scale) -> Experiment {
     }
     Experiment {
         name: "art-plus-ablation",
-        title: "art+ with each idea switched off (head-of-line, model, burst, budget)",
+        title: "art+ with each idea switched off (head-of-line, late heads, model, burst, budget)",
         setting: format!(
             "Fig. 19's file at 4% (Bernoulli and Gilbert-Elliott bursts of 4) and Fig. 24's \
              setting (300 ms, 5%, 8 MB receive window, BBR), as in art-plus-frontier; {} seeds",
@@ -363,6 +364,7 @@ fn each_idea_matters(rows: &[AggRow]) -> (Verdict, String) {
     let mut parts = Vec::new();
     for off in [
         "art+:hol=off",
+        "art+:late_rtts=0",
         "art+:model=off",
         "art+:burst=off",
         "art+:budget=off",

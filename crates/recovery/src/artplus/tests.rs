@@ -115,11 +115,14 @@ impl Driver {
     }
 
     fn decide(&mut self, l: &LostData) -> usize {
+        self.decide_at(Instant::ZERO, l)
+    }
+
+    /// The replicas decided for `l` when its loss is declared at `now`.
+    fn decide_at(&mut self, now: Instant, l: &LostData) -> usize {
         let path = path();
         let p = &mut self.p;
-        match with_context(Instant::ZERO, &path, &mut self.rng, |cx| {
-            p.on_data_lost(cx, l)
-        }) {
+        match with_context(now, &path, &mut self.rng, |cx| p.on_data_lost(cx, l)) {
             Decision::Retransmit {
                 send_at,
                 opportunistic,
@@ -240,26 +243,30 @@ fn budget_grants_what_losses_earned_and_keeps_a_reserve() {
 // ---- head-of-line ----------------------------------------------------------
 
 #[test]
-fn blocking_is_the_head_or_the_flow_control_edge() {
+fn blocking_is_the_flow_control_edge_or_the_head() {
     let p = path(); // 3.75 MB per RTT
-    assert!(blocks_receiver(
-        Some(StreamPosition {
-            behind_head: 0,
-            credit_left: u64::MAX
-        }),
-        &p,
-        2.5
-    ));
-    assert!(blocks_receiver(near_edge(), &p, 2.5));
-    assert!(!blocks_receiver(far(), &p, 2.5));
-    assert!(!blocks_receiver(None, &p, 2.5));
-    // 8 MB of headroom: blocking within 2.5 RTTs (9.4 MB), not within 2.
+    let head = Some(StreamPosition {
+        behind_head: 0,
+        credit_left: u64::MAX,
+    });
+    assert_eq!(Blocking::of(head, &p, 2.5), Blocking::Stream);
+    assert_eq!(Blocking::of(near_edge(), &p, 2.5), Blocking::Sender);
+    assert_eq!(Blocking::of(far(), &p, 2.5), Blocking::No);
+    assert_eq!(Blocking::of(None, &p, 2.5), Blocking::No);
+    // 8 MB of headroom: the sender stalls within 2.5 RTTs (9.4 MB), not
+    // within 2.
     let mid = Some(StreamPosition {
         behind_head: 4_000_000,
         credit_left: 4_000_000,
     });
-    assert!(blocks_receiver(mid, &p, 2.5));
-    assert!(!blocks_receiver(mid, &p, 2.0));
+    assert_eq!(Blocking::of(mid, &p, 2.5), Blocking::Sender);
+    assert_eq!(Blocking::of(mid, &p, 2.0), Blocking::No);
+    // The head with little credit left stalls the sender too.
+    let tight_head = Some(StreamPosition {
+        behind_head: 0,
+        credit_left: 1000,
+    });
+    assert_eq!(Blocking::of(tight_head, &p, 2.5), Blocking::Sender);
 }
 
 // ---- the policy ------------------------------------------------------------
@@ -276,6 +283,29 @@ fn blocking_data_gets_copies_far_data_one() {
     let mut d = Driver::new("art+:hol=off,budget=off");
     d.feed(2000, 20, false);
     assert_eq!(d.decide(&lost(2, 1, far())), 2);
+}
+
+#[test]
+fn a_head_with_credit_to_spare_blocks_once_its_loss_is_late() {
+    let head = Some(StreamPosition {
+        behind_head: 0,
+        credit_left: u64::MAX,
+    });
+    let at = |ms| Instant::ZERO + Duration::from_millis(ms);
+    let mut d = Driver::new("art+:budget=off");
+    d.feed(2000, 20, false); // 5% loss; srtt 300 ms
+                             // Found one RTT after it was sent (the packet threshold): one copy.
+    assert_eq!(d.decide_at(at(300), &lost(1, 1, head)), 1);
+    // Found after 1.25 RTTs or later (a probe timeout): the blocking level.
+    assert_eq!(d.decide_at(at(375), &lost(2, 1, head)), 2);
+    assert_eq!(d.decide_at(at(700), &lost(3, 1, head)), 2);
+    // The flow-control edge and a second round block however soon.
+    assert_eq!(d.decide_at(at(300), &lost(4, 1, near_edge())), 2);
+    assert_eq!(d.decide_at(at(300), &lost(5, 2, head)), 2);
+    // late_rtts=0: every head blocks.
+    let mut d = Driver::new("art+:budget=off,late_rtts=0");
+    d.feed(2000, 20, false);
+    assert_eq!(d.decide_at(at(300), &lost(1, 1, head)), 2);
 }
 
 #[test]
@@ -365,6 +395,8 @@ fn names_and_options_parse_strictly() {
         "art+:quantile=2",
         "art+:speed=11",
         "art+:stall=1",
+        "art+:late_rtts=-1",
+        "art+:late_rtts=101",
     ] {
         assert!(ok(bad).is_err(), "{bad}");
     }
@@ -375,6 +407,10 @@ fn names_and_options_parse_strictly() {
     assert_eq!(
         ok("art+:stall=on,hol=off").unwrap().name(),
         "art+:hol=off,stall=on"
+    );
+    assert_eq!(
+        ok("art+:model=off,late_rtts=0").unwrap().name(),
+        "art+:late_rtts=0,model=off"
     );
 }
 
