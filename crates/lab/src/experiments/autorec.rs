@@ -79,6 +79,12 @@ fn scenario(scheme: &str, s: Setting, seconds: u32) -> Scenario {
     }
 }
 
+/// A live stream of `kbps` for `seconds` over the default testbed at
+/// Bernoulli loss `loss` (`art-plus-delay`'s live groups).
+pub(super) fn live_scenario(scheme: &str, loss: f64, kbps: u32, seconds: u32) -> Scenario {
+    scenario(scheme, Setting { loss, kbps, ..BASE }, seconds)
+}
+
 fn case(group: &str, scheme: &str, s: Setting, seconds: u32) -> Case {
     Case {
         group: group.to_string(),
@@ -519,16 +525,7 @@ mod tests {
     fn row(group: &str, scheme: &str, values: &[(&str, f64)]) -> AggRow {
         let metrics: BTreeMap<String, Stat> = values
             .iter()
-            .map(|(k, v)| {
-                (
-                    k.to_string(),
-                    Stat {
-                        mean: *v,
-                        min: *v,
-                        max: *v,
-                    },
-                )
-            })
+            .map(|(k, v)| (k.to_string(), Stat::of(&[*v])))
             .collect();
         AggRow {
             group: group.into(),

@@ -35,6 +35,7 @@ pub const EXPERIMENTS: &[&str] = &[
     "autorec-fig13",
     "art-plus-frontier",
     "art-plus-ablation",
+    "art-plus-delay",
 ];
 
 /// Virtual-time limit of each run, seconds: large enough for 1000 files at
@@ -68,6 +69,7 @@ pub fn experiment(name: &str, scale: Scale) -> Option<Experiment> {
         "autorec-fig13" => Some(super::autorec::fig13(scale)),
         "art-plus-frontier" => Some(super::artplus::frontier(scale)),
         "art-plus-ablation" => Some(super::artplus::ablation(scale)),
+        "art-plus-delay" => Some(super::artplus::delay(scale)),
         _ => None,
     }
 }

@@ -14,6 +14,7 @@ use apps::workload::Workload;
 
 use super::defs::{base, cases, groups, num, pct_label, reduction_pct};
 use super::{mean_of, AggRow, Aside, Case, Claim, Experiment, Scale, Verdict};
+use crate::scenario::Scenario;
 
 /// The 4G-like path of the stand-in: bandwidth (Mbit/s) and RTT (ms).
 const PATH: (f64, f64) = (20.0, 60.0);
@@ -31,6 +32,22 @@ fn rpc_group(loss: f64) -> String {
 }
 
 const FILE_GROUP: &str = "3MB file p=2%";
+
+/// The RPC stand-in for `scheme`: `rpcs` Poisson calls at 100/s over the
+/// 4G-like path at Bernoulli loss `loss` (also `art-plus-delay`'s RPC
+/// groups).
+pub(super) fn rpc_scenario(scheme: &str, loss: f64, rpcs: u64) -> Scenario {
+    base(
+        scheme,
+        PATH.0,
+        PATH.1,
+        loss,
+        Workload::Rpc {
+            rpcs,
+            rate: RPC_RATE,
+        },
+    )
+}
 
 /// `art-fig26`.
 pub fn fig26(scale: Scale) -> Experiment {
@@ -50,16 +67,7 @@ pub fn fig26(scale: Scale) -> Experiment {
     let mut all: Vec<Case> = Vec::new();
     for &p in losses {
         all.extend(cases(&rpc_group(p), &["quic", "art"], |s| {
-            base(
-                s,
-                PATH.0,
-                PATH.1,
-                p,
-                Workload::Rpc {
-                    rpcs,
-                    rate: RPC_RATE,
-                },
-            )
+            rpc_scenario(s, p, rpcs)
         }));
     }
     let file = scale.pick(FILE_SIZE, FILE_SIZE, 200_000);

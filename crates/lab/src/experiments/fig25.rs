@@ -206,14 +206,7 @@ mod tests {
 
     fn row(scheme: &str, metric: &str, v: f64) -> AggRow {
         let mut metrics = BTreeMap::new();
-        metrics.insert(
-            metric.to_string(),
-            Stat {
-                mean: v,
-                min: v,
-                max: v,
-            },
-        );
+        metrics.insert(metric.to_string(), Stat::of(&[v]));
         AggRow {
             group: "video=20s".into(),
             scheme: scheme.into(),

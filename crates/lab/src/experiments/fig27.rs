@@ -414,16 +414,7 @@ mod tests {
             failed: 0,
             metrics: metrics
                 .iter()
-                .map(|&(m, v)| {
-                    (
-                        m.to_string(),
-                        Stat {
-                            mean: v,
-                            min: v,
-                            max: v,
-                        },
-                    )
-                })
+                .map(|&(m, v)| (m.to_string(), Stat::of(&[v])))
                 .collect(),
         }
     }

@@ -422,15 +422,37 @@ pub fn round6(v: f64) -> f64 {
     }
 }
 
-/// Mean, min and max of one metric over the seeds of a case.
+/// Mean, spread, min and max of one metric over the seeds of a case.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Stat {
     /// Arithmetic mean.
     pub mean: f64,
+    /// Sample standard deviation over the seeds (0 for one seed): what
+    /// judges that ask "within the noise" weigh a difference against.
+    pub sd: f64,
     /// Smallest value.
     pub min: f64,
     /// Largest value.
     pub max: f64,
+}
+
+impl Stat {
+    /// Mean, standard deviation, min and max of `vals` (not empty).
+    pub fn of(vals: &[f64]) -> Stat {
+        let n = vals.len().max(1) as f64;
+        let mean = vals.iter().sum::<f64>() / n;
+        let sd = if vals.len() > 1 {
+            (vals.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
+        } else {
+            0.0
+        };
+        Stat {
+            mean: round6(mean),
+            sd: round6(sd),
+            min: vals.iter().copied().fold(f64::INFINITY, f64::min),
+            max: vals.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        }
+    }
 }
 
 /// A case aggregated over its successful seeds.
@@ -485,17 +507,7 @@ pub fn aggregate(cases: &[Case], runs: &[RunRow]) -> Vec<AggRow> {
                 if vals.is_empty() {
                     continue;
                 }
-                let mean = vals.iter().sum::<f64>() / vals.len() as f64;
-                let min = vals.iter().copied().fold(f64::INFINITY, f64::min);
-                let max = vals.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                metrics.insert(
-                    name.to_string(),
-                    Stat {
-                        mean: round6(mean),
-                        min,
-                        max,
-                    },
-                );
+                metrics.insert(name.to_string(), Stat::of(&vals));
             }
             AggRow {
                 group: c.group.clone(),

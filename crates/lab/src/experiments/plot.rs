@@ -415,7 +415,12 @@ mod tests {
     use super::*;
 
     fn stat(mean: f64, min: f64, max: f64) -> Option<Stat> {
-        Some(Stat { mean, min, max })
+        Some(Stat {
+            mean,
+            sd: 0.0,
+            min,
+            max,
+        })
     }
 
     #[test]

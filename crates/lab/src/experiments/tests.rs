@@ -43,6 +43,7 @@ fn aggregate_takes_mean_min_max_and_skips_failures() {
         art.metrics.get("replicas"),
         Some(&Stat {
             mean: 15.0,
+            sd: 7.071068,
             min: 10.0,
             max: 20.0
         })
@@ -59,16 +60,7 @@ fn agg(group: &str, scheme: &str, vals: &[(&str, f64)]) -> AggRow {
         failed: 0,
         metrics: vals
             .iter()
-            .map(|(k, v)| {
-                (
-                    k.to_string(),
-                    Stat {
-                        mean: *v,
-                        min: *v,
-                        max: *v,
-                    },
-                )
-            })
+            .map(|(k, v)| (k.to_string(), Stat::of(&[*v])))
             .collect::<BTreeMap<_, _>>(),
     }
 }
