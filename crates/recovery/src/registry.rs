@@ -41,7 +41,7 @@ pub const SCHEMES: &[(&str, &str)] = &[
     ),
     (
         "art+",
-        "art+: our own policy (docs/recovery.md): head-of-line aware, model-based level, burst-aware spread, cost budget (head-of-line copies while flow-control blocked: stall=on); art+:hol=off,model=off,burst=off,budget=off|X,stall=on,target=P,... switch each off or tune it",
+        "art+: our own policy (docs/recovery.md): head-of-line aware (a stream head only once its loss is found late), model-based level, burst-aware spread, cost budget (head-of-line copies while flow-control blocked: stall=on); art+:hol=off,model=off,burst=off,budget=off|X,stall=on,late_rtts=R,target=P,... switch each off or tune it",
     ),
     (
         "art-or3start",
