@@ -24,8 +24,13 @@
 //! - The ProbeBW start phase is chosen with a ChaCha8 RNG seeded by the
 //!   caller; no OS randomness.
 //! - During ProbeRTT the draft marks the delivery-rate estimator
-//!   application-limited; the controller cannot reach the estimator, and the
-//!   max filter ignores the lower samples anyway, so this is left out.
+//!   application-limited ("ignore low rate samples during ProbeRTT",
+//!   §4.3.5). The controller cannot reach the estimator, so it does the
+//!   equivalent itself: a sample of a packet sent under ProbeRTT's clamp
+//!   counts as application-limited (`Bbr::clamped`). The max filter
+//!   does not make this redundant: after more than 10 rounds of
+//!   application-limited samples (a flow-control-limited sender) its
+//!   maximum has expired, and the first clamped sample would replace it.
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -109,6 +114,10 @@ pub struct Bbr {
     /// ProbeRTT progress (draft §4.3.5).
     probe_rtt_done_stamp: Option<Instant>,
     probe_rtt_round_done: bool,
+    /// Delivered counts between which packets were sent under ProbeRTT's
+    /// window of 4 packets (the end `u64::MAX` while still in it): their
+    /// rate samples measure that clamp, not the path ([`Bbr::clamped`]).
+    probe_rtt_sent: Option<(u64, u64)>,
     /// Sending restarted from idle while application-limited.
     idle_restart: bool,
     /// Whether the initial pacing rate was recomputed from a real RTT.
@@ -157,6 +166,7 @@ impl Bbr {
             cycle_stamp: now,
             probe_rtt_done_stamp: None,
             probe_rtt_round_done: false,
+            probe_rtt_sent: None,
             idle_restart: false,
             has_seen_rtt: false,
             app_limited: false,
@@ -204,6 +214,21 @@ impl Bbr {
         }
     }
 
+    /// Whether `rs` measures a packet sent under ProbeRTT's clamp. Such a
+    /// sample is limited by the sender, and the draft (§4.3.5) has it
+    /// counted as application-limited: it may raise BtlBw, never lower
+    /// it, and it says nothing about whether the pipe is full. Without
+    /// this, after a long flow-control-limited stretch (every sample
+    /// application-limited, so the windowed maximum not refreshed for over
+    /// 10 rounds) the first such sample replaced the maximum, and BtlBw
+    /// fell to 4 packets per RTT: at Fig. 24's setting from about 98
+    /// Mbit/s to under 1 Mbit/s, regrown by 1.25x per 8-RTT cycle
+    /// (docs/recovery.md, "art+").
+    fn clamped(&self, rs: &RateSample) -> bool {
+        self.probe_rtt_sent
+            .is_some_and(|(from, to)| (from..=to).contains(&rs.prior_delivered))
+    }
+
     /// draft §4.1.1.2 `BBRUpdateRound` and §4.1.1.3 `BBRUpdateBtlBw`.
     fn update_btl_bw(&mut self, rs: &RateSample) {
         self.delivered = rs.prior_delivered.saturating_add(rs.delivered);
@@ -214,8 +239,9 @@ impl Bbr {
         } else {
             self.round_start = false;
         }
-        // An application-limited sample only counts if it raises the max.
-        if rs.delivery_rate >= self.btl_bw || !rs.is_app_limited {
+        // An application-limited (or clamped) sample only counts if it
+        // raises the max.
+        if rs.delivery_rate >= self.btl_bw || !(rs.is_app_limited || self.clamped(rs)) {
             self.btl_bw = self
                 .btl_bw_filter
                 .update(self.round_count, rs.delivery_rate);
@@ -249,7 +275,7 @@ impl Bbr {
 
     /// draft §4.3.2.2 `BBRCheckFullPipe`.
     fn check_full_pipe(&mut self, rs: &RateSample) {
-        if self.filled_pipe || !self.round_start || rs.is_app_limited {
+        if self.filled_pipe || !self.round_start || rs.is_app_limited || self.clamped(rs) {
             return;
         }
         if self.btl_bw as f64 >= self.full_bw as f64 * FULL_BW_THRESHOLD {
@@ -311,6 +337,7 @@ impl Bbr {
             self.cwnd_gain = 1.0;
             self.prior_cwnd = self.cwnd;
             self.probe_rtt_done_stamp = None;
+            self.probe_rtt_sent = Some((self.delivered, u64::MAX));
         }
         if self.mode == BbrMode::ProbeRtt {
             match self.probe_rtt_done_stamp {
@@ -328,6 +355,8 @@ impl Bbr {
                         self.rtprop_stamp = now;
                         self.cwnd = self.cwnd.max(self.prior_cwnd);
                         self.probe_rtt_done_stamp = None;
+                        self.probe_rtt_sent =
+                            self.probe_rtt_sent.map(|(from, _)| (from, self.delivered));
                         if self.filled_pipe {
                             self.enter_probe_bw(now);
                         } else {
@@ -691,6 +720,107 @@ mod tests {
             assert_eq!(again.cycle_index, b.cycle_index);
         }
         assert_eq!(seen, [true, false, true, true, true, true, true, true]);
+    }
+
+    /// One rate sample of `rate` bytes/s over `rtt_ms`, a round of its own
+    /// (its packet left when everything before it was delivered).
+    fn sample(
+        bbr: &mut Bbr,
+        rtt: &mut RttEstimator,
+        now: Instant,
+        delivered: &mut u64,
+        rate: u64,
+        app_limited: bool,
+        rtt_ms: u64,
+    ) {
+        let r = Duration::from_millis(rtt_ms);
+        rtt.update(Duration::ZERO, r, Duration::ZERO, true);
+        let rs = RateSample {
+            delivery_rate: rate,
+            interval: r,
+            delivered: 4 * MDS,
+            prior_delivered: *delivered,
+            is_app_limited: app_limited,
+            rtt: r,
+        };
+        *delivered += 4 * MDS;
+        bbr.on_end_acks(now, MDS, app_limited, Some(&rs), rtt);
+    }
+
+    #[test]
+    fn probe_rtt_samples_do_not_replace_a_stale_bandwidth() {
+        let start = Instant::from_millis(1_000);
+        let mut bbr = Bbr::new(start, MDS, 1);
+        let mut rtt = RttEstimator::new(Duration::from_millis(333));
+        let mut delivered = 0;
+        let at = |ms: u64| start + Duration::from_millis(ms);
+        // The path's rate, measured.
+        for i in 0..10 {
+            sample(
+                &mut bbr,
+                &mut rtt,
+                at(100 * i),
+                &mut delivered,
+                12_500_000,
+                false,
+                100,
+            );
+        }
+        assert_eq!(bbr.btl_bw(), 12_500_000);
+        // Flow control limits the sender for 20 rounds: every sample is
+        // application-limited and lower, so none refreshes the maximum.
+        for i in 10..30 {
+            sample(
+                &mut bbr,
+                &mut rtt,
+                at(100 * i),
+                &mut delivered,
+                6_000_000,
+                true,
+                101,
+            );
+        }
+        assert_eq!(bbr.btl_bw(), 12_500_000);
+        // RTprop expires: ProbeRTT, 4 packets in flight.
+        sample(
+            &mut bbr,
+            &mut rtt,
+            at(11_500),
+            &mut delivered,
+            6_000_000,
+            true,
+            101,
+        );
+        assert_eq!(bbr.mode(), BbrMode::ProbeRtt);
+        // Its samples are window-limited, not application-limited, and
+        // tiny: they measure the clamp and must not become BtlBw.
+        let mut t = 11_500;
+        while bbr.mode() == BbrMode::ProbeRtt {
+            t += 100;
+            assert!(t < 13_000, "ProbeRTT ends");
+            sample(
+                &mut bbr,
+                &mut rtt,
+                at(t),
+                &mut delivered,
+                48_000,
+                false,
+                101,
+            );
+        }
+        assert_eq!(bbr.btl_bw(), 12_500_000);
+        assert!(bbr.pacing_rate().unwrap_or(0) >= 12_500_000 * 3 / 4);
+        // A sample of a packet sent after ProbeRTT counts again.
+        sample(
+            &mut bbr,
+            &mut rtt,
+            at(t + 100),
+            &mut delivered,
+            20_000_000,
+            false,
+            100,
+        );
+        assert_eq!(bbr.btl_bw(), 20_000_000);
     }
 
     #[test]
