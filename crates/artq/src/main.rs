@@ -271,13 +271,13 @@ struct GetArgs {
     /// QUIC).
     #[arg(long, default_value = "h3", value_name = "PROTOCOL")]
     alpn: apps::Protocol,
-    /// Play the URL as a live stream (`artq serve`'s /live/<kbps>/<seconds>)
+    /// Play the URL as a live stream (`artq serve`'s /live/KBPS/SECONDS)
     /// and print the player's statistics (freezes per 100 s, bitrate)
     /// instead of writing the body.
     #[arg(long, conflicts_with_all = ["dash", "output", "messages"])]
     live: bool,
     /// Play the URL as a DASH manifest (`artq serve`'s
-    /// /dash/<seconds>/manifest.mpd) with rate-based adaptation and print
+    /// /dash/SECONDS/manifest.mpd) with rate-based adaptation and print
     /// the quality of experience (bitrate, rebuffering, start-up, switches).
     #[arg(long, conflicts_with_all = ["output", "messages"])]
     dash: bool,

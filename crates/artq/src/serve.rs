@@ -252,7 +252,7 @@ struct ServeObserver {
 }
 
 /// One line of `--stats-json`: who the connection was, and its counters
-/// (the transport's [`ConnectionStats`], whose recovery figures come from
+/// (the transport's `ConnectionStats`, whose recovery figures come from
 /// the retransmission engine's records as `artq sim`'s do).
 #[derive(serde::Serialize)]
 struct ConnectionSummary<'a> {

@@ -45,7 +45,7 @@ pub fn ensure_artq_exists(path: &Path) -> Result<()> {
 }
 
 /// A running `artq serve`, killed and reaped on drop (by its
-/// [`ChildGuard`]), then its stderr log directory removed.
+/// `ChildGuard`), then its stderr log directory removed.
 pub struct ArtqServer {
     guard: ChildGuard,
     /// Holds `artq-serve.stderr`; declared after `guard` so it outlives the

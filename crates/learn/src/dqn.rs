@@ -12,7 +12,7 @@ use rand::Rng;
 use crate::{Activation, LearnError, Mlp, ReplayMemory};
 
 /// Largest model file [`Dqn::load`] reads: a network at the limits of
-/// [`crate::mlp::MAX_LAYER_WIDTH`] is far smaller than real models, so a
+/// `crate::mlp::MAX_LAYER_WIDTH` is far smaller than real models, so a
 /// bigger file is not one of ours, and reading it whole would let a file
 /// take the process's memory.
 pub const MAX_MODEL_FILE_BYTES: u64 = 64 << 20;

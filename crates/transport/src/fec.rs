@@ -11,7 +11,7 @@
 //! on a modified client is exactly why the papers prefer sender-only ARQ.
 //!
 //! Everything FEC is here: the configuration ([`FecConfig`], set by the
-//! `fec:K` scheme), the negotiation rule ([`FecConfig::encoder_for`]), the
+//! `fec:K` scheme), the negotiation rule (`FecConfig::encoder_for`), the
 //! encoder and the decoder. The connection only calls them: it adds each
 //! new-data packet to the encoder, sends the repair frames it completes,
 //! and hands received repair frames to the decoder. The frame's grammar is

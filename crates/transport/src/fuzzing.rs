@@ -4,7 +4,7 @@
 //!
 //! - [`server_datagrams`]: raw datagrams into a server endpoint (what an
 //!   attacker without keys can send);
-//! - [`server_frames`] and [`client_datagrams`] (with the `test-hooks`
+//! - `server_frames` and `client_datagrams` (with the `test-hooks`
 //!   feature, which the fuzz crate enables): past a real handshake, so that
 //!   arbitrary frames arrive inside correctly protected packets and reach
 //!   the frame handlers, streams, flow control, loss recovery and key

@@ -3,7 +3,7 @@
 //! Why this exists: interop tests drive real programs (`artq serve`, `artq get`,
 //! the aioquic client). A peer that hangs must fail the test, not hang CI, and a
 //! server must not outlive its test. Every wait here has a deadline, every
-//! spawned server is owned by a [`ChildGuard`] that kills it on drop, and output
+//! spawned server is owned by a `ChildGuard` that kills it on drop, and output
 //! goes to files (never a pipe nobody drains) so a chatty child cannot block.
 //!
 //! The benchmark crate (`crates/bench`) compiles this file by path to drive
@@ -178,7 +178,7 @@ pub fn spawn_listening(
 }
 
 /// Spawns a long-running child that announces nothing (a server that does not
-/// print its address, a namespace holder), owned by a [`ChildGuard`].
+/// print its address, a namespace holder), owned by a `ChildGuard`.
 ///
 /// stdout and stderr both go to `<log_dir>/<name>.log` (some programs report
 /// their errors on stdout), which [`ChildGuard::describe`] shows.

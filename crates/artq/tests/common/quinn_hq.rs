@@ -10,7 +10,7 @@
 //! hq-interop is HTTP/0.9 over QUIC (ALPN `hq-interop`): the client opens a
 //! bidirectional stream, sends `GET /path\r\n` and FIN; the server answers with
 //! the file's bytes and FIN. The server here refuses anything it cannot serve by
-//! resetting the stream with [`HQ_REFUSED`].
+//! resetting the stream with `HQ_REFUSED`.
 
 use std::error::Error;
 use std::fs::File;

@@ -26,7 +26,7 @@
 //!   (the appendix's `expect`), its `use_number` the number of pulls.
 //! - **ε-greedy**: ε = 0.1 (Appendix A.1); exploration picks a uniform arm;
 //!   exploitation picks the best mean, ties to the lowest level (the cheaper).
-//! - **UCB** (UCB1, the appendix's ref. [5]): every arm is pulled once first
+//! - **UCB** (UCB1, the appendix's ref. \[5\]): every arm is pulled once first
 //!   (lowest level first); then `argmax mean_i + c·sqrt(ln t / n_i)` with
 //!   `n_i` the pulls of arm i and `t` all pulls. Counting pulls rather than
 //!   settled rewards keeps the bonus of an arm whose outcomes are still in

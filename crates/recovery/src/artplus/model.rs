@@ -66,7 +66,7 @@ impl LossModel {
     }
 
     /// p_r: lost replicas over replica fates, with the packet loss rate
-    /// counted as [`PRIOR_FATES`] fates: `(c + k·p) / (n + k)`.
+    /// counted as `PRIOR_FATES` fates: `(c + k·p) / (n + k)`.
     pub fn replica_loss(&self) -> f64 {
         let c = self.replicas.ones() as f64;
         let n = self.replicas.len() as f64;

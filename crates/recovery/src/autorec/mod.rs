@@ -292,7 +292,7 @@ impl AutorecPolicy {
     }
 
     /// AutoRec whose A_thres is decided outside the transport, through
-    /// `desk` ([`crate::steer`], [`steered`]): at the end of each decision
+    /// `desk` ([`crate::steer`], `steered`): at the end of each decision
     /// interval the adapter's state is posted and the loss that closed the
     /// interval deferred; the answer (A_thres in `0..=A_MAX`) holds for the
     /// next interval; each interval's outcome is rewarded by `reward`.

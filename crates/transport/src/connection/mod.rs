@@ -24,7 +24,7 @@
 //!   functions over sent-packet records;
 //! - `recovery`: applying those rules to the connection (declaring packets
 //!   lost, the loss-detection timer, PTO probes) and the retransmission
-//!   rounds driven by the [`RecoveryPolicy`](crate::policy::RecoveryPolicy);
+//!   rounds driven by the [`crate::policy::RecoveryPolicy`];
 //! - `engine`: lost data as items, their rounds and replicas; one record
 //!   per item when it leaves;
 //! - `spurious`: lost packets acknowledged after all (RFC 9002 §6.1);

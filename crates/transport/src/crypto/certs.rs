@@ -63,7 +63,7 @@ pub(crate) fn self_signed(
     self_signed_with_key(names, key_pair)
 }
 
-/// Like [`self_signed`], but the key is derived from `seed` (RFC 8032 §5.1.5:
+/// Like `self_signed`, but the key is derived from `seed` (RFC 8032 §5.1.5:
 /// an Ed25519 private key is 32 arbitrary bytes), so the certificate is the
 /// same bytes every time for the same seed and names: a simulated run can
 /// derive it from its scenario seed.

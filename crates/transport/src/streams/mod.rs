@@ -6,7 +6,7 @@
 //!
 //! Calling protocol (the connection's side):
 //! - peer frames go to the `on_*` methods; an `Err` closes the connection with
-//!   its code (add the frame type with [`TransportError::with_frame`]);
+//!   its code (add the frame type with [`TransportError::with_frame`](crate::TransportError::with_frame));
 //! - to build a packet: [`Streams::poll_control`] for control frames, then
 //!   [`Streams::poll_chunk`] + [`Streams::write_chunk`] for STREAM frames,
 //!   until either returns `None`/`false` (do not loop on [`Streams::has_pending`]
