@@ -10,8 +10,8 @@
 //!   Data far ahead of the head can wait a round at no cost to the
 //!   application; so can data at its stream's head with credit to spare,
 //!   unless its loss was found late (`late_rtts`) and one more round would
-//!   put it at the far end of the latency tail. Needs the transport's [`StreamPosition`] in
-//!   [`LostData::position`].
+//!   put it at the far end of the latency tail. Needs the transport's
+//!   [`StreamPosition`] in [`LostData::position`].
 //! - **model-based level** (`model`): the smallest R with p_r^R at or below
 //!   the target, p_r over hundreds of replica fates ([`model::LossModel`])
 //!   instead of ART's ±1 steps over 10.
@@ -50,8 +50,7 @@ use model::{BurstHistogram, LossModel};
 pub const FORM: &str = "art+ or art+:KEY=VALUE,... with keys hol, model, burst, stall (on|off), \
     budget (off or extra replicas per lost packet in 0..=31), target (residual loss of \
     blocking data, in (0, 1)), far_target (in (0, 1]), hol_rtts (in (0, 100]), late_rtts \
-    (in [0, 100]), history \
-    (replica fates, 1..=4096), quantile (burst quantile, in (0, 1])";
+    (in [0, 100]), history (replica fates, 1..=4096), quantile (burst quantile, in (0, 1])";
 
 /// Largest replica-fate history accepted.
 pub const MAX_HISTORY: usize = 4096;
