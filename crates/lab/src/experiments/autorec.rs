@@ -30,7 +30,7 @@ use apps::workload::Workload;
 use netem::LinkSpec;
 use transport::congestion::CongestionAlgorithm;
 
-use super::defs::{num, reduction_pct};
+use super::defs::{num, range_noise, reduction_pct};
 use super::{find, mean_of, AggRow, Aside, Case, Claim, Experiment, Scale, Verdict};
 use crate::scenario::Scenario;
 
@@ -297,18 +297,6 @@ pub fn fig13(scale: Scale) -> Experiment {
     }
 }
 
-/// The seeds' noise of `metric` in two rows: the larger range over
-/// `2 sqrt(runs)` (a rough standard error; the rows keep mean, min, max).
-fn noise(a: &AggRow, b: &AggRow, metric: &str) -> f64 {
-    [a, b]
-        .iter()
-        .filter_map(|r| {
-            let st = r.metrics.get(metric)?;
-            Some((st.max - st.min) / (2.0 * (r.runs.max(1) as f64).sqrt()))
-        })
-        .fold(0.0, f64::max)
-}
-
 /// How much lower `metric` is for `scheme` than for `base` in `group`:
 /// (reduction %, within noise), with the evidence.
 fn lowered(
@@ -320,7 +308,7 @@ fn lowered(
 ) -> Option<(f64, bool, String)> {
     let (b, s) = (find(rows, group, base)?, find(rows, group, scheme)?);
     let (bv, sv) = (b.mean(metric)?, s.mean(metric)?);
-    let n = noise(b, s, metric);
+    let n = range_noise([b, s], metric);
     let within = (bv - sv).abs() <= n;
     let red = reduction_pct(sv, bv).unwrap_or(0.0);
     let text = format!(

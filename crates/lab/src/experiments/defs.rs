@@ -169,6 +169,19 @@ pub fn num(v: f64) -> String {
     }
 }
 
+/// The seeds' noise of `metric` over `rows`: the largest range over
+/// `2 sqrt(runs)`, a rough standard error from the min and max (the rule
+/// art-fig25's and AutoRec's verdicts were set with; `art-plus-delay`
+/// weighs differences against the standard deviation instead).
+pub(super) fn range_noise<'a>(rows: impl IntoIterator<Item = &'a AggRow>, metric: &str) -> f64 {
+    rows.into_iter()
+        .filter_map(|r| {
+            let st = r.metrics.get(metric)?;
+            Some((st.max - st.min) / (2.0 * (r.runs.max(1) as f64).sqrt()))
+        })
+        .fold(0.0, f64::max)
+}
+
 /// `(b - a) / b` in percent: how much lower `a` is than `b`.
 pub(super) fn reduction_pct(a: f64, b: f64) -> Option<f64> {
     (b > 0.0).then(|| (b - a) / b * 100.0)

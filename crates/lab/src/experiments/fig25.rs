@@ -16,7 +16,7 @@
 //! second), so more seeds than the other experiments: 30 (full), 10
 //! (quick), 1 (tiny).
 
-use super::defs::{num, reduction_pct};
+use super::defs::{num, range_noise, reduction_pct};
 use super::{find, mean_of, Case, Claim, Experiment, Scale, Verdict};
 use crate::scenario::Scenario;
 use apps::workload::Workload;
@@ -149,14 +149,10 @@ fn compare(
     ) else {
         return (Verdict::Undecided, "a scheme has no completed run".into());
     };
-    let noise = ["quic", "art"]
-        .iter()
-        .filter_map(|s| find(rows, &group, s))
-        .filter_map(|r| {
-            let st = r.metrics.get(metric)?;
-            Some((st.max - st.min) / (2.0 * (r.runs.max(1) as f64).sqrt()))
-        })
-        .fold(0.0, f64::max);
+    let noise = range_noise(
+        ["quic", "art"].iter().filter_map(|s| find(rows, &group, s)),
+        metric,
+    );
     let within_noise = (a - q).abs() <= noise;
     let gain = if higher_is_better {
         (q > 0.0).then(|| (a - q) / q * 100.0)
