@@ -11,6 +11,10 @@
 //! It is compiled only with the `test-hooks` cargo feature, which test builds
 //! enable through dev-dependencies; it is never enabled in the `artq` binary.
 //!
+//! Every flush holds both endpoints to [`Connection::poll_transmit`]'s
+//! contract (None means nothing until an input or a timeout) and panics,
+//! failing the test, when one breaks it.
+//!
 //! The pair itself does not panic on anything a peer sends. The asserting
 //! helpers ([`Pair::connect`], [`Pair::download`], [`Pair::client`],
 //! [`Pair::server`]) panic by design, to fail the calling test; each has a
@@ -379,6 +383,21 @@ impl Pair {
             }
             if !any {
                 break;
+            }
+        }
+        // `poll_transmit`'s contract: None means nothing to send until an
+        // input or `poll_timeout`. The loop above polls again whenever a
+        // side sent something, and each step begins with a flush, so a
+        // break of it would pass unseen (a real driver polls only after an
+        // event, and the work stalls): hold both sides to it here.
+        for (side, endpoint) in [("client", &mut self.client), ("server", &mut self.server)] {
+            if let Some(t) = endpoint.poll_transmit(self.now, &mut self.buf) {
+                panic!(
+                    "the {side} had a {}-byte datagram to send at {:?} right after its \
+                     poll_transmit returned None (a transport bug: the work would wait \
+                     for an unrelated event)",
+                    t.size, self.now
+                );
             }
         }
     }

@@ -690,7 +690,9 @@ impl RecoveryPolicy for HoldUntil {
 /// timer that nothing armed (the due time had passed), so the second
 /// stream's data stalled until the idle timeout: found by the full report
 /// once (art-fig25, a 377 s idle timeout), and never by random loss in a
-/// test, hence the hand-made losses here.
+/// test, hence the hand-made losses here. (The pair polls again at the
+/// start of every step, which hid the stall; its flush now checks that a
+/// poll returning None is not followed by a datagram.)
 #[test]
 fn an_empty_due_replica_hands_its_packet_to_the_next() {
     let release = Instant::ZERO + Duration::from_millis(400);
@@ -755,35 +757,19 @@ fn an_empty_due_replica_hands_its_packet_to_the_next() {
         .reset(accepted[0], 7)
         .expect("reset A");
 
-    // B's data arrives soon after `release`. After every step (which ends
-    // by polling both sides until they return None) the server must have
-    // nothing more to send: `poll_transmit`'s contract is that None means
-    // nothing until an input or `poll_timeout`. The bug broke it (the
-    // harness, which polls again at the start of each step, hid it), so
-    // the test holds the server to it.
+    // B's data arrives at `release`. Before the fix the server's poll at
+    // the release returned None with B's replica due, and the pair's check
+    // of that contract (at every flush) fails the test.
     let mut got = Vec::new();
     let mut buf = [0u8; 4096];
-    let mut out = Vec::new();
     let b = ids[1];
-    let deadline = pair.now + Duration::from_secs(5);
-    let mut done = false;
-    while !done && pair.now < deadline && pair.step_until(deadline) {
-        let now = pair.now;
-        assert!(
-            pair.server().poll_transmit(now, &mut out).is_none(),
-            "at {now:?} the server had a datagram to send after its last poll said none"
-        );
-        loop {
-            match pair.client().streams().read(b, &mut buf) {
-                Ok(Some(n)) => got.extend_from_slice(&buf[..n]),
-                Ok(None) => {
-                    done = true;
-                    break;
-                }
-                Err(_) => break,
-            }
+    let done = pair.drive_until(Duration::from_secs(5), |p| loop {
+        match p.client().streams().read(b, &mut buf) {
+            Ok(Some(n)) => got.extend_from_slice(&buf[..n]),
+            Ok(None) => return true,
+            Err(_) => return false,
         }
-    }
+    });
     let log = log.lock().unwrap();
     assert!(done, "B's data never came (replicas sent: {:?})", log.sent);
     assert_eq!(got, body);
