@@ -14,6 +14,7 @@
 
 pub mod app;
 pub mod content;
+pub mod edge;
 pub mod files;
 #[doc(hidden)]
 pub mod fuzzing;
