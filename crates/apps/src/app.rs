@@ -43,6 +43,13 @@ pub trait App: Any {
         None
     }
 
+    /// The origin connections the driver must serve for this application
+    /// (an edge's, [`crate::edge::OriginIo`]); `None` for applications
+    /// that reach no origin, which is all of them but the edge server.
+    fn origin_io(&mut self) -> Option<&mut crate::edge::OriginIo> {
+        None
+    }
+
     /// Nothing is left to do: a client whose work is done (or failed) and
     /// whose connection is closed; a server that served at least one
     /// connection and has none open.
@@ -164,6 +171,12 @@ impl Host {
     /// The next datagram to send, written into `buf`.
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
         self.endpoint.poll_transmit(now, buf)
+    }
+
+    /// The application's origin connections, for a driver that owns TCP
+    /// sockets (see [`crate::edge::OriginIo`]'s calling protocol).
+    pub fn origin_io(&mut self) -> Option<&mut crate::edge::OriginIo> {
+        self.app.origin_io()
     }
 
     /// The earliest of the endpoint's and the application's timers.

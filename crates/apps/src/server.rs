@@ -31,7 +31,8 @@ use wire::time::Instant;
 use wire::StreamId;
 
 use crate::app::App;
-use crate::content::{BodyChunk, Content, Resource};
+use crate::content::{decode_path, BodyChunk, Content, Resource};
+use crate::edge::{Edge, HeadPoll, OriginIo, ViewId};
 use crate::http::{
     MessageError, Method, Request, ResponseHead, SendError, ServerEvent, ServerSession,
 };
@@ -48,9 +49,38 @@ pub struct ServerOptions {
     pub alt_svc: Option<String>,
 }
 
+/// Where a response comes from.
+enum Source {
+    /// The server's own content: the head was sent with the request's
+    /// answer.
+    Local(Box<dyn crate::content::Body>),
+    /// An origin behind the edge: the head is sent once the edge has it.
+    Edge {
+        view: ViewId,
+        head_sent: bool,
+        /// A HEAD request: the head alone.
+        head_only: bool,
+    },
+}
+
+/// A body to pull bytes from, for [`pump_one`].
+enum BodyRef<'a> {
+    Local(&'a mut dyn crate::content::Body),
+    Edge(&'a mut Edge, ViewId),
+}
+
+impl BodyRef<'_> {
+    fn read(&mut self, now: Instant, buf: &mut [u8]) -> Result<BodyChunk, String> {
+        match self {
+            BodyRef::Local(body) => body.read(now, buf),
+            BodyRef::Edge(edge, view) => edge.read(*view, buf),
+        }
+    }
+}
+
 /// A response whose body is being sent.
 struct Exchange {
-    body: Box<dyn crate::content::Body>,
+    source: Source,
     /// Body bytes read but not yet taken by the session (what a short write
     /// left over); empty, with no capacity, most of the time.
     leftover: Vec<u8>,
@@ -103,6 +133,8 @@ pub struct ServerCounters {
 /// The request/response server application.
 pub struct HttpServer {
     content: Box<dyn Content>,
+    /// Origins behind path prefixes, when the server is an edge.
+    edge: Option<Edge>,
     options: ServerOptions,
     /// Where bodies are read into, shared by every response.
     scratch: Vec<u8>,
@@ -122,6 +154,7 @@ impl HttpServer {
     pub fn new(content: Box<dyn Content>, options: ServerOptions) -> HttpServer {
         HttpServer {
             content,
+            edge: None,
             options,
             scratch: Vec::new(),
             conns: BTreeMap::new(),
@@ -132,6 +165,18 @@ impl HttpServer {
         }
     }
 
+    /// Puts `edge` in front of the content: requests its routes claim go
+    /// to its origins, the others to the content.
+    pub fn with_edge(mut self, edge: Edge) -> HttpServer {
+        self.edge = Some(edge);
+        self
+    }
+
+    /// The edge, when the server is one.
+    pub fn edge(&self) -> Option<&Edge> {
+        self.edge.as_ref()
+    }
+
     /// What has been answered so far.
     pub fn counters(&self) -> ServerCounters {
         self.counters
@@ -140,6 +185,15 @@ impl HttpServer {
     /// Connections accepted and not yet closed, in order.
     pub fn connections(&self) -> &[ConnectionHandle] {
         &self.order
+    }
+
+    /// Forgets connection `h`, closing the edge views of its exchanges.
+    fn forget(&mut self, h: ConnectionHandle) {
+        if let Some(sc) = self.conns.remove(&h) {
+            for (_, ex) in sc.exchanges {
+                release(&mut self.edge, ex);
+            }
+        }
     }
 
     /// Answers one session report.
@@ -158,6 +212,40 @@ impl HttpServer {
         };
         match ev {
             ServerEvent::Request { stream, request } => {
+                if let Some(edge) = self.edge.as_mut() {
+                    match route(edge, &request) {
+                        Route::Local => {}
+                        Route::Upstream(upstream) => {
+                            let protocol = conn
+                                .alpn_protocol()
+                                .and_then(Protocol::from_alpn)
+                                .unwrap_or(Protocol::H3);
+                            let client = conn.remote_address().ip();
+                            let view = edge.open(now, upstream, &request, client, protocol);
+                            sc.exchanges.insert(
+                                stream,
+                                Exchange {
+                                    source: Source::Edge {
+                                        view,
+                                        head_sent: false,
+                                        head_only: request.method == Method::Head,
+                                    },
+                                    leftover: Vec::new(),
+                                    waiting: None,
+                                },
+                            );
+                            return;
+                        }
+                        Route::Refused(status) => {
+                            self.counters.refused += 1;
+                            let head = ResponseHead::new(status).with("content-length", "0");
+                            if session.send_response(conn, stream, &head).is_ok() {
+                                let _ = session.finish(conn, stream);
+                            }
+                            return;
+                        }
+                    }
+                }
                 let (head, resource) = answer(&mut *self.content, &self.options, now, &request);
                 let ok = (200..300).contains(&head.status);
                 let sent = session.send_response(conn, stream, &head);
@@ -172,7 +260,7 @@ impl HttpServer {
                         sc.exchanges.insert(
                             stream,
                             Exchange {
-                                body: r.body,
+                                source: Source::Local(r.body),
                                 leftover: Vec::new(),
                                 waiting: None,
                             },
@@ -195,8 +283,9 @@ impl HttpServer {
                 }
             }
             ServerEvent::Cancelled { stream } => {
-                if sc.exchanges.remove(&stream).is_some() {
+                if let Some(ex) = sc.exchanges.remove(&stream) {
                     self.counters.aborted += 1;
+                    release(&mut self.edge, ex);
                 }
             }
         }
@@ -219,14 +308,68 @@ impl HttpServer {
                 }
             }
             ex.waiting = None;
-            match pump_one(now, conn, session.as_mut(), id, ex, &mut self.scratch) {
+            let pumped = match &mut ex.source {
+                Source::Local(body) => {
+                    let body = BodyRef::Local(body.as_mut());
+                    pump_one(
+                        now,
+                        conn,
+                        session.as_mut(),
+                        id,
+                        &mut ex.leftover,
+                        &mut ex.waiting,
+                        body,
+                        &mut self.scratch,
+                    )
+                }
+                Source::Edge {
+                    view,
+                    head_sent,
+                    head_only,
+                } => {
+                    let Some(edge) = self.edge.as_mut() else {
+                        done.push((id, true));
+                        continue;
+                    };
+                    match send_edge_head(
+                        edge,
+                        *view,
+                        head_sent,
+                        *head_only,
+                        &self.options,
+                        conn,
+                        session.as_mut(),
+                        id,
+                    ) {
+                        EdgeHead::Pending => Pumped::Later,
+                        EdgeHead::Finished => Pumped::Done,
+                        EdgeHead::Failed => Pumped::Aborted,
+                        EdgeHead::Body => {
+                            let body = BodyRef::Edge(edge, *view);
+                            pump_one(
+                                now,
+                                conn,
+                                session.as_mut(),
+                                id,
+                                &mut ex.leftover,
+                                &mut ex.waiting,
+                                body,
+                                &mut self.scratch,
+                            )
+                        }
+                    }
+                }
+            };
+            match pumped {
                 Pumped::Later => {}
                 Pumped::Done => done.push((id, false)),
                 Pumped::Aborted => done.push((id, true)),
             }
         }
         for (id, aborted) in done {
-            sc.exchanges.remove(&id);
+            if let Some(ex) = sc.exchanges.remove(&id) {
+                release(&mut self.edge, ex);
+            }
             if aborted {
                 self.counters.aborted += 1;
             }
@@ -237,21 +380,24 @@ impl HttpServer {
 /// Sends what `ex` left over, then, while the stream has room
 /// ([`transport::streams::Streams::write_room`]), reads a chunk of its body
 /// and sends it, until a write falls short, the body waits or it ends.
+#[allow(clippy::too_many_arguments)]
 fn pump_one(
     now: Instant,
     conn: &mut Connection,
     session: &mut dyn ServerSession,
     id: StreamId,
-    ex: &mut Exchange,
+    leftover: &mut Vec<u8>,
+    waiting: &mut Option<Option<Instant>>,
+    mut body: BodyRef<'_>,
     scratch: &mut Vec<u8>,
 ) -> Pumped {
     use transport::streams::WriteError;
     loop {
-        if !ex.leftover.is_empty() {
-            match session.send_body(conn, id, &ex.leftover) {
-                Ok(n) if n >= ex.leftover.len() => ex.leftover = Vec::new(),
+        if !leftover.is_empty() {
+            match session.send_body(conn, id, leftover) {
+                Ok(n) if n >= leftover.len() => *leftover = Vec::new(),
                 Ok(n) => {
-                    ex.leftover.drain(..n);
+                    leftover.drain(..n);
                     return Pumped::Later;
                 }
                 Err(SendError::Stream(WriteError::Blocked)) => return Pumped::Later,
@@ -269,7 +415,7 @@ fn pump_one(
         if scratch.len() < CHUNK {
             scratch.resize(CHUNK, 0);
         }
-        match ex.body.read(now, scratch) {
+        match body.read(now, scratch) {
             // A body that gives nothing without waiting is retried next turn.
             Ok(BodyChunk::Data(0)) => return Pumped::Later,
             Ok(BodyChunk::Data(n)) => {
@@ -277,11 +423,11 @@ fn pump_one(
                 match session.send_body(conn, id, data) {
                     Ok(taken) if taken >= data.len() => {}
                     Ok(taken) => {
-                        ex.leftover = data.get(taken..).unwrap_or_default().to_vec();
+                        *leftover = data.get(taken..).unwrap_or_default().to_vec();
                         return Pumped::Later;
                     }
                     Err(SendError::Stream(WriteError::Blocked)) => {
-                        ex.leftover = data.to_vec();
+                        *leftover = data.to_vec();
                         return Pumped::Later;
                     }
                     Err(_) => return Pumped::Aborted,
@@ -293,7 +439,7 @@ fn pump_one(
                 return Pumped::Done;
             }
             Ok(BodyChunk::Wait(at)) => {
-                ex.waiting = Some(at);
+                *waiting = Some(at);
                 return Pumped::Later;
             }
             Err(_) => {
@@ -301,6 +447,100 @@ fn pump_one(
                 return Pumped::Aborted;
             }
         }
+    }
+}
+
+/// Where a request goes when the server is an edge.
+enum Route {
+    /// To the server's own content.
+    Local,
+    /// To this upstream.
+    Upstream(usize),
+    /// Nowhere: answer this status (400 for a path that cannot be decoded
+    /// or that climbs with `..`, 405 for a method the edge does not
+    /// forward).
+    Refused(u16),
+}
+
+/// Routes `request` by its decoded path. Dot segments are refused rather
+/// than resolved, so a path cannot name one route and reach another.
+fn route(edge: &Edge, request: &Request) -> Route {
+    let Some(path) = decode_path(&request.path) else {
+        return Route::Refused(400);
+    };
+    let Some(upstream) = edge.routes().route(&path) else {
+        return Route::Local;
+    };
+    if path
+        .split('/')
+        .any(|segment| segment == ".." || segment == ".")
+    {
+        return Route::Refused(400);
+    }
+    // Request bodies are not forwarded yet: only the methods without one.
+    if !matches!(request.method, Method::Get | Method::Head) {
+        return Route::Refused(405);
+    }
+    Route::Upstream(upstream)
+}
+
+/// Where an edge response stands after [`send_edge_head`].
+enum EdgeHead {
+    /// The origin has not answered yet.
+    Pending,
+    /// The head is out; pump the body.
+    Body,
+    /// The response is complete (a failure status, a HEAD, a bodiless
+    /// status).
+    Finished,
+    /// The head could not be sent (the stream is gone, or the origin's
+    /// fields are not valid HTTP/3): the stream was reset.
+    Failed,
+}
+
+/// Sends the head of an edge response once the edge has it.
+#[allow(clippy::too_many_arguments)]
+fn send_edge_head(
+    edge: &mut Edge,
+    view: ViewId,
+    head_sent: &mut bool,
+    head_only: bool,
+    options: &ServerOptions,
+    conn: &mut Connection,
+    session: &mut dyn ServerSession,
+    id: StreamId,
+) -> EdgeHead {
+    if *head_sent {
+        return EdgeHead::Body;
+    }
+    let (mut head, body) = match edge.head(view) {
+        HeadPoll::Pending => return EdgeHead::Pending,
+        HeadPoll::Ready(head) => {
+            let body = !head_only && !matches!(head.status, 204 | 304);
+            (head, body)
+        }
+        HeadPoll::Failed(status) => (ResponseHead::new(status).with("content-length", "0"), false),
+    };
+    if let Some(v) = &options.alt_svc {
+        head = head.with("alt-svc", v.clone());
+    }
+    *head_sent = true;
+    if session.send_response(conn, id, &head).is_err() {
+        session.abort(conn, id);
+        return EdgeHead::Failed;
+    }
+    if body {
+        EdgeHead::Body
+    } else {
+        let _ = session.finish(conn, id);
+        EdgeHead::Finished
+    }
+}
+
+/// An exchange is over: its edge view, if any, is closed.
+fn release(edge: &mut Option<Edge>, ex: Exchange) {
+    if let (Some(edge), Source::Edge { view, .. }) = (edge.as_mut(), ex.source) {
+        edge.close_view(view);
     }
 }
 
@@ -376,23 +616,28 @@ impl App for HttpServer {
             }
             Event::ConnectionLost(_) => {
                 sc.lost = true;
-                sc.exchanges.clear();
+                for (_, ex) in std::mem::take(&mut sc.exchanges) {
+                    release(&mut self.edge, ex);
+                }
             }
             _ => {}
         }
     }
 
     fn drive(&mut self, now: Instant, endpoint: &mut Endpoint) {
+        if let Some(edge) = self.edge.as_mut() {
+            edge.drive(now);
+        }
         self.order
             .retain(|&h| endpoint.connection(h).is_some_and(|c| !c.is_closed()));
         let handles: Vec<ConnectionHandle> = self.conns.keys().copied().collect();
         for h in handles {
             let Some(conn) = endpoint.connection_mut(h) else {
-                self.conns.remove(&h);
+                self.forget(h);
                 continue;
             };
             if self.conns.get(&h).is_none_or(|sc| sc.lost) {
-                self.conns.remove(&h);
+                self.forget(h);
                 continue;
             }
             // Requests are read as soon as they arrive, even before the
@@ -416,11 +661,17 @@ impl App for HttpServer {
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        self.conns
+        let bodies = self
+            .conns
             .values()
             .flat_map(|sc| sc.exchanges.values())
-            .filter_map(|ex| ex.waiting.flatten())
-            .min()
+            .filter_map(|ex| ex.waiting.flatten());
+        let edge = self.edge.as_ref().and_then(Edge::poll_timeout);
+        bodies.chain(edge).min()
+    }
+
+    fn origin_io(&mut self) -> Option<&mut OriginIo> {
+        self.edge.as_mut().map(Edge::io_mut)
     }
 
     fn is_finished(&self, endpoint: &Endpoint) -> bool {

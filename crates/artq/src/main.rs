@@ -6,6 +6,7 @@
 mod driver_tests;
 mod get;
 mod message_args;
+mod origins;
 mod progress;
 mod reproduce;
 mod schemes;
@@ -167,13 +168,38 @@ struct ServeArgs {
     /// Address to listen on, e.g. 127.0.0.1:4433 (port 0 picks one).
     #[arg(long)]
     listen: SocketAddr,
-    /// Directory to serve (not with --messages).
+    /// Directory to serve (not with --messages). With --upstream, its
+    /// files answer the paths no upstream claims.
     #[arg(
         long,
-        required_unless_present = "messages",
+        required_unless_present_any = ["messages", "upstream"],
         conflicts_with = "messages"
     )]
     root: Option<PathBuf>,
+    /// Put the server in front of an HTTP/1.1 origin, as a CDN edge:
+    /// `http://HOST:PORT` takes every path, `/PREFIX=http://HOST:PORT` the
+    /// paths under PREFIX (repeatable; the longest matching prefix wins;
+    /// the rest go to --root). Requests are forwarded with their method,
+    /// path, query and end-to-end headers (plus via and x-forwarded-for),
+    /// responses relayed as they arrive; an endless FLV or MPEG-TS response
+    /// is a live stream shared by all its viewers. HOST is resolved once,
+    /// at start. See docs/edge.md.
+    #[arg(long, value_name = "[/PREFIX=]URL", conflicts_with = "messages")]
+    upstream: Vec<String>,
+    /// Keep cacheable origin responses (Cache-Control max-age or s-maxage,
+    /// Expires) in memory, up to SIZE bytes in all (e.g. 64MB; 0: no
+    /// cache); one response at most an eighth of it.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "0", requires = "upstream")]
+    cache_size: u64,
+    /// Seconds an origin may take to answer a request's head (then 504) or
+    /// stall a body (then the client's stream is reset).
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 10.0,
+        requires = "upstream"
+    )]
+    upstream_timeout: f64,
     /// Loss recovery scheme (see `--recovery help`).
     #[arg(long, default_value = "quic")]
     recovery: String,
@@ -376,10 +402,25 @@ fn run(cli: Cli) -> Result<()> {
                 "--quic-versions needs a version"
             );
             transport.versions = a.quic_versions.clone();
-            let app = match (a.messages.params()?, a.root) {
-                (Some(params), _) => serve::ServeApp::Messages(params),
-                (None, Some(root)) => serve::ServeApp::Http { root },
-                (None, None) => anyhow::bail!("--root DIR or --messages N is needed"),
+            anyhow::ensure!(
+                a.upstream_timeout.is_finite() && a.upstream_timeout > 0.0,
+                "--upstream-timeout must be a positive number of seconds"
+            );
+            let edge = if a.upstream.is_empty() {
+                None
+            } else {
+                Some(serve::EdgeArgs {
+                    upstreams: a.upstream,
+                    cache_size: a.cache_size,
+                    upstream_timeout: StdDuration::from_secs_f64(a.upstream_timeout.min(1e6)),
+                })
+            };
+            let app = match a.messages.params()? {
+                Some(params) => serve::ServeApp::Messages(params),
+                None if a.root.is_some() || edge.is_some() => {
+                    serve::ServeApp::Http { root: a.root, edge }
+                }
+                None => anyhow::bail!("--root DIR, --upstream URL or --messages N is needed"),
             };
             serve::run(serve::ServeOptions {
                 listen: a.listen,

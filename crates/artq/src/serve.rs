@@ -5,13 +5,14 @@
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
-use std::net::SocketAddr;
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use apps::content::Directory;
+use apps::edge::{Edge, EdgeOptions, Routes, Upstream, UpstreamSpec};
 use apps::messages::{MessageParams, MessageSender};
 use apps::server::{HttpServer, ServerOptions};
 use apps::{App, Host, Observer, Protocol};
@@ -63,14 +64,54 @@ pub struct ServeOptions {
 /// What `artq serve` runs on each connection.
 pub enum ServeApp {
     /// HTTP/3 and hq-interop: the files of `root`, with generated video
-    /// under `/live` and `/dash` and the RPC endpoint under `/rpc`.
+    /// under `/live` and `/dash` and the RPC endpoint under `/rpc`, and,
+    /// as an edge, the origins of `edge` under their prefixes.
     Http {
         /// Directory whose files are served.
-        root: PathBuf,
+        root: Option<PathBuf>,
+        /// Origins in front of which the server stands.
+        edge: Option<EdgeArgs>,
     },
     /// RCP's message workload (`apps::messages`), sent to every client
     /// that connects, whatever its ALPN.
     Messages(MessageParams),
+}
+
+/// The edge's settings as given on the command line.
+#[derive(Clone, Debug)]
+pub struct EdgeArgs {
+    /// `--upstream` values, `[/PREFIX=]http://HOST:PORT`.
+    pub upstreams: Vec<String>,
+    /// `--cache-size` in bytes (0: none).
+    pub cache_size: u64,
+    /// `--upstream-timeout`.
+    pub upstream_timeout: std::time::Duration,
+}
+
+impl EdgeArgs {
+    /// The edge: parses the upstreams and resolves their hosts (once, now:
+    /// the first address of each name is used).
+    fn build(&self) -> Result<Edge> {
+        let mut upstreams = Vec::new();
+        for value in &self.upstreams {
+            let spec = UpstreamSpec::parse(value).map_err(|e| anyhow::anyhow!("--upstream {e}"))?;
+            let addr = (spec.host.as_str(), spec.port)
+                .to_socket_addrs()
+                .with_context(|| format!("--upstream {value}: cannot resolve {}", spec.host))?
+                .next()
+                .with_context(|| format!("--upstream {value}: {} has no address", spec.host))?;
+            upstreams.push(Upstream {
+                authority: spec.authority(),
+                prefix: spec.prefix,
+                addr,
+            });
+        }
+        let routes = Routes::new(upstreams).map_err(|e| anyhow::anyhow!("--upstream {e}"))?;
+        let mut options = EdgeOptions::new(routes);
+        options.cache_size = self.cache_size;
+        options.upstream_timeout = self.upstream_timeout;
+        Ok(Edge::new(options))
+    }
 }
 
 /// Runs the server until SIGINT or SIGTERM, then shuts down gracefully
@@ -120,23 +161,40 @@ pub fn run(opts: ServeOptions) -> Result<()> {
         Some(v) => Some(v),
     };
     let (app, serving): (Box<dyn App>, String) = match opts.app {
-        ServeApp::Http { root } => {
-            let directory = Directory::new(&root).map_err(|e| anyhow::anyhow!("--root {e}"))?;
-            let serving = format!(
-                "{} from {}",
-                Protocol::ALL.map(Protocol::name).join(" and "),
-                directory.root().display()
-            );
+        ServeApp::Http { root, edge } => {
+            let edge = edge.as_ref().map(EdgeArgs::build).transpose()?;
+            let directory = root
+                .as_ref()
+                .map(|root| Directory::new(root).map_err(|e| anyhow::anyhow!("--root {e}")))
+                .transpose()?;
+            let mut serving = Protocol::ALL.map(Protocol::name).join(" and ");
+            if let Some(d) = &directory {
+                serving += &format!(" from {}", d.root().display());
+            }
+            if let Some(edge) = &edge {
+                for u in edge.routes().upstreams() {
+                    serving += &format!(", {} from http://{} ({})", u.prefix, u.authority, u.addr);
+                }
+                if directory.is_some() && edge.routes().claims_root() {
+                    eprintln!(
+                        "artq serve: warning: an upstream claims every path (/), so --root is never used"
+                    );
+                }
+            }
             // Generated content beside the directory: /live/<kbps>/<seconds>
             // and /dash/<seconds>/manifest.mpd (docs/video.md), and the RPC
             // endpoint /rpc/<index>/<size> (docs/apps.md).
-            let content = apps::video::video_content(CONTENT_SEED)
-                .mount(
-                    apps::rpc::RPC_PREFIX,
-                    Box::new(apps::rpc::RpcContent { seed: CONTENT_SEED }),
-                )
-                .mount("/", Box::new(directory));
-            let app = HttpServer::new(Box::new(content), ServerOptions { alt_svc });
+            let mut content = apps::video::video_content(CONTENT_SEED).mount(
+                apps::rpc::RPC_PREFIX,
+                Box::new(apps::rpc::RpcContent { seed: CONTENT_SEED }),
+            );
+            if let Some(directory) = directory {
+                content = content.mount("/", Box::new(directory));
+            }
+            let mut app = HttpServer::new(Box::new(content), ServerOptions { alt_svc });
+            if let Some(edge) = edge {
+                app = app.with_edge(edge);
+            }
             (Box::new(app), serving)
         }
         ServeApp::Messages(params) => {

@@ -15,6 +15,11 @@
 //! received datagrams may arrive coalesced (GRO), split here by their stride.
 //! Where the kernel lacks either, it falls back to one datagram per call.
 //!
+//! An edge's origin connections are TCP sockets on the same poll
+//! ([`crate::origins`]): after each turn's sends, the driver carries out
+//! the application's origin commands, writes and reads them, and drives
+//! the application again at once when an origin had news.
+//!
 //! With several sockets, every datagram read is handed to the endpoint
 //! with the address of the socket it came in on, and every datagram goes
 //! out of the socket bound to its [`transport::Transmit::source`] (the
@@ -27,6 +32,8 @@ use std::time::{Duration as StdDuration, Instant as StdInstant};
 
 use apps::Host;
 use mio::net::UdpSocket;
+
+use crate::origins::OriginSockets;
 use mio::{Events, Interest, Poll, Token};
 use wire::ecn::Ecn;
 use wire::time::Instant;
@@ -108,6 +115,8 @@ pub struct Driver {
     stash: Option<(usize, SocketAddr, Option<Ecn>, Vec<u8>)>,
     /// The batch could not be sent (socket buffer full): retry it first.
     blocked: bool,
+    /// The TCP sockets of the application's origin connections (an edge's).
+    origins: OriginSockets,
 }
 
 impl Driver {
@@ -129,6 +138,7 @@ impl Driver {
             batch_segment: 0,
             stash: None,
             blocked: false,
+            origins: OriginSockets::default(),
         })
     }
 
@@ -168,6 +178,10 @@ impl Driver {
             host.handle_timeout(now);
             host.drive(now);
             let sent_all = self.flush(host)?;
+            let origin_news = match host.origin_io() {
+                Some(io) => self.origins.step(&self.poll, io),
+                None => false,
+            };
             // The last connection is gone: a long-running server hands what
             // its clients made it allocate back to the OS.
             let busy = !host.endpoint().is_empty();
@@ -205,6 +219,9 @@ impl Driver {
             if !sent_all {
                 timeout = timeout.min(StdDuration::from_micros(200));
             }
+            if origin_news {
+                timeout = StdDuration::ZERO;
+            }
             if let Some(d) = stop.deadline {
                 timeout = timeout.min(d.saturating_duration_since(StdInstant::now()));
             }
@@ -215,6 +232,11 @@ impl Driver {
                     Err(e)
                 }
             })?;
+            for event in events.iter() {
+                if OriginSockets::owns(event.token()) {
+                    self.origins.on_event(event);
+                }
+            }
             self.receive_all(host)?;
         }
     }

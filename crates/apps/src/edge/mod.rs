@@ -12,3 +12,13 @@ pub mod cache;
 pub mod headers;
 pub mod http1;
 pub mod live;
+pub mod origin_io;
+pub mod proxy;
+pub mod routes;
+
+pub use origin_io::{OriginCommand, OriginConn, OriginIo};
+pub use proxy::{Edge, EdgeCounters, EdgeOptions, HeadPoll, ViewId};
+pub use routes::{Routes, Upstream, UpstreamSpec};
+
+#[cfg(test)]
+mod tests;
