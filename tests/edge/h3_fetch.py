@@ -35,8 +35,8 @@ cancelled the request, or with --abort close closed the connection;
 "cancel_unix" is when, in Unix seconds), "closed" (the connection
 closed first; "reason"), or "timeout". With --head, the first BYTES of URL
 number i (from 0) are written to DIR/i.head.
-Exit codes: 0 when every URL got a head and its stream ended "fin" with as
-many bytes as its content-length (or "cancelled" under --for); 1 otherwise
+Exit codes: 0 when every URL was answered 200 and its stream ended "fin"
+with as many bytes as its content-length (or "cancelled" under --for); 1 otherwise
 (the lines say why); 2 bad usage; 3 the connection could not be made.
 """
 
@@ -113,7 +113,7 @@ class Fetch:
         return out
 
     def complete(self, cancelled_ok: bool) -> bool:
-        if self.status is None:
+        if self.status != 200:
             return False
         if self.end == "cancelled":
             return cancelled_ok
