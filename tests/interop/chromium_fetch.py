@@ -9,7 +9,8 @@ harness proves `artq serve` against it by serving tests/interop/sha256_page.html
 and a seeded file: the page fetches the file, hashes it with crypto.subtle and
 publishes the digest; the Rust test compares it with the file's own hash.
 
-How Chromium is driven: a fresh profile in a temp dir, Chromium's DevTools
+How Chromium is driven (chromium_cdp.py, shared with the edge tests' live
+player driver): a fresh profile in a temp dir, Chromium's DevTools
 protocol over --remote-debugging-pipe (fds 3 and 4: no port, no extra
 package), one new tab navigated to PAGE_URL, then window.artqResult polled
 with Runtime.evaluate until the page publishes it or the deadline passes.
@@ -37,287 +38,25 @@ with --netlog, the QUIC connection closes Chromium recorded.
 from __future__ import annotations
 
 import argparse
-import ctypes
-import ctypes.util
-import fcntl
 import json
 import os
-import queue
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from urllib.parse import urlsplit
 
-EXIT_PAGE = 1
-EXIT_USAGE = 2
-EXIT_TIMEOUT = 3
-EXIT_BROWSER = 4
-
-# Flags every run uses. Headless without a sandbox (CI runs as root), no GPU,
-# and nothing in the background: on a closed network Chromium's own requests
-# (component updates, sync, field trials, safe browsing) fail or stall.
-BASE_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--no-first-run",
-    "--no-default-browser-check",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-extensions",
-    "--disable-default-apps",
-    "--mute-audio",
-    "--remote-debugging-pipe",
-]
-
-POLL_SECONDS = 0.2
-PR_SET_PDEATHSIG = 1
-
-try:
-    _libc: ctypes.CDLL | None = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-except OSError:
-    _libc = None
-LOG_TAIL_BYTES = 4000
-
-
-class DriverError(Exception):
-    """A failure with the exit code it maps to."""
-
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-
-
-class DevTools:
-    """A minimal DevTools protocol client over Chromium's debugging pipe.
-
-    Messages are JSON objects separated by NUL bytes. A reader thread splits
-    them; replies are matched to requests by id, events are ignored.
-    """
-
-    def __init__(self, to_browser: int, from_browser: int) -> None:
-        self._out = os.fdopen(to_browser, "wb", buffering=0)
-        self._in = os.fdopen(from_browser, "rb", buffering=0)
-        self._next_id = 0
-        self._replies: queue.Queue[dict | None] = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        pending = b""
-        try:
-            while True:
-                chunk = self._in.read(65536)
-                if not chunk:
-                    break
-                pending += chunk
-                while b"\0" in pending:
-                    raw, pending = pending.split(b"\0", 1)
-                    try:
-                        message = json.loads(raw)
-                    except ValueError:
-                        continue
-                    if "id" in message:
-                        self._replies.put(message)
-        finally:
-            self._replies.put(None)  # the browser closed the pipe
-
-    def call(self, method: str, params: dict | None = None, *,
-             session: str | None = None, timeout: float = 30.0) -> dict:
-        """Sends one command and waits (at most `timeout`) for its reply."""
-        self._next_id += 1
-        message: dict = {"id": self._next_id, "method": method, "params": params or {}}
-        if session is not None:
-            message["sessionId"] = session
-        try:
-            self._out.write(json.dumps(message).encode("utf-8") + b"\0")
-        except OSError as err:
-            raise DriverError(EXIT_BROWSER, f"DevTools pipe closed ({err})") from err
-        deadline = time.monotonic() + timeout
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise DriverError(EXIT_TIMEOUT, f"no reply to {method} within {timeout:.0f} s")
-            try:
-                reply = self._replies.get(timeout=left)
-            except queue.Empty:
-                continue
-            if reply is None:
-                self._replies.put(None)
-                raise DriverError(EXIT_BROWSER, f"Chromium closed the DevTools pipe during {method}")
-            if reply.get("id") != self._next_id:
-                continue  # a late reply to an earlier, timed-out call
-            if "error" in reply:
-                raise DriverError(EXIT_BROWSER, f"{method} failed: {reply['error']}")
-            return reply.get("result", {})
-
-
-def chromium_flags(args: argparse.Namespace, profile: str) -> list[str]:
-    """The command-line flags for one run (without the page URL)."""
-    flags = BASE_FLAGS + [f"--user-data-dir={profile}", f"--origin-to-force-quic-on={args.origin}"]
-    if args.spki:
-        flags.append(f"--ignore-certificate-errors-spki-list={args.spki}")
-    if args.netlog:
-        flags += [f"--log-net-log={args.netlog}", "--net-log-capture-mode=Default"]
-    return flags
-
-
-def start_chromium(binary: str, flags: list[str], log_path: str) -> tuple[subprocess.Popen, DevTools]:
-    """Starts Chromium with the DevTools pipe on its fds 3 (commands in) and 4 (replies out)."""
-    to_child_r, to_child_w = os.pipe()
-    from_child_r, from_child_w = os.pipe()
-
-    def wire_pipe_fds() -> None:  # runs in the child between fork and exec
-        high_r = fcntl.fcntl(to_child_r, fcntl.F_DUPFD, 10)
-        high_w = fcntl.fcntl(from_child_w, fcntl.F_DUPFD, 10)
-        os.dup2(high_r, 3)  # dup2 leaves the new fds inheritable
-        os.dup2(high_w, 4)
-        # If this driver is killed (a test harness deadline), the browser must
-        # not outlive it: PR_SET_PDEATHSIG survives exec (Linux only).
-        if _libc is not None:
-            _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-
-    log = open(log_path, "wb")
-    try:
-        proc = subprocess.Popen(
-            [binary, *flags, "about:blank"],
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            close_fds=False,  # fds 3 and 4 must survive; Python's own fds are non-inheritable
-            preexec_fn=wire_pipe_fds,
-            start_new_session=True,
-        )
-    except OSError as err:
-        raise DriverError(EXIT_BROWSER, f"cannot start {binary}: {err}") from err
-    finally:
-        log.close()
-        os.close(to_child_r)
-        os.close(from_child_w)
-    return proc, DevTools(to_child_w, from_child_r)
-
-
-def stop_chromium(proc: subprocess.Popen, devtools: DevTools | None) -> None:
-    """Asks Chromium to close (so the netlog is finished), then kills its group."""
-    if proc.poll() is None and devtools is not None:
-        try:
-            devtools.call("Browser.close", timeout=5)
-        except DriverError:
-            pass
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            pass
-    if proc.poll() is None:
-        try:
-            os.killpg(proc.pid, 9)
-        except OSError:
-            pass
-        proc.wait()
-    else:
-        # The browser's helper processes share its session; take them down too.
-        try:
-            os.killpg(proc.pid, 9)
-        except OSError:
-            pass
-
-
-def load_page(devtools: DevTools, url: str, deadline: float) -> dict:
-    """Opens a tab on `url` and waits for the page's published result."""
-    target = devtools.call("Target.createTarget", {"url": "about:blank"})["targetId"]
-    session = devtools.call(
-        "Target.attachToTarget", {"targetId": target, "flatten": True}
-    )["sessionId"]
-    left = max(1.0, deadline - time.monotonic())
-    nav = devtools.call("Page.navigate", {"url": url}, session=session, timeout=left)
-    if nav.get("errorText"):
-        raise DriverError(EXIT_PAGE, f"navigation to {url} failed: {nav['errorText']}")
-    last_state = "no answer yet"
-    while time.monotonic() < deadline:
-        left = max(1.0, deadline - time.monotonic())
-        reply = devtools.call(
-            "Runtime.evaluate",
-            {
-                "expression": "JSON.stringify({result: window.artqResult || null,"
-                " title: document.title, href: location.href,"
-                " state: document.readyState})",
-                "returnByValue": True,
-            },
-            session=session,
-            timeout=min(left, 30.0),
-        )
-        value = reply.get("result", {}).get("value")
-        if isinstance(value, str):
-            state = json.loads(value)
-            if state.get("result"):
-                return state["result"]
-            last_state = (
-                f"page at {state.get('href')!r}, readyState {state.get('state')!r},"
-                f" title {state.get('title')!r}"
-            )
-            if str(state.get("href", "")).startswith("chrome-error://"):
-                raise DriverError(EXIT_PAGE, f"Chromium shows an error page for {url}: {last_state}")
-        time.sleep(POLL_SECONDS)
-    raise DriverError(EXIT_TIMEOUT, f"the page published no result in time ({last_state})")
-
-
-def netlog_summary(path: str) -> str:
-    """QUIC session closes and errors recorded in a Chromium netlog, one per line."""
-    try:
-        with open(path, "rb") as f:
-            text = f.read().decode("utf-8", "replace").rstrip().rstrip(",")
-    except OSError as err:
-        return f"(no netlog: {err})"
-    data = None
-    for suffix in ("", "]}", "\n]}"):
-        try:
-            data = json.loads(text + suffix)
-            break
-        except ValueError:
-            continue
-    if not isinstance(data, dict):
-        return "(netlog unreadable)"
-    names = {v: k for k, v in data.get("constants", {}).get("logEventTypes", {}).items()}
-    lines = []
-    for event in data.get("events", []):
-        name = names.get(event.get("type"), "")
-        params = event.get("params", {})
-        if name == "CERT_VERIFIER_JOB":
-            if "net_error" in params:  # the job's end: its verdict, not the PEMs
-                lines.append(
-                    f"  CERT_VERIFIER_JOB: net_error={params['net_error']}"
-                    f" cert_status={params.get('cert_status')}"
-                )
-            continue
-        if name in (
-            "QUIC_SESSION_CLOSED",
-            "QUIC_SESSION_CONNECTION_CLOSE_FRAME_RECEIVED",
-            "QUIC_SESSION_CONNECTION_CLOSE_FRAME_SENT",
-            "QUIC_SESSION_TRANSPORT_PARAMETERS_RECEIVED",
-            "QUIC_SESSION_CRYPTO_HANDSHAKE_MESSAGE_RECEIVED",
-            "HTTP3_GOAWAY_RECEIVED",
-        ) or (name.startswith("QUIC_") and "ERROR" in name):
-            line = f"  {name}: {json.dumps(params)[:600]}"
-            if not lines or lines[-1] != line:  # begin and end phases repeat params
-                lines.append(line)
-    if not lines:
-        return "(netlog has no QUIC session events: Chromium never tried QUIC?)"
-    return "\n".join(lines[-20:])
-
-
-def tail(path: str) -> str:
-    """The end of Chromium's log, without its D-Bus noise (no bus in CI)."""
-    try:
-        with open(path, "rb") as f:
-            text = f.read().decode("utf-8", "replace")
-    except OSError:
-        return "(no log)"
-    lines = [line for line in text.splitlines() if "dbus" not in line]
-    return "\n".join(lines)[-LOG_TAIL_BYTES:]
+from chromium_cdp import (
+    EXIT_BROWSER,
+    EXIT_PAGE,
+    DriverError,
+    chromium_flags,
+    load_page,
+    netlog_summary,
+    start_chromium,
+    stop_chromium,
+    tail,
+)
 
 
 def check(result: dict, protocol: str) -> str:
@@ -365,7 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     deadline = time.monotonic() + args.timeout
     with tempfile.TemporaryDirectory(prefix="artq-chromium-") as profile:
         log_path = os.path.join(profile, "chromium.log")
-        flags = chromium_flags(args, os.path.join(profile, "profile"))
+        flags = chromium_flags(os.path.join(profile, "profile"), origin=args.origin,
+                               spki=args.spki, netlog=args.netlog)
         proc = None
         devtools = None
         code = 0

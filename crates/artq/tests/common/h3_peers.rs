@@ -153,6 +153,14 @@ pub fn install_digest_page(root: &Path, name: &str) -> PathBuf {
 /// only make each run slower and its timing less telling.
 static BROWSER: Mutex<()> = Mutex::new(());
 
+/// Holds this test binary's one browser slot until dropped (see
+/// [`BROWSER`]); every Chromium driver run takes it.
+pub fn one_browser() -> std::sync::MutexGuard<'static, ()> {
+    // A test that panicked while holding the lock poisons it; the lock guards
+    // no data, so carry on.
+    BROWSER.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Runs the Chromium driver on `page_url`, accepting the key with SPKI hash
 /// `spki`, forcing QUIC on `origin`, writing Chromium's netlog to `netlog`.
 /// Waits for any other browser run of this test binary to finish first (the
@@ -166,9 +174,7 @@ pub fn chromium_fetch(
 ) -> Result<RunOutput, String> {
     let python = interop_python()?;
     let chromium = chromium()?;
-    // A test that panicked while holding the lock poisons it; the lock guards
-    // no data, so carry on.
-    let _one_browser = BROWSER.lock().unwrap_or_else(|e| e.into_inner());
+    let _one_browser = one_browser();
     let mut cmd = Command::new(python);
     cmd.arg(chromium_driver())
         .arg("--chromium")

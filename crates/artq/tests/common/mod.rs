@@ -19,6 +19,10 @@
 //!   with [`quic_go_interop`] (quic-go's interop client and server),
 //!   [`netns`] (a network namespace per case, chroot jails), [`qlog`] (what
 //!   the client's qlogs say) and [`capture`] (`artq link --pcap` captures).
+//! - the edge (`artq serve --upstream`): [`nginx`] (a real HTTP/1.1 origin
+//!   whose access log counts what reached it), [`ffmpeg`] (a real live
+//!   encoder serving HTTP-FLV or MPEG-TS) and [`edge`] (the many-URL HTTP/3
+//!   fetcher and the Chromium live player with mpegts.js).
 //! - this module: test content, file comparison, locating binaries and python.
 
 // Each test binary compiles this module and uses a different subset of it.
@@ -26,9 +30,12 @@
 
 pub mod capture;
 pub mod certs;
+pub mod edge;
+pub mod ffmpeg;
 pub mod h3_peers;
 pub mod matrix;
 pub mod netns;
+pub mod nginx;
 pub mod process;
 pub mod qlog;
 pub mod quic_go_interop;
@@ -90,6 +97,14 @@ pub fn workspace_root() -> PathBuf {
         .and_then(Path::parent)
         .map(Path::to_path_buf)
         .expect("crates/artq has a grandparent: the workspace root")
+}
+
+/// Finds the program `name` in `$PATH`.
+pub fn which(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|p| p.is_file())
 }
 
 /// Writes `size` bytes from ChaCha8 seeded with `seed` to `path`.

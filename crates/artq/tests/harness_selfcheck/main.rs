@@ -10,11 +10,14 @@
 //! network is `artq link` (netem's relay, no QUIC), which they thereby
 //! validate too.
 //!
-//! One test binary in three files: the hq peers and the helpers here, the
-//! HTTP/3 peers in [`h3_peer_checks`], the matrix in [`matrix_cases`].
+//! One test binary in four files: the hq peers and the helpers here, the
+//! HTTP/3 peers in [`h3_peer_checks`], the matrix in [`matrix_cases`], and
+//! the edge tests' real components (nginx, ffmpeg, the many-URL HTTP/3
+//! fetcher, the Chromium live player) in [`edge_checks`].
 
 #[path = "../common/mod.rs"]
 mod common;
+mod edge_checks;
 mod h3_peer_checks;
 mod matrix_cases;
 
