@@ -289,6 +289,33 @@ pub trait ServerSession {
     /// Begins a graceful shutdown: refuse new requests (HTTP/3: GOAWAY)
     /// while the ones in flight complete.
     fn shutdown(&mut self, conn: &mut Connection);
+
+    /// The application will read the body of the request on `stream`
+    /// ([`ServerSession::read_request_body`]) instead of the session
+    /// discarding it. Call when the request is reported, before the next
+    /// [`ServerSession::poll`]. Protocols without request bodies
+    /// (hq-interop) ignore it.
+    fn stream_request_body(&mut self, stream: StreamId) {
+        let _ = stream;
+    }
+
+    /// Reads request body bytes of `stream` into `buf` (after
+    /// [`ServerSession::stream_request_body`]): `Ok(Some(n))`, `Ok(None)` at
+    /// the end of the request, `Err(Blocked)` when nothing is available
+    /// now; a reset or a malformed body is an error after which the
+    /// exchange is over (the session reset the stream). `now` is the
+    /// driver's time, used if a protocol error closes the connection.
+    /// Protocols without request bodies answer `Ok(None)`.
+    fn read_request_body(
+        &mut self,
+        now: Instant,
+        conn: &mut Connection,
+        stream: StreamId,
+        buf: &mut [u8],
+    ) -> Result<Option<usize>, BodyError> {
+        let _ = (now, conn, stream, buf);
+        Ok(None)
+    }
 }
 
 /// The client side of one connection's application protocol.

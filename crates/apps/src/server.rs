@@ -34,7 +34,7 @@ use crate::app::App;
 use crate::content::{decode_path, BodyChunk, Content, Resource};
 use crate::edge::{Edge, HeadPoll, OriginIo, ViewId};
 use crate::http::{
-    MessageError, Method, Request, ResponseHead, SendError, ServerEvent, ServerSession,
+    BodyError, MessageError, Method, Request, ResponseHead, SendError, ServerEvent, ServerSession,
 };
 use crate::protocol::Protocol;
 
@@ -60,6 +60,8 @@ enum Source {
         head_sent: bool,
         /// A HEAD request: the head alone.
         head_only: bool,
+        /// The request body is being forwarded to the origin.
+        uploading: bool,
     },
 }
 
@@ -222,6 +224,10 @@ impl HttpServer {
                                 .unwrap_or(Protocol::H3);
                             let client = conn.remote_address().ip();
                             let view = edge.open(now, upstream, &request, client, protocol);
+                            let uploading = edge.wants_request_body(view);
+                            if uploading {
+                                session.stream_request_body(stream);
+                            }
                             sc.exchanges.insert(
                                 stream,
                                 Exchange {
@@ -229,6 +235,7 @@ impl HttpServer {
                                         view,
                                         head_sent: false,
                                         head_only: request.method == Method::Head,
+                                        uploading,
                                     },
                                     leftover: Vec::new(),
                                     waiting: None,
@@ -326,11 +333,30 @@ impl HttpServer {
                     view,
                     head_sent,
                     head_only,
+                    uploading,
                 } => {
                     let Some(edge) = self.edge.as_mut() else {
                         done.push((id, true));
                         continue;
                     };
+                    if *uploading {
+                        match pump_upload(
+                            now,
+                            edge,
+                            *view,
+                            conn,
+                            session.as_mut(),
+                            id,
+                            &mut self.scratch,
+                        ) {
+                            Ok(still) => *uploading = still,
+                            Err(()) => {
+                                session.abort(conn, id);
+                                done.push((id, true));
+                                continue;
+                            }
+                        }
+                    }
                     match send_edge_head(
                         edge,
                         *view,
@@ -457,8 +483,7 @@ enum Route {
     /// To this upstream.
     Upstream(usize),
     /// Nowhere: answer this status (400 for a path that cannot be decoded
-    /// or that climbs with `..`, 405 for a method the edge does not
-    /// forward).
+    /// or that climbs with `..`, 405 for CONNECT).
     Refused(u16),
 }
 
@@ -477,8 +502,8 @@ fn route(edge: &Edge, request: &Request) -> Route {
     {
         return Route::Refused(400);
     }
-    // Request bodies are not forwarded yet: only the methods without one.
-    if !matches!(request.method, Method::Get | Method::Head) {
+    // CONNECT asks for a tunnel, not a resource: not an origin request.
+    if request.method.as_str() == "CONNECT" {
         return Route::Refused(405);
     }
     Route::Upstream(upstream)
@@ -534,6 +559,47 @@ fn send_edge_head(
     } else {
         let _ = session.finish(conn, id);
         EdgeHead::Finished
+    }
+}
+
+/// Forwards what arrived of an edge request's body to the origin, as far
+/// as the origin connection takes it. `Ok(true)` while more is to come,
+/// `Ok(false)` once the body ended (or the edge needs no more of it);
+/// `Err` when the body failed (the client reset it, it broke its
+/// content-length, or could not be framed): abort the exchange.
+fn pump_upload(
+    now: Instant,
+    edge: &mut Edge,
+    view: ViewId,
+    conn: &mut Connection,
+    session: &mut dyn ServerSession,
+    id: StreamId,
+    scratch: &mut Vec<u8>,
+) -> Result<bool, ()> {
+    if scratch.len() < CHUNK {
+        scratch.resize(CHUNK, 0);
+    }
+    loop {
+        if !edge.wants_request_body(view) {
+            return Ok(false);
+        }
+        let room = edge.request_body_room(view).min(scratch.len());
+        if room == 0 {
+            return Ok(true);
+        }
+        let buf = scratch.get_mut(..room).unwrap_or_default();
+        match session.read_request_body(now, conn, id, buf) {
+            Ok(Some(n)) => {
+                let data = buf.get(..n).unwrap_or_default();
+                edge.write_request_body(view, data).map_err(|_| ())?;
+            }
+            Ok(None) => {
+                edge.end_request_body(view).map_err(|_| ())?;
+                return Ok(false);
+            }
+            Err(BodyError::Blocked) => return Ok(true),
+            Err(_) => return Err(()),
+        }
     }
 }
 

@@ -73,6 +73,8 @@ struct Link {
     /// Bytes to write; `written` of them are gone.
     output: Vec<u8>,
     written: usize,
+    /// Bytes written since the connection opened.
+    written_total: u64,
     /// Bytes read and not yet consumed.
     input: Vec<u8>,
 }
@@ -106,6 +108,7 @@ impl OriginIo {
                 state: LinkState::Connecting,
                 output: Vec::new(),
                 written: 0,
+                written_total: 0,
                 input: Vec::new(),
             },
         );
@@ -135,6 +138,12 @@ impl OriginIo {
         self.links
             .get(&conn)
             .map_or(0, |l| l.output.len().saturating_sub(l.written))
+    }
+
+    /// Bytes the driver wrote on `conn` since it opened: how the edge
+    /// sees an origin taking a request body.
+    pub fn written_total(&self, conn: OriginConn) -> u64 {
+        self.links.get(&conn).map_or(0, |l| l.written_total)
     }
 
     /// What was read from `conn` and not yet consumed.
@@ -191,7 +200,9 @@ impl OriginIo {
     /// `n` bytes of [`OriginIo::outgoing`] were written.
     pub fn wrote(&mut self, conn: OriginConn, n: usize) {
         if let Some(link) = self.links.get_mut(&conn) {
-            link.written = (link.written + n).min(link.output.len());
+            let n = n.min(link.output.len().saturating_sub(link.written));
+            link.written += n;
+            link.written_total += n as u64;
             if link.written == link.output.len() {
                 link.output.clear();
                 link.written = 0;

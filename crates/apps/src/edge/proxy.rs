@@ -40,7 +40,7 @@ use wire::time::{Duration, Instant};
 
 use super::cache::{self, Cache};
 use super::headers;
-use super::http1::{self, Decoded, Framing, ResponseDecoder};
+use super::http1::{self, Decoded, Framing, RequestBodyEncoder, RequestFraming, ResponseDecoder};
 use super::live::{LiveFormat, LiveRelay, ViewerId, ViewerRead, DEFAULT_LIVE_BUFFER};
 use super::origin_io::{LinkState, OriginConn, OriginIo};
 use super::routes::Routes;
@@ -53,6 +53,11 @@ use crate::protocol::Protocol;
 /// input and what the transport's stream holds): the edge reads no more
 /// from the origin until the client takes some.
 pub const RESPONSE_BUFFER: usize = 256 * 1024;
+
+/// Most request body bytes waiting to be written to one origin
+/// connection: the server reads no more of the client's upload until the
+/// origin takes some.
+pub const UPLOAD_BUFFER: usize = 256 * 1024;
 
 /// How long an idle keep-alive connection to an origin is kept for reuse.
 pub const POOL_IDLE: Duration = Duration::from_secs(15);
@@ -152,6 +157,8 @@ struct OriginRequest {
     head_only: bool,
     /// Whether it may be sent again on a fresh connection (GET, HEAD).
     idempotent: bool,
+    /// How its body is framed (none for most GETs).
+    framing: RequestFraming,
 }
 
 /// Where a fetch's body goes.
@@ -203,6 +210,11 @@ struct Fetch {
     views: Vec<ViewId>,
     /// When the origin must have answered (head), or made progress (body).
     deadline: Instant,
+    /// The request body on its way to the origin: `None` when there is
+    /// none, or once it was sent whole.
+    upload: Option<RequestBodyEncoder>,
+    /// The connection's written bytes when the deadline was last set.
+    written: u64,
 }
 
 impl Fetch {
@@ -334,12 +346,17 @@ impl Edge {
         let Some(origin) = self.routes.upstreams().get(upstream) else {
             return self.insert_failed(id, 502);
         };
-        let fields = headers::origin_request_fields(
+        let mut fields = headers::origin_request_fields(
             request,
             client,
             &origin.authority,
             headers::received_protocol(protocol),
         );
+        let framing = match request_framing(request) {
+            Ok(framing) => framing,
+            Err(()) => return self.insert_failed(id, 400),
+        };
+        fields.extend(framing.field());
         let mut bytes = Vec::new();
         if let Err(e) =
             http1::write_request_head(&mut bytes, request.method.as_str(), &request.path, &fields)
@@ -352,7 +369,10 @@ impl Edge {
             request: Rc::new(request.clone()),
             bytes: Rc::new(bytes),
             head_only: request.method == Method::Head,
-            idempotent: matches!(request.method, Method::Get | Method::Head),
+            // A request with a body is never sent twice (its body is gone).
+            idempotent: matches!(request.method, Method::Get | Method::Head)
+                && framing == RequestFraming::None,
+            framing,
         };
         let key = (request.method == Method::Get && cache::request_may_use_cache(request))
             .then(|| format!("{upstream} {}", request.path));
@@ -478,6 +498,9 @@ impl Edge {
                 total: 0,
                 views: vec![view],
                 deadline: now + self.timeout,
+                upload: (request.framing != RequestFraming::None)
+                    .then(|| RequestBodyEncoder::new(request.framing)),
+                written: self.io.written_total(conn),
             },
         );
         Ok(id)
@@ -601,6 +624,85 @@ impl Edge {
                 }
             }
         }
+    }
+
+    /// Whether `view`'s request body is still to be sent: the server
+    /// reads it from the client ([`Edge::write_request_body`],
+    /// [`Edge::end_request_body`]) while this holds.
+    pub fn wants_request_body(&self, view: ViewId) -> bool {
+        self.upload_fetch(view).is_some()
+    }
+
+    /// How many request body bytes `view`'s origin connection takes now:
+    /// at most [`UPLOAD_BUFFER`] bytes wait to be written, so a slow
+    /// origin slows the client's upload (its flow control).
+    pub fn request_body_room(&self, view: ViewId) -> usize {
+        match self.upload_fetch(view).and_then(|id| self.fetches.get(&id)) {
+            Some(f) => UPLOAD_BUFFER.saturating_sub(self.io.unsent(f.conn)),
+            None => 0,
+        }
+    }
+
+    /// Forwards request body bytes of `view` to its origin. `Err` when the
+    /// body cannot be framed as its head said (the server resets the
+    /// client's stream; the origin connection is closed).
+    pub fn write_request_body(&mut self, view: ViewId, data: &[u8]) -> Result<(), String> {
+        let Some(id) = self.upload_fetch(view) else {
+            // The response ended first (an early answer): the rest of the
+            // body is not needed.
+            return Ok(());
+        };
+        let Some(f) = self.fetches.get_mut(&id) else {
+            return Ok(());
+        };
+        let conn = f.conn;
+        let Some(encoder) = f.upload.as_mut() else {
+            return Ok(());
+        };
+        self.scratch.clear();
+        let written = encoder.write(data, &mut self.scratch);
+        self.io.send(conn, &self.scratch);
+        self.scratch.clear();
+        written.map_err(|e| self.upload_failed(id, e.to_string()))
+    }
+
+    /// The client's request body ended: the framing is completed.
+    pub fn end_request_body(&mut self, view: ViewId) -> Result<(), String> {
+        let Some(id) = self.upload_fetch(view) else {
+            return Ok(());
+        };
+        let Some(f) = self.fetches.get_mut(&id) else {
+            return Ok(());
+        };
+        let conn = f.conn;
+        let Some(mut encoder) = f.upload.take() else {
+            return Ok(());
+        };
+        self.scratch.clear();
+        let finished = encoder.finish(&mut self.scratch);
+        self.io.send(conn, &self.scratch);
+        self.scratch.clear();
+        finished.map_err(|e| self.upload_failed(id, e.to_string()))
+    }
+
+    /// The fetch whose request body `view` still sends.
+    fn upload_fetch(&self, view: ViewId) -> Option<u64> {
+        let ViewState::Fetch { fetch, .. } = self.views.get(&view)?.state else {
+            return None;
+        };
+        let f = self.fetches.get(&fetch)?;
+        (f.upload.is_some() && matches!(f.phase, Phase::Head | Phase::Body)).then_some(fetch)
+    }
+
+    /// The request body of fetch `id` could not be sent: the exchange
+    /// fails (as an origin failure: 502 before the head, a reset after).
+    fn upload_failed(&mut self, id: u64, reason: String) -> String {
+        let reason = format!("request body: {reason}");
+        if let Some(f) = self.fetches.get_mut(&id) {
+            f.upload = None;
+        }
+        self.on_error(id, 400, reason.clone());
+        reason
     }
 
     /// The client's exchange is over (complete, or the client went away):
@@ -764,6 +866,15 @@ impl Edge {
         let Some(f) = self.fetches.get_mut(&id) else {
             return;
         };
+        // The clock of an answer starts when the request is sent whole: an
+        // origin taking our request body is making progress, and one
+        // waiting for the client's upload is not late.
+        let written = self.io.written_total(f.conn);
+        let awaiting_client = f.upload.is_some() && self.io.unsent(f.conn) == 0;
+        if written != f.written || (f.phase == Phase::Head && awaiting_client) {
+            f.written = written;
+            f.deadline = now + self.timeout;
+        }
         let state = self.io.state(f.conn).cloned();
         let drained = self.io.input(f.conn).is_empty();
         match state {
@@ -949,7 +1060,9 @@ impl Edge {
             Store::Private { .. } => {}
         }
         self.unjoin(id, key.as_deref());
+        let upload_done = self.fetches.get(&id).is_some_and(|f| f.upload.is_none());
         let reusable = keep_alive
+            && upload_done
             && self.io.input(conn).is_empty()
             && self.io.state(conn) == Some(&LinkState::Open);
         match self.pools.get_mut(upstream) {
@@ -1000,6 +1113,28 @@ impl Edge {
         }
         self.unjoin(id, key.as_deref());
         self.drop_connection(upstream, conn);
+    }
+}
+
+/// How a request's body goes to the origin: as long as its
+/// `content-length` says (`content-length: 0` included, which a POST
+/// must send); chunked when it has none and its method carries a body
+/// (POST, PUT, PATCH and unknown methods: an HTTP/3 request may stream a
+/// body of unknown length); none for the methods that carry none (GET,
+/// HEAD, DELETE, OPTIONS, TRACE without a length: a body such a client
+/// sends anyway has no meaning and is not forwarded). `Err` for an
+/// invalid length.
+fn request_framing(request: &Request) -> Result<RequestFraming, ()> {
+    let bodiless = matches!(
+        request.method.as_str(),
+        "GET" | "HEAD" | "DELETE" | "OPTIONS" | "TRACE"
+    );
+    match http1::content_length(&request.headers) {
+        Err(_) => Err(()),
+        Ok(Some(0)) if bodiless => Ok(RequestFraming::None),
+        Ok(Some(n)) => Ok(RequestFraming::Length(n)),
+        Ok(None) if bodiless => Ok(RequestFraming::None),
+        Ok(None) => Ok(RequestFraming::Chunked),
     }
 }
 

@@ -165,6 +165,71 @@ impl H3Client {
     }
 }
 
+impl H3Client {
+    /// Sends the head of `request` on a new stream and leaves the stream
+    /// open for a body: write it with [`H3Client::send_request_body`], end
+    /// it with [`H3Client::finish_request`]. (Requests without a body go
+    /// through [`ClientSession::send_request`].)
+    pub fn open_request(
+        &mut self,
+        conn: &mut Connection,
+        request: &Request,
+    ) -> Result<StreamId, SendError> {
+        if self.failed || conn.is_closed() {
+            return Err(SendError::NotReady("the connection is closed"));
+        }
+        if conn.is_handshaking() {
+            return Err(SendError::NotReady("the handshake is not complete"));
+        }
+        if self.is_going_away() {
+            return Err(SendError::NotReady("the server sent GOAWAY"));
+        }
+        let fields = message::request_fields(request).map_err(SendError::NotReady)?;
+        let peer_limit = self
+            .control
+            .peer
+            .settings
+            .and_then(|s| s.max_field_section_size);
+        let frame = message::headers_frame(&fields, peer_limit).map_err(SendError::NotReady)?;
+        let id = conn.streams().open(Dir::Bi).ok_or(SendError::NoStream)?;
+        let mut ex = Exchange::default();
+        ex.send.queue(&frame);
+        if let Err(e) = ex.send.flush(conn, id) {
+            if e != WriteError::Blocked {
+                let _ = conn.streams().reset(id, H3_REQUEST_CANCELLED);
+                let _ = conn.streams().stop_sending(id, H3_REQUEST_CANCELLED);
+                return Err(SendError::Stream(e));
+            }
+        }
+        self.exchanges.insert(id, ex);
+        Ok(id)
+    }
+
+    /// Writes request body bytes on a stream of [`H3Client::open_request`];
+    /// returns how many were taken (`Err(Stream(Blocked))` if none fit).
+    pub fn send_request_body(
+        &mut self,
+        conn: &mut Connection,
+        id: StreamId,
+        data: &[u8],
+    ) -> Result<usize, SendError> {
+        let ex = self
+            .exchanges
+            .get_mut(&id)
+            .ok_or(SendError::Stream(WriteError::UnknownStream))?;
+        ex.send.send_body(conn, id, data)
+    }
+
+    /// Ends the request body of a stream of [`H3Client::open_request`].
+    pub fn finish_request(&mut self, conn: &mut Connection, id: StreamId) -> Result<(), SendError> {
+        let ex = self
+            .exchanges
+            .get_mut(&id)
+            .ok_or(SendError::Stream(WriteError::UnknownStream))?;
+        ex.send.finish(conn, id)
+    }
+}
+
 impl ClientSession for H3Client {
     fn on_connected(&mut self, conn: &mut Connection) {
         self.control.start();

@@ -1,6 +1,9 @@
 //! The server's reading side of a request stream (RFC 9114 §4.1): HEADERS,
-//! then DATA (the body, which this server ignores), then optional trailers,
-//! with unknown frames skipped anywhere.
+//! then DATA (the body), then optional trailers, with unknown frames
+//! skipped anywhere. The first DATA payload is held until the application
+//! decides: it reads the body ([`RequestReader::stream_body`], then
+//! [`RequestReader::read_body`]: the edge forwards it to an origin) or
+//! lets it be discarded ([`RequestReader::skip_body`]).
 
 use super::error::H3Error;
 use super::frame::{self, StreamKind};
@@ -48,6 +51,10 @@ pub enum RequestRead {
     /// The client reset the stream with this code (or the transport
     /// forgot it).
     Reset(u64),
+    /// A DATA payload is waiting: the application reads it with
+    /// [`RequestReader::read_body`], or, once it skipped the body, the next
+    /// [`RequestReader::read`] discards it.
+    Body,
 }
 
 /// The reading side of one request stream.
@@ -55,6 +62,19 @@ pub enum RequestRead {
 pub struct RequestReader {
     cursor: FrameCursor,
     phase: Phase,
+    /// What happens to DATA payloads.
+    body: BodyMode,
+}
+
+/// Whether the application reads the request body.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum BodyMode {
+    /// Not decided yet: the first DATA payload is held until it is.
+    Undecided,
+    /// DATA payloads are discarded.
+    Skip,
+    /// DATA payloads go to the application ([`RequestReader::read_body`]).
+    Stream,
 }
 
 impl Default for RequestReader {
@@ -62,11 +82,102 @@ impl Default for RequestReader {
         RequestReader {
             cursor: FrameCursor::default(),
             phase: Phase::Head,
+            body: BodyMode::Undecided,
         }
     }
 }
 
+/// What [`RequestReader::read_body`] read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RequestBodyRead {
+    /// Body bytes copied into the caller's buffer.
+    Data(usize),
+    /// The request ended (FIN; trailers are read and dropped).
+    End,
+    /// Nothing more now.
+    Blocked,
+    /// The body did not match the content-length.
+    LengthMismatch,
+    /// The client reset the stream with this code.
+    Reset(u64),
+}
+
 impl RequestReader {
+    /// From now on, DATA payloads are handed to the application
+    /// ([`RequestReader::read_body`]) instead of being skipped. Call before
+    /// the body is read, i.e. as soon as the request head is reported.
+    pub fn stream_body(&mut self) {
+        if self.body == BodyMode::Undecided {
+            self.body = BodyMode::Stream;
+        }
+    }
+
+    /// The application does not want the body: it is discarded (a held
+    /// DATA payload included) as [`RequestReader::read`] goes on.
+    pub fn skip_body(&mut self) {
+        if self.body == BodyMode::Undecided {
+            self.body = BodyMode::Skip;
+        }
+    }
+
+    /// Whether the body goes to the application.
+    pub fn streams_body(&self) -> bool {
+        self.body == BodyMode::Stream
+    }
+
+    /// Whether the fate of the body is still open.
+    pub fn body_undecided(&self) -> bool {
+        self.body == BodyMode::Undecided
+    }
+
+    /// Body bytes of the current DATA frame are held for the application:
+    /// [`RequestReader::read`] must not be called until they are read or
+    /// the body is skipped (it would discard them).
+    pub fn holds_body(&self) -> bool {
+        self.body != BodyMode::Skip && self.cursor.streamed_remaining() > 0
+    }
+
+    /// Reads body bytes into `buf` (only after [`RequestReader::stream_body`]).
+    /// `Err` is a connection error.
+    pub fn read_body(
+        &mut self,
+        src: &mut impl ByteSource,
+        buf: &mut [u8],
+    ) -> Result<RequestBodyRead, H3Error> {
+        if self.body != BodyMode::Stream || self.phase == Phase::Head {
+            return Ok(RequestBodyRead::Blocked);
+        }
+        loop {
+            if self.cursor.streamed_remaining() > 0 {
+                return match self.cursor.read_streamed(src, buf)? {
+                    Ok(n) => Ok(RequestBodyRead::Data(n)),
+                    Err(Step::Reset(code)) => {
+                        self.phase = Phase::Done;
+                        Ok(RequestBodyRead::Reset(code))
+                    }
+                    Err(Step::Gone) => {
+                        self.phase = Phase::Done;
+                        Ok(RequestBodyRead::Reset(0))
+                    }
+                    Err(_) => Ok(RequestBodyRead::Blocked),
+                };
+            }
+            if self.phase == Phase::Done {
+                return Ok(RequestBodyRead::End);
+            }
+            match self.read(src)? {
+                RequestRead::Body => continue,
+                RequestRead::End => return Ok(RequestBodyRead::End),
+                RequestRead::LengthMismatch => return Ok(RequestBodyRead::LengthMismatch),
+                RequestRead::Reset(code) => return Ok(RequestBodyRead::Reset(code)),
+                RequestRead::Incomplete => return Ok(RequestBodyRead::Reset(0)),
+                RequestRead::Blocked | RequestRead::Request(_) | RequestRead::Bad(_) => {
+                    return Ok(RequestBodyRead::Blocked)
+                }
+            }
+        }
+    }
+
     /// Nothing more will be read (the request was refused or ended).
     pub fn is_done(&self) -> bool {
         self.phase == Phase::Done
@@ -164,11 +275,17 @@ impl RequestReader {
                     content_length,
                     received,
                 };
-                self.cursor.skip(h);
                 if content_length.is_some_and(|l| received > l) {
+                    self.cursor.skip(h);
                     self.phase = Phase::Done;
                     return Ok(Some(RequestRead::LengthMismatch));
                 }
+                if self.body != BodyMode::Skip && h.len > 0 {
+                    // Held (undecided) or for the application.
+                    self.cursor.stream(h);
+                    return Ok(Some(RequestRead::Body));
+                }
+                self.cursor.skip(h);
                 Ok(None)
             }
             (frame::DATA, _) => Err(H3Error::unexpected("DATA after the trailers")),
@@ -245,6 +362,10 @@ mod tests {
             if r == RequestRead::Blocked {
                 return Ok(out);
             }
+            if matches!(r, RequestRead::Request(_)) {
+                // An application that does not want the body.
+                reader.skip_body();
+            }
             out.push(r);
             if reader.is_done() {
                 return Ok(out);
@@ -309,5 +430,55 @@ mod tests {
         write_frame(&mut long, DATA, b"abcd");
         let reads = read_all(&long, false).unwrap();
         assert_eq!(reads[1], RequestRead::LengthMismatch);
+    }
+
+    #[test]
+    fn a_streamed_body_is_read_by_the_application() {
+        let mut fields = GET.to_vec();
+        fields.push(("content-length", "9"));
+        let mut bytes = headers(&fields);
+        write_frame(&mut bytes, DATA, b"abcd");
+        write_frame(&mut bytes, 0x21, b"grease");
+        write_frame(&mut bytes, DATA, b"efghi");
+        bytes.extend_from_slice(&headers(&[("x-trailer", "1")]));
+        let mut reader = RequestReader::default();
+        let mut src = SliceSource::new(&bytes, true);
+        assert!(matches!(reader.read(&mut src), Ok(RequestRead::Request(_))));
+        // Undecided: the first DATA payload is held, not discarded.
+        assert_eq!(reader.read(&mut src), Ok(RequestRead::Body));
+        assert!(reader.holds_body());
+        reader.stream_body();
+        let mut body = Vec::new();
+        let mut buf = [0u8; 3];
+        loop {
+            match reader.read_body(&mut src, &mut buf).unwrap() {
+                RequestBodyRead::Data(n) => body.extend_from_slice(&buf[..n]),
+                RequestBodyRead::End => break,
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(body, b"abcdefghi");
+        assert!(reader.is_done());
+    }
+
+    #[test]
+    fn a_streamed_body_shorter_than_its_length_is_refused() {
+        let mut fields = GET.to_vec();
+        fields.push(("content-length", "9"));
+        let mut bytes = headers(&fields);
+        write_frame(&mut bytes, DATA, b"abcd");
+        let mut reader = RequestReader::default();
+        let mut src = SliceSource::new(&bytes, true);
+        assert!(matches!(reader.read(&mut src), Ok(RequestRead::Request(_))));
+        reader.stream_body();
+        let mut buf = [0u8; 16];
+        assert_eq!(
+            reader.read_body(&mut src, &mut buf),
+            Ok(RequestBodyRead::Data(4))
+        );
+        assert_eq!(
+            reader.read_body(&mut src, &mut buf),
+            Ok(RequestBodyRead::LengthMismatch)
+        );
     }
 }

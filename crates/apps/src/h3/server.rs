@@ -15,14 +15,16 @@ use super::error::{
 use super::frame::Settings;
 use super::message;
 use super::reader::{ByteSource, ConnStream};
-use super::request_reader::{RequestRead, RequestReader};
+use super::request_reader::{RequestBodyRead, RequestRead, RequestReader};
 use super::writer::SendState;
-use crate::http::{MessageError, ResponseHead, SendError, ServerEvent, ServerSession};
+use crate::http::{BodyError, MessageError, ResponseHead, SendError, ServerEvent, ServerSession};
 
 /// Most bytes read from one request stream: the request head (at most
 /// [`crate::http::MAX_FIELD_SECTION`]) and whatever else a client sends
-/// (unknown frames, a body this server ignores, trailers), so a request
-/// stream cannot make us read without end. Before the head is complete,
+/// (unknown frames, a body the application ignores, trailers), so a
+/// request stream cannot make us read without end. A body the application
+/// reads ([`ServerSession::stream_request_body`]) does not count: the
+/// application bounds it. Before the head is complete,
 /// more is refused as too large (431, H3_EXCESSIVE_LOAD); after it, reading
 /// stops with H3_NO_ERROR and the response still completes (RFC 9114
 /// §4.1.1: a server that does not need the rest of a request may abort
@@ -167,11 +169,28 @@ impl H3Server {
     fn read_requests(&mut self, conn: &mut Connection) -> Result<(), H3Error> {
         let ids: Vec<StreamId> = self.exchanges.keys().copied().collect();
         for id in ids {
+            self.read_request(conn, id)?;
+        }
+        Ok(())
+    }
+
+    /// Reads request stream `id` as far as it goes now; pushes events.
+    /// `Err` is a connection error.
+    fn read_request(&mut self, conn: &mut Connection, id: StreamId) -> Result<(), H3Error> {
+        {
             let Some(ex) = self.exchanges.get_mut(&id) else {
-                continue;
+                return Ok(());
             };
+            // Body bytes held for the application stay where they are: it
+            // reads them with `read_request_body`, or skips them.
+            if ex.reader.holds_body() {
+                return Ok(());
+            }
             while !ex.reading_over() {
-                if ex.read > MAX_REQUEST_STREAM_BYTES {
+                // A body the application reads is bounded by flow control
+                // and the application's reading, not by this limit (which
+                // then counts frame headers only).
+                if ex.read > MAX_REQUEST_STREAM_BYTES && !ex.reader.streams_body() {
                     if ex.reported {
                         // The request is known; the rest is not needed.
                         ex.stop_reading(conn, id, H3_NO_ERROR);
@@ -202,6 +221,9 @@ impl H3Server {
                             request,
                         });
                     }
+                    // A DATA payload held until the application decides,
+                    // or for it to read (`read_request_body`).
+                    RequestRead::Body => break,
                     RequestRead::Bad(error) => {
                         // Stop the upload; the application answers 4xx on
                         // our half (or aborts, which resets it).
@@ -322,6 +344,13 @@ impl ServerSession for H3Server {
             self.fail(now, conn, error);
             return None;
         }
+        // Every event was delivered: an application that heard of a
+        // request and did not ask for its body does not want it.
+        for ex in self.exchanges.values_mut() {
+            if ex.reported && ex.reader.body_undecided() {
+                ex.reader.skip_body();
+            }
+        }
         let result = self.control.poll(conn).and_then(|()| {
             self.accept_requests(conn);
             self.read_requests(conn)
@@ -386,6 +415,16 @@ impl ServerSession for H3Server {
         if !ex.final_head {
             return Err(SendError::NotReady("no final response head was sent"));
         }
+        if ex.reader.body_undecided() {
+            // Nobody asked for the body: what already arrived of the
+            // request is read (and its body discarded) before reading
+            // stops, so a malformed rest is still caught.
+            ex.reader.skip_body();
+            if let Err(e) = self.read_request(conn, stream) {
+                self.deferred.get_or_insert(e);
+            }
+        }
+        let ex = self.exchange(conn, stream)?;
         // The response is complete: whatever the client still sends on the
         // request stream is not needed (RFC 9114 §4.1.1, H3_NO_ERROR).
         ex.stop_reading(conn, stream, H3_NO_ERROR);
@@ -413,6 +452,59 @@ impl ServerSession for H3Server {
         let _ = conn.streams().reset(stream, code);
         if !ex.reading_over() {
             let _ = conn.streams().stop_sending(stream, code);
+        }
+    }
+
+    fn stream_request_body(&mut self, stream: StreamId) {
+        if let Some(ex) = self.exchanges.get_mut(&stream) {
+            ex.reader.stream_body();
+        }
+    }
+
+    fn read_request_body(
+        &mut self,
+        now: Instant,
+        conn: &mut Connection,
+        stream: StreamId,
+        buf: &mut [u8],
+    ) -> Result<Option<usize>, BodyError> {
+        if self.failed {
+            return Err(BodyError::Protocol("the connection failed".into()));
+        }
+        let Some(ex) = self.exchanges.get_mut(&stream) else {
+            return Err(BodyError::UnknownStream);
+        };
+        if ex.read_stopped || ex.reset {
+            return Err(BodyError::UnknownStream);
+        }
+        let read = ex.reader.read_body(
+            &mut ConnStream {
+                conn: &mut *conn,
+                id: stream,
+            },
+            buf,
+        );
+        match read {
+            Ok(RequestBodyRead::Data(n)) => Ok(Some(n)),
+            Ok(RequestBodyRead::End) => Ok(None),
+            Ok(RequestBodyRead::Blocked) => Err(BodyError::Blocked),
+            Ok(RequestBodyRead::LengthMismatch) => {
+                // RFC 9114 §4.1.2: a malformed request, after the fact.
+                let _ = conn.streams().stop_sending(stream, H3_MESSAGE_ERROR);
+                let _ = conn.streams().reset(stream, H3_MESSAGE_ERROR);
+                ex.reset = true;
+                Err(BodyError::Reset(H3_MESSAGE_ERROR))
+            }
+            Ok(RequestBodyRead::Reset(code)) => {
+                let _ = conn.streams().reset(stream, H3_REQUEST_CANCELLED);
+                ex.reset = true;
+                Err(BodyError::Reset(code))
+            }
+            Err(error) => {
+                let reason = error.reason;
+                self.fail(now, conn, error);
+                Err(BodyError::Protocol(reason.to_string()))
+            }
         }
     }
 
