@@ -48,6 +48,14 @@ enum Command {
     /// answered with the file's bytes and FIN (a refusal resets the stream).
     /// Paths are confined to --root. Prints `listening on ADDR (protocols)`
     /// once bound; SIGINT/SIGTERM shut it down gracefully (GOAWAY).
+    ///
+    /// As a CDN edge (--upstream), requests under an upstream's prefix are
+    /// forwarded to that HTTP/1.1 origin and its responses relayed as they
+    /// arrive: every method but CONNECT, bodies both ways, cacheable
+    /// responses kept in memory (--cache-size), live HTTP-FLV and MPEG-TS
+    /// streams fetched once and shared by their viewers; 502 for an origin
+    /// that cannot be reached or answers garbage, 504 for one slower than
+    /// --upstream-timeout (docs/edge.md).
     Serve(ServeArgs),
     /// Download a URL (https://host:port/path) over HTTP/3 or hq-interop
     /// and print size, time and goodput.

@@ -654,3 +654,102 @@ fn client_cancelling_a_download_closes_the_origin_connection_within_a_second() {
 fn client_closing_its_connection_closes_the_origin_connection_within_a_second() {
     client_leaving_closes_origin_connection("close");
 }
+
+/// The resident size of process `pid`, in bytes (`VmRSS` of
+/// `/proc/PID/status`).
+fn rss_bytes(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_else(|e| panic!("cannot read /proc/{pid}/status: {e}"));
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map(|kb| kb * 1024)
+        .unwrap_or_else(|| panic!("no VmRSS in /proc/{pid}/status"))
+}
+
+/// How many slow clients [`many_slow_clients_keep_the_server_small`] runs.
+const SLOW_CLIENTS: usize = 200;
+
+/// The memory bound of docs/edge.md ("Memory and limits") for clients
+/// whose flow-control window is 1 MB: 256 KiB of body waiting for the
+/// client, 64 KiB of origin input, one 64 KiB chunk, the 1 MB the window
+/// lets the transport hold unacknowledged, and the connection's own state,
+/// rounded up to 3 MiB a client, above a 64 MiB base.
+const SLOW_CLIENT_BOUND: u64 = 64 * 1024 * 1024 + SLOW_CLIENTS as u64 * 3 * 1024 * 1024;
+
+/// 200 clients download a 100 MB file that nginx serves, through the edge,
+/// slowly (all behind one 20 Mbit/s link: about 0.1 Mbit/s each, with 1 MB
+/// flow-control windows): the edge reads the origin only as fast as each
+/// client takes the data, so its resident size stays under the documented
+/// bound (without backpressure it would read 100 MB per client from a
+/// loopback origin).
+#[test]
+fn many_slow_clients_keep_the_server_small() {
+    let _heavy = heavy();
+    let scratch = Scratch::new();
+    scratch.served_file("big", 100_000_000, 77);
+    let nginx = Nginx::start(&scratch.root(), scratch.path(), "").unwrap_or_else(|e| panic!("{e}"));
+    let (edge, edge_addr) = spawn_edge(&scratch, &nginx.origin_url(), &[]);
+    thread::sleep(Duration::from_millis(300));
+    let baseline = rss_bytes(edge.id());
+    let link_args: Vec<String> = ["--bw", "20", "--rtt", "40"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let (_link, link_addr) = common::spawn_link(&scratch, edge_addr, &link_args);
+    let url = format!("https://{link_addr}/big");
+    let mut clients: Vec<process::ChildGuard> = (0..SLOW_CLIENTS)
+        .map(|i| {
+            let mut cmd = std::process::Command::new(common::artq_bin());
+            cmd.args([
+                "get",
+                "--insecure",
+                "--recv-window",
+                "1MB",
+                "--timeout",
+                "40",
+            ])
+            .arg("-o")
+            .arg(scratch.out(&format!("slow-{i}")))
+            .arg(&url);
+            process::spawn_guarded(cmd, &format!("slow-client-{i}"), &scratch.logs())
+                .unwrap_or_else(|e| panic!("{e}"))
+        })
+        .collect();
+    // Every client connected and receiving, then the server's peak.
+    let start = Instant::now();
+    let mut peak = 0;
+    while start.elapsed() < Duration::from_secs(25) {
+        peak = peak.max(rss_bytes(edge.id()));
+        thread::sleep(Duration::from_millis(250));
+    }
+    let receiving = (0..SLOW_CLIENTS)
+        .filter(|i| std::fs::metadata(scratch.out(&format!("slow-{i}"))).is_ok_and(|m| m.len() > 0))
+        .count();
+    // The clients go; the edge closes its origin connections and nginx logs
+    // what it sent (kernel buffers included).
+    clients.clear();
+    thread::sleep(Duration::from_secs(2));
+    let origin_sent: u64 = nginx.access_entries().iter().map(|e| e.bytes_sent).sum();
+    eprintln!(
+        "nginx sent {:.1} MB in all for {SLOW_CLIENTS} requests of 100 MB",
+        origin_sent as f64 / 1e6
+    );
+    eprintln!(
+        "{SLOW_CLIENTS} slow clients: edge RSS {:.1} MiB at rest, peak {:.1} MiB \
+         ({:.2} MiB a client above the base), bound {:.0} MiB; {receiving} receiving",
+        baseline as f64 / 1048576.0,
+        peak as f64 / 1048576.0,
+        peak.saturating_sub(baseline) as f64 / 1048576.0 / SLOW_CLIENTS as f64,
+        SLOW_CLIENT_BOUND as f64 / 1048576.0,
+    );
+    assert!(
+        receiving >= SLOW_CLIENTS * 9 / 10,
+        "only {receiving} of {SLOW_CLIENTS} clients received anything"
+    );
+    assert!(
+        peak < SLOW_CLIENT_BOUND,
+        "the edge's RSS reached {peak} bytes with {SLOW_CLIENTS} slow clients (bound {SLOW_CLIENT_BOUND})"
+    );
+}

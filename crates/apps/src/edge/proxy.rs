@@ -163,8 +163,8 @@ struct OriginRequest {
 
 /// Where a fetch's body goes.
 enum Store {
-    /// One reader: bytes from `base` on, dropped as they are read.
-    Private { buf: VecDeque<u8>, base: u64 },
+    /// One reader: the bytes it has not read yet, dropped as it reads.
+    Private { buf: VecDeque<u8> },
     /// Many readers, each from the start: every byte kept (the response
     /// is cacheable and at most the cache's largest object).
     Shared {
@@ -493,7 +493,6 @@ impl Edge {
                 head: None,
                 store: Store::Private {
                     buf: VecDeque::new(),
-                    base: 0,
                 },
                 total: 0,
                 views: vec![view],
@@ -596,12 +595,15 @@ impl Edge {
                     return Err("the origin response is gone".into());
                 };
                 let n = match &mut f.store {
-                    Store::Private { buf: body, base } => {
+                    Store::Private { buf: body } => {
                         let n = body.len().min(buf.len());
-                        for (dst, src) in buf.iter_mut().zip(body.drain(..n)) {
-                            *dst = src;
+                        let (front, back) = body.as_slices();
+                        let first = front.len().min(n);
+                        copy_into(buf, front, first);
+                        if let Some(rest) = buf.get_mut(first..) {
+                            copy_into(rest, back, n - first);
                         }
-                        *base += n as u64;
+                        body.drain(..n);
                         n
                     }
                     Store::Shared { buf: body, .. } => {
@@ -1022,7 +1024,7 @@ impl Edge {
         }
         f.total += self.scratch.len() as u64;
         match &mut f.store {
-            Store::Private { buf, .. } => buf.extend(self.scratch.iter().copied()),
+            Store::Private { buf, .. } => buf.extend(self.scratch.iter()),
             Store::Shared { buf, .. } => buf.extend_from_slice(&self.scratch),
             Store::Live(relay) => relay.push(&self.scratch),
         }
