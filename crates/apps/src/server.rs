@@ -315,20 +315,9 @@ impl HttpServer {
                 }
             }
             ex.waiting = None;
-            let pumped = match &mut ex.source {
-                Source::Local(body) => {
-                    let body = BodyRef::Local(body.as_mut());
-                    pump_one(
-                        now,
-                        conn,
-                        session.as_mut(),
-                        id,
-                        &mut ex.leftover,
-                        &mut ex.waiting,
-                        body,
-                        &mut self.scratch,
-                    )
-                }
+            // The body to pump, or how the exchange stands without one.
+            let body = match &mut ex.source {
+                Source::Local(body) => Ok(BodyRef::Local(body.as_mut())),
                 Source::Edge {
                     view,
                     head_sent,
@@ -357,7 +346,7 @@ impl HttpServer {
                             }
                         }
                     }
-                    match send_edge_head(
+                    let sent = send_edge_head(
                         edge,
                         *view,
                         head_sent,
@@ -366,25 +355,27 @@ impl HttpServer {
                         conn,
                         session.as_mut(),
                         id,
-                    ) {
-                        EdgeHead::Pending => Pumped::Later,
-                        EdgeHead::Finished => Pumped::Done,
-                        EdgeHead::Failed => Pumped::Aborted,
-                        EdgeHead::Body => {
-                            let body = BodyRef::Edge(edge, *view);
-                            pump_one(
-                                now,
-                                conn,
-                                session.as_mut(),
-                                id,
-                                &mut ex.leftover,
-                                &mut ex.waiting,
-                                body,
-                                &mut self.scratch,
-                            )
-                        }
+                    );
+                    match sent {
+                        EdgeHead::Pending => Err(Pumped::Later),
+                        EdgeHead::Finished => Err(Pumped::Done),
+                        EdgeHead::Failed => Err(Pumped::Aborted),
+                        EdgeHead::Body => Ok(BodyRef::Edge(edge, *view)),
                     }
                 }
+            };
+            let pumped = match body {
+                Ok(body) => pump_one(
+                    now,
+                    conn,
+                    session.as_mut(),
+                    id,
+                    &mut ex.leftover,
+                    &mut ex.waiting,
+                    body,
+                    &mut self.scratch,
+                ),
+                Err(pumped) => pumped,
             };
             match pumped {
                 Pumped::Later => {}

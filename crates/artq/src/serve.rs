@@ -251,6 +251,25 @@ pub fn run(opts: ServeOptions) -> Result<()> {
             signal: Some(&stop),
         },
     )?;
+    if let Some(edge) = host.app::<HttpServer>().and_then(HttpServer::edge) {
+        let c = edge.counters();
+        eprintln!(
+            "artq serve: edge: {} requests, {} sent to origins ({} on reused connections), \
+             {} cache hits, {} stored, {} shared another's origin response; {} answered 502, \
+             {} 504, {} 503; {} cut after the head; {} live viewers cut for falling behind",
+            c.requests,
+            c.origin_requests,
+            c.connections_reused,
+            c.cache_hits,
+            c.cache_stores,
+            c.coalesced,
+            c.bad_gateway,
+            c.gateway_timeout,
+            c.unavailable,
+            c.aborted,
+            c.live_cut,
+        );
+    }
     let s = host.endpoint().stats();
     eprintln!(
         "artq serve: shut down; admission: {} Initials dropped without state, {} refused, \

@@ -395,7 +395,10 @@ fn benchmark_live_freezes_by_scheme() {
         .split(',')
         .map(str::to_string)
         .collect();
-    let mut rows: Vec<(String, u64, f64, f64, f64)> = Vec::new();
+    /// One run: scheme, seed, freezes per 100 s, frozen ms per 100 s,
+    /// seconds played.
+    type Row = (String, u64, f64, f64, f64);
+    let mut rows: Vec<Row> = Vec::new();
     for seed in 1..=seeds {
         for scheme in &schemes {
             let scratch = Scratch::new();
@@ -448,7 +451,7 @@ fn benchmark_live_freezes_by_scheme() {
     eprintln!("\nscheme   runs  freezes/100s (mean ± sd)  frozen ms/100s (mean ± sd)");
     for scheme in &schemes {
         let of: Vec<_> = rows.iter().filter(|r| &r.0 == scheme).collect();
-        let stat = |f: &dyn Fn(&(String, u64, f64, f64, f64)) -> f64| {
+        let stat = |f: &dyn Fn(&Row) -> f64| {
             let n = of.len() as f64;
             let mean = of.iter().map(|r| f(r)).sum::<f64>() / n;
             let var = of.iter().map(|r| (f(r) - mean).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);

@@ -344,25 +344,31 @@ fn read_request_head(stream: &mut TcpStream, log: &OriginLog) -> bool {
     true
 }
 
+/// Reads and discards what `stream` (with a read timeout set) receives
+/// until the peer closes it, it fails, `deadline` passes or `stop` says so.
+fn read_until_closed(stream: &mut TcpStream, deadline: Instant, stop: impl Fn() -> bool) {
+    let mut buf = [0u8; 4096];
+    while !stop() && Instant::now() < deadline {
+        match stream.read(&mut buf) {
+            Ok(0) => return,
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => return,
+        }
+    }
+}
+
 fn serve_origin_connection(mut stream: TcpStream, mode: OriginMode, log: &OriginLog) {
     let deadline = Instant::now() + Duration::from_secs(90);
     match mode {
         OriginMode::Silent => {
             // Hold the connection, never answer, until the test ends.
-            let mut buf = [0u8; 4096];
             let _ = stream.set_read_timeout(Some(Duration::from_millis(100)));
-            while !log.stop.load(Ordering::SeqCst) && Instant::now() < deadline {
-                match stream.read(&mut buf) {
-                    Ok(0) => return,
-                    Ok(_) => {}
-                    Err(e)
-                        if matches!(
-                            e.kind(),
-                            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                        ) => {}
-                    Err(_) => return,
-                }
-            }
+            read_until_closed(&mut stream, deadline, || log.stop.load(Ordering::SeqCst));
         }
         OriginMode::CutShort { length, sent } => {
             if !read_request_head(&mut stream, log) {
@@ -404,20 +410,8 @@ fn serve_origin_connection(mut stream: TcpStream, mode: OriginMode, log: &Origin
                 let closed = Arc::clone(&closed);
                 let _ = reader.set_read_timeout(Some(Duration::from_millis(50)));
                 thread::spawn(move || {
-                    let mut buf = [0u8; 4096];
                     let until = Instant::now() + Duration::from_secs(90);
-                    while Instant::now() < until && !closed.load(Ordering::SeqCst) {
-                        match reader.read(&mut buf) {
-                            Ok(0) => break,
-                            Ok(_) => {}
-                            Err(e)
-                                if matches!(
-                                    e.kind(),
-                                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                                ) => {}
-                            Err(_) => break,
-                        }
-                    }
+                    read_until_closed(&mut reader, until, || closed.load(Ordering::SeqCst));
                     closed.store(true, Ordering::SeqCst);
                 });
             }

@@ -20,8 +20,9 @@ use super::proxy::RESPONSE_BUFFER;
 use super::{Edge, EdgeOptions, Routes, Upstream};
 use crate::app::App;
 use crate::content::Mounts;
+use crate::h3::tests::{read_downloads, Download};
 use crate::h3::H3Client;
-use crate::http::{BodyError, ClientEvent, ClientSession, Field, Method, Request, ResponseHead};
+use crate::http::{ClientSession, Field, Method, Request, ResponseHead};
 use crate::server::{HttpServer, ServerOptions};
 
 /// The origin's address as the edge knows it.
@@ -60,18 +61,6 @@ pub struct OriginSide {
     pub taken: usize,
     /// End of stream was reported.
     pub eof_reported: bool,
-}
-
-/// What the client got for one request.
-#[derive(Debug, Default)]
-pub struct Download {
-    pub head: Option<ResponseHead>,
-    pub body: Vec<u8>,
-    pub done: bool,
-    pub error: Option<BodyError>,
-    pub failed: Option<String>,
-    /// The client stops reading after this many body bytes.
-    pub read_limit: Option<usize>,
 }
 
 /// An HTTP/3 client, an edge server and a scripted origin.
@@ -181,6 +170,26 @@ impl EdgeHarness {
         self.downloads.insert(id, Download::default());
         self.uploads.insert(id, (body, 0));
         id
+    }
+
+    /// Sends a GET of `path` and runs until the origin has received it;
+    /// returns the request stream and the origin connection it came on.
+    pub fn get_at_origin(&mut self, path: &str) -> (StreamId, OriginConn) {
+        let id = self.get(path);
+        let line = format!("GET {path} HTTP/1.1\r\n");
+        let arrived = self.run(Duration::from_secs(1), |h| {
+            h.origin
+                .values()
+                .any(|o| String::from_utf8_lossy(&o.received).contains(&line))
+        });
+        assert!(arrived, "the request for {path} did not reach the origin");
+        let conn = self
+            .origin
+            .iter()
+            .find(|(_, o)| String::from_utf8_lossy(&o.received).contains(&line))
+            .map(|(&c, _)| c)
+            .expect("the connection it came on");
+        (id, conn)
     }
 
     /// The edge's counters.
@@ -296,43 +305,13 @@ impl EdgeHarness {
                 *sent += 1;
             }
         }
-        while conn.poll_event().is_some() {}
-        while let Some(event) = self.client.poll(now, conn) {
-            match event {
-                ClientEvent::Response { stream, head } => {
-                    self.downloads.entry(stream).or_default().head = Some(head);
-                }
-                ClientEvent::Failed { stream, reason } => {
-                    self.downloads.entry(stream).or_default().failed = Some(reason);
-                }
-            }
-        }
-        for (&id, d) in self.downloads.iter_mut() {
-            if d.head.is_none() || d.done || d.error.is_some() {
-                continue;
-            }
-            loop {
-                let want = match d.read_limit {
-                    Some(limit) => limit.saturating_sub(d.body.len()).min(self.buf.len()),
-                    None => self.buf.len(),
-                };
-                if want == 0 {
-                    break;
-                }
-                match self.client.read_body(now, conn, id, &mut self.buf[..want]) {
-                    Ok(Some(n)) => d.body.extend_from_slice(&self.buf[..n]),
-                    Ok(None) => {
-                        d.done = true;
-                        break;
-                    }
-                    Err(BodyError::Blocked) => break,
-                    Err(e) => {
-                        d.error = Some(e);
-                        break;
-                    }
-                }
-            }
-        }
+        read_downloads(
+            &mut self.client,
+            conn,
+            now,
+            &mut self.downloads,
+            &mut self.buf,
+        );
     }
 
     /// Turns and steps until `done` holds or `limit` of virtual time
@@ -488,9 +467,7 @@ fn an_origin_that_does_not_answer_gives_504_at_the_timeout() {
 #[test]
 fn a_malformed_origin_response_gives_502() {
     let mut h = EdgeHarness::new(0);
-    let id = h.get("/bad");
-    assert!(h.run(Duration::from_secs(1), |h| !h.origin.is_empty()));
-    let c = h.conn(0);
+    let (id, c) = h.get_at_origin("/bad");
     h.respond(
         c,
         b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\ncontent-length: 6\r\n\r\nhello",
@@ -503,9 +480,7 @@ fn a_malformed_origin_response_gives_502() {
 #[test]
 fn an_origin_that_ends_early_resets_the_clients_stream() {
     let mut h = EdgeHarness::new(0);
-    let id = h.get("/short");
-    assert!(h.run(Duration::from_secs(1), |h| !h.origin.is_empty()));
-    let c = h.conn(0);
+    let (id, c) = h.get_at_origin("/short");
     h.respond(c, b"HTTP/1.1 200 OK\r\ncontent-length: 100000\r\n\r\n");
     h.respond(c, &[7; 40_000]);
     h.origin_close(c);
@@ -528,9 +503,7 @@ fn an_origin_that_ends_early_resets_the_clients_stream() {
 #[test]
 fn a_chunked_and_a_close_delimited_body_are_relayed_whole() {
     let mut h = EdgeHarness::new(0);
-    let a = h.get("/chunked");
-    assert!(h.run(Duration::from_secs(1), |h| !h.origin.is_empty()));
-    let c = h.conn(0);
+    let (a, c) = h.get_at_origin("/chunked");
     h.respond(c, b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\n6;ext=1\r\n world\r\n0\r\n\r\n");
     assert!(h.finish(Duration::from_secs(1)));
     assert_eq!(h.downloads[&a].body, b"hello world");
@@ -590,9 +563,7 @@ fn a_slow_client_slows_the_origin_and_the_edge_holds_a_bounded_amount() {
 #[test]
 fn a_client_that_goes_away_closes_the_origin_connection() {
     let mut h = EdgeHarness::new(0);
-    let id = h.get("/big");
-    assert!(h.run(Duration::from_secs(1), |h| !h.origin.is_empty()));
-    let c = h.conn(0);
+    let (id, c) = h.get_at_origin("/big");
     h.respond(c, b"HTTP/1.1 200 OK\r\ncontent-length: 50000000\r\n\r\n");
     h.respond(c, &vec![1; 1 << 20]);
     assert!(
@@ -645,9 +616,7 @@ fn concurrent_misses_make_one_origin_request_and_later_requests_hit_the_cache() 
 fn a_response_that_may_not_be_shared_is_fetched_again_for_each_waiting_request() {
     let mut h = EdgeHarness::new(1 << 20);
     let a = h.get("/private");
-    let b = h.get("/private");
-    assert!(h.run(Duration::from_secs(1), |h| !h.origin.is_empty()));
-    let c = h.conn(0);
+    let (b, c) = h.get_at_origin("/private");
     h.respond(
         c,
         &response(200, &[("cache-control", "private, max-age=60")], b"mine"),
@@ -744,9 +713,7 @@ const FLV_SAMPLE: &[u8] = include_bytes!("../../tests/data/edge/testsrc2-160x90.
 #[test]
 fn viewers_of_a_live_path_share_one_origin_request_and_late_joiners_start_at_a_keyframe() {
     let mut h = EdgeHarness::new(0);
-    let first = h.get("/live/cam.flv");
-    assert!(h.run(Duration::from_secs(1), |h| !h.origin.is_empty()));
-    let c = h.conn(0);
+    let (first, c) = h.get_at_origin("/live/cam.flv");
     // An encoder's own HTTP output: no length, the stream ends when it
     // closes.
     h.respond(c, b"HTTP/1.1 200 OK\r\ncontent-type: video/x-flv\r\n\r\n");
@@ -794,9 +761,7 @@ fn viewers_of_a_live_path_share_one_origin_request_and_late_joiners_start_at_a_k
 #[test]
 fn the_last_viewer_leaving_a_live_stream_closes_its_origin_request() {
     let mut h = EdgeHarness::new(0);
-    let id = h.get("/live/cam.flv");
-    assert!(h.run(Duration::from_secs(1), |h| !h.origin.is_empty()));
-    let c = h.conn(0);
+    let (id, c) = h.get_at_origin("/live/cam.flv");
     h.respond(
         c,
         b"HTTP/1.1 200 OK\r\ncontent-type: video/x-flv\r\ntransfer-encoding: chunked\r\n\r\n",

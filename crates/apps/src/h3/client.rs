@@ -243,33 +243,15 @@ impl ClientSession for H3Client {
         conn: &mut Connection,
         request: &Request,
     ) -> Result<StreamId, SendError> {
-        if self.failed || conn.is_closed() {
-            return Err(SendError::NotReady("the connection is closed"));
-        }
-        if conn.is_handshaking() {
-            return Err(SendError::NotReady("the handshake is not complete"));
-        }
-        if self.is_going_away() {
-            return Err(SendError::NotReady("the server sent GOAWAY"));
-        }
-        let fields = message::request_fields(request).map_err(SendError::NotReady)?;
-        let peer_limit = self
-            .control
-            .peer
-            .settings
-            .and_then(|s| s.max_field_section_size);
-        let frame = message::headers_frame(&fields, peer_limit).map_err(SendError::NotReady)?;
-        let id = conn.streams().open(Dir::Bi).ok_or(SendError::NoStream)?;
-        let mut ex = Exchange::default();
-        ex.send.queue(&frame);
+        let id = self.open_request(conn, request)?;
         // The body is empty: FIN right after HEADERS (now or on a later
         // poll if the send buffer is full).
-        if let Err(e) = ex.send.finish(conn, id) {
+        if let Err(e) = self.finish_request(conn, id) {
+            self.exchanges.remove(&id);
             let _ = conn.streams().reset(id, H3_REQUEST_CANCELLED);
             let _ = conn.streams().stop_sending(id, H3_REQUEST_CANCELLED);
             return Err(e);
         }
-        self.exchanges.insert(id, ex);
         Ok(id)
     }
 

@@ -111,7 +111,7 @@ pub mod server;
 pub mod writer;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 pub use client::H3Client;
 pub use error::H3Error;

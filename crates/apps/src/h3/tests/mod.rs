@@ -41,6 +41,58 @@ pub struct Download {
     pub error: Option<BodyError>,
     /// `Failed` was reported with this reason.
     pub failed: Option<String>,
+    /// The client stops reading after this many body bytes (a slow
+    /// reader).
+    pub read_limit: Option<usize>,
+}
+
+/// The test client application: takes what the client session reports
+/// and reads the bodies of `downloads` (each up to its `read_limit`) into
+/// them, with `buf` as the read buffer.
+pub fn read_downloads(
+    client: &mut H3Client,
+    conn: &mut Connection,
+    now: wire::time::Instant,
+    downloads: &mut BTreeMap<StreamId, Download>,
+    buf: &mut [u8],
+) {
+    while conn.poll_event().is_some() {}
+    while let Some(event) = client.poll(now, conn) {
+        match event {
+            ClientEvent::Response { stream, head } => {
+                downloads.entry(stream).or_default().head = Some(head);
+            }
+            ClientEvent::Failed { stream, reason } => {
+                downloads.entry(stream).or_default().failed = Some(reason);
+            }
+        }
+    }
+    for (&id, d) in downloads.iter_mut() {
+        if d.head.is_none() || d.done || d.error.is_some() {
+            continue;
+        }
+        loop {
+            let want = match d.read_limit {
+                Some(limit) => limit.saturating_sub(d.body.len()).min(buf.len()),
+                None => buf.len(),
+            };
+            let Some(into) = buf.get_mut(..want).filter(|b| !b.is_empty()) else {
+                break;
+            };
+            match client.read_body(now, conn, id, into) {
+                Ok(Some(n)) => d.body.extend_from_slice(&into[..n]),
+                Ok(None) => {
+                    d.done = true;
+                    break;
+                }
+                Err(BodyError::Blocked) => break,
+                Err(e) => {
+                    d.error = Some(e);
+                    break;
+                }
+            }
+        }
+    }
 }
 
 /// A client and a server over one connection pair, either side optionally
@@ -151,36 +203,7 @@ impl Harness {
             pump(server, conn, files, outgoing);
         }
         if let (Some(client), Some(conn)) = (client.as_mut(), pair.client_opt()) {
-            while conn.poll_event().is_some() {}
-            while let Some(event) = client.poll(now, conn) {
-                match event {
-                    ClientEvent::Response { stream, head } => {
-                        downloads.entry(stream).or_default().head = Some(head);
-                    }
-                    ClientEvent::Failed { stream, reason } => {
-                        downloads.entry(stream).or_default().failed = Some(reason);
-                    }
-                }
-            }
-            for (&id, d) in downloads.iter_mut() {
-                if d.head.is_none() || d.done || d.error.is_some() {
-                    continue;
-                }
-                loop {
-                    match client.read_body(now, conn, id, buf) {
-                        Ok(Some(n)) => d.body.extend_from_slice(&buf[..n]),
-                        Ok(None) => {
-                            d.done = true;
-                            break;
-                        }
-                        Err(BodyError::Blocked) => break,
-                        Err(e) => {
-                            d.error = Some(e);
-                            break;
-                        }
-                    }
-                }
-            }
+            read_downloads(client, conn, now, downloads, buf);
         }
     }
 
