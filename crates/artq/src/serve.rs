@@ -211,8 +211,11 @@ pub fn run(opts: ServeOptions) -> Result<()> {
         new_token_lifetime: Some(AdmissionConfig::DEFAULT_NEW_TOKEN_LIFETIME),
         ..AdmissionConfig::default()
     };
-    let endpoint =
-        Endpoint::new(EndpointConfig::new(opts.seed, Some(server)).with_admission(admission));
+    let endpoint = Endpoint::new(
+        EndpointConfig::new(opts.seed, Some(server))
+            .with_admission(admission)
+            .with_transmit_burst(crate::udp::MAX_BATCH),
+    );
     let stats_json: Option<Box<dyn Write>> = match &opts.stats_json {
         None => None,
         Some(p) if p.as_os_str() == "-" => Some(Box::new(io::stdout())),

@@ -42,8 +42,11 @@ use wire::time::Instant;
 const SOCKET_BUFFER: usize = 8 << 20;
 /// Largest datagram we read.
 const MAX_DATAGRAM: usize = 65_536;
-/// Most datagrams batched into one GSO send.
-const MAX_BATCH: usize = 32;
+/// Most datagrams batched into one GSO send: also how many a server's
+/// endpoint takes from one connection in a row
+/// (`EndpointConfig::transmit_burst`), so that such a batch can form when
+/// several connections send at once.
+pub const MAX_BATCH: usize = 32;
 /// Largest GSO send, bytes (the UDP payload limit).
 const MAX_BATCH_BYTES: usize = 65_000;
 

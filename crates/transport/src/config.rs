@@ -184,6 +184,13 @@ pub struct EndpointConfig {
     /// How a server admits new connections: limits on state created for
     /// unvalidated addresses, Retry, address-validation tokens.
     pub admission: AdmissionConfig,
+    /// Most datagrams [`crate::Endpoint::poll_transmit`] takes from one
+    /// connection in a row before it moves on to the next (round robin).
+    /// 1, the default, alternates at every datagram (the simulator's
+    /// order). A real driver sets it to its GSO batch: consecutive
+    /// datagrams of one connection share a destination and leave in one
+    /// system call, where alternating destinations cost one call each.
+    pub transmit_burst: usize,
 }
 
 impl EndpointConfig {
@@ -195,6 +202,7 @@ impl EndpointConfig {
             local_cid_len: 8,
             server,
             admission: AdmissionConfig::default(),
+            transmit_burst: 1,
         }
     }
 
@@ -214,6 +222,13 @@ impl EndpointConfig {
     /// pass [`RngSeed::Secret`] with 256 bits from the OS RNG).
     pub fn with_rng_seed(mut self, seed: RngSeed) -> Self {
         self.rng_seed = seed;
+        self
+    }
+
+    /// The same endpoint taking up to `burst` datagrams from one
+    /// connection in a row ([`EndpointConfig::transmit_burst`]).
+    pub fn with_transmit_burst(mut self, burst: usize) -> Self {
+        self.transmit_burst = burst.max(1);
         self
     }
 

@@ -115,6 +115,9 @@ pub struct Endpoint {
     responses: VecDeque<(SocketAddr, Vec<u8>)>,
     incoming: VecDeque<ConnectionHandle>,
     next_poll: usize,
+    /// The connection that sent last, and how many more datagrams it may
+    /// send in a row ([`EndpointConfig::transmit_burst`]).
+    burst: Option<(usize, usize)>,
     /// Drained connections kept until the application has read their
     /// last events (ConnectionLost in particular).
     drained: BTreeSet<usize>,
@@ -152,6 +155,7 @@ impl Endpoint {
             responses: VecDeque::new(),
             incoming: VecDeque::new(),
             next_poll: 0,
+            burst: None,
             drained: BTreeSet::new(),
             unvalidated: UnvalidatedSet::default(),
             client_tokens: BTreeMap::new(),
@@ -492,6 +496,17 @@ impl Endpoint {
                 ecn: None,
             });
         }
+        // The connection that sent last goes on while its burst lasts.
+        if let Some((idx, left)) = self.burst.take() {
+            if let Some(slot) = self.connections.get_mut(&idx) {
+                let t = slot.conn.poll_transmit(now, buf);
+                self.process_endpoint_events(ConnectionHandle(idx));
+                if let Some(t) = t {
+                    self.burst = (left > 1).then_some((idx, left - 1));
+                    return Some(t);
+                }
+            }
+        }
         // Round robin: start after the connection that sent last.
         let mut cursor = self.next_poll;
         for _ in 0..self.connections.len() {
@@ -512,6 +527,8 @@ impl Endpoint {
             self.process_endpoint_events(ConnectionHandle(idx));
             if let Some(t) = t {
                 self.next_poll = idx + 1;
+                let more = self.config.transmit_burst.saturating_sub(1);
+                self.burst = (more > 0).then_some((idx, more));
                 return Some(t);
             }
         }
