@@ -135,6 +135,7 @@ fn run_over_udp(
                 when_finished: true,
                 deadline: Some(deadline),
                 signal: None,
+                handshake_of: None,
             },
         )
     });
@@ -152,6 +153,7 @@ fn run_over_udp(
                 when_finished: true,
                 deadline: Some(deadline),
                 signal: None,
+                handshake_of: None,
             },
         )
         .expect("the client finishes before the deadline");

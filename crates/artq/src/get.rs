@@ -34,6 +34,9 @@ pub struct GetOptions {
     pub url: String,
     /// Output file; standard output when absent.
     pub output: Option<PathBuf>,
+    /// How long the handshake may take before `artq get` gives up, naming
+    /// the address that did not answer.
+    pub handshake_timeout: std::time::Duration,
     /// Transport settings (receive window, congestion control).
     pub transport: TransportConfig,
     /// Skip certificate verification.
@@ -385,12 +388,43 @@ fn fetch(
             })
             .unwrap_or_default()
     };
+    // First the handshake, within its own timeout: a server that does
+    // not answer is named at once, not after the idle timeout.
+    let handshake_by = (std::time::Instant::now() + opts.handshake_timeout).min(deadline);
+    let first = driver.run(
+        host,
+        Stop {
+            when_finished: true,
+            deadline: Some(handshake_by),
+            signal: None,
+            handshake_of: Some(h),
+        },
+    );
+    match first {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::TimedOut => {
+            let remote = host
+                .endpoint()
+                .connection(h)
+                .map(|c| c.remote_address().to_string())
+                .unwrap_or_default();
+            bail!(
+                "timed out after {:?}: no answer from {remote}, the handshake did not \
+                 complete (--handshake-timeout {:?}, --timeout {:?})",
+                opts.handshake_timeout.min(opts.timeout),
+                opts.handshake_timeout,
+                opts.timeout
+            )
+        }
+        Err(e) => return Err(e.into()),
+    }
     match driver.run(
         host,
         Stop {
             when_finished: true,
             deadline: Some(deadline),
             signal: None,
+            handshake_of: None,
         },
     ) {
         Ok(()) => {}

@@ -295,6 +295,11 @@ struct GetArgs {
     /// Give up after this many seconds.
     #[arg(long, default_value_t = 120.0)]
     timeout: f64,
+    /// Give up when the handshake has not completed after this many
+    /// seconds (nothing answers at the address, or every answer is lost),
+    /// naming the address.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
+    handshake_timeout: f64,
     /// Write a qlog (JSON-SEQ) of the connection to this file.
     #[arg(long)]
     qlog: Option<PathBuf>,
@@ -453,6 +458,10 @@ fn run(cli: Cli) -> Result<()> {
                 a.timeout.is_finite() && a.timeout > 0.0,
                 "--timeout must be a positive number of seconds"
             );
+            anyhow::ensure!(
+                a.handshake_timeout.is_finite() && a.handshake_timeout > 0.0,
+                "--handshake-timeout must be a positive number of seconds"
+            );
             let mut transport = a.transport.config("quic")?;
             transport.follow_preferred_address = !a.no_preferred_address;
             transport.versions = vec![a.quic_version];
@@ -463,6 +472,7 @@ fn run(cli: Cli) -> Result<()> {
                 insecure: a.insecure,
                 ca: a.ca,
                 timeout: StdDuration::from_secs_f64(a.timeout.min(1e9)),
+                handshake_timeout: StdDuration::from_secs_f64(a.handshake_timeout.min(1e9)),
                 qlog: a.qlog,
                 protocol: a.alpn,
                 seed: a.transport.rng_seed()?,

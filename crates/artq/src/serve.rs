@@ -252,6 +252,7 @@ pub fn run(opts: ServeOptions) -> Result<()> {
             when_finished: false,
             deadline: None,
             signal: Some(&stop),
+            handshake_of: None,
         },
     )?;
     if let Some(edge) = host.app::<HttpServer>().and_then(HttpServer::edge) {

@@ -84,6 +84,10 @@ pub struct Stop<'a> {
     /// When this flag becomes true (a signal), shut the application down
     /// gracefully and stop when it is finished or after [`SHUTDOWN_GRACE`].
     pub signal: Option<&'a AtomicBool>,
+    /// Stop (`Ok`) as soon as this connection's handshake is over (it is
+    /// established, or gone): a client's first phase, bounded by its
+    /// handshake timeout.
+    pub handshake_of: Option<transport::ConnectionHandle>,
 }
 
 /// One bound socket.
@@ -194,6 +198,15 @@ impl Driver {
             had_connections = busy;
             if stop.when_finished && host.is_finished() {
                 return Ok(());
+            }
+            if let Some(h) = stop.handshake_of {
+                if host
+                    .endpoint()
+                    .connection(h)
+                    .is_none_or(|c| !c.is_handshaking())
+                {
+                    return Ok(());
+                }
             }
             if let Some(by) = shutdown_by {
                 let ep = host.endpoint();

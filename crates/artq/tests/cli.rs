@@ -343,6 +343,34 @@ fn get_times_out_against_a_silent_port() {
     let out = process::run_with_deadline(cmd, DEADLINE).unwrap();
     assert!(!out.status.success());
     assert!(out.stderr.contains("timed out"), "{}", out.stderr);
+    assert!(out.stderr.contains(&addr.to_string()), "{}", out.stderr);
+}
+
+/// Nobody answers, and the overall timeout is long: `get` gives up at the
+/// handshake timeout (default 10 s; 1 s here), naming the address, not
+/// after the 30-s idle timeout.
+#[test]
+fn get_gives_up_at_the_handshake_timeout_naming_the_address() {
+    let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let addr = silent.local_addr().unwrap();
+    let mut cmd = artq();
+    cmd.arg("get").arg(format!("https://{addr}/x")).args([
+        "--insecure",
+        "--timeout",
+        "60",
+        "--handshake-timeout",
+        "1",
+    ]);
+    let start = std::time::Instant::now();
+    let out = process::run_with_deadline(cmd, DEADLINE).unwrap();
+    let took = start.elapsed();
+    assert!(!out.status.success());
+    assert!(
+        out.stderr.contains("handshake did not complete") && out.stderr.contains(&addr.to_string()),
+        "{}",
+        out.stderr
+    );
+    assert!(took < Duration::from_secs(10), "took {took:?}");
 }
 
 #[test]
