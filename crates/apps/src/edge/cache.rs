@@ -460,11 +460,12 @@ impl Cache {
         &mut self,
         key: String,
         head: ResponseHead,
-        body: Vec<u8>,
+        body: impl Into<Rc<[u8]>>,
         now: Instant,
         lifetime: Duration,
         origin_age: Duration,
     ) {
+        let body: Rc<[u8]> = body.into();
         let size = entry_size(&key, &head, body.len());
         if self.capacity == 0 || size > self.max_object || origin_age >= lifetime {
             return;
@@ -486,7 +487,7 @@ impl Cache {
             key,
             Entry {
                 head,
-                body: Rc::from(body),
+                body,
                 stored_at: now,
                 lifetime,
                 origin_age,

@@ -121,12 +121,12 @@ pub struct EdgeCounters {
     pub requests: u64,
     /// Requests sent to origins (retries included).
     pub origin_requests: u64,
-    /// Requests answered from the cache.
+    /// Requests answered from the cache (the cache's own count).
     pub cache_hits: u64,
     /// Requests that read another request's origin response (waiting on
     /// it, sharing a cacheable one, or joining a live stream).
     pub coalesced: u64,
-    /// Responses stored in the cache.
+    /// Responses stored in the cache (the cache's own count).
     pub cache_stores: u64,
     /// Live viewers cut off for falling behind.
     pub live_cut: u64,
@@ -317,7 +317,11 @@ impl Edge {
 
     /// What the edge has done so far.
     pub fn counters(&self) -> EdgeCounters {
-        self.counters
+        EdgeCounters {
+            cache_hits: self.cache.hits(),
+            cache_stores: self.cache.stores(),
+            ..self.counters
+        }
     }
 
     /// The cache (its counters).
@@ -376,39 +380,13 @@ impl Edge {
         };
         let key = (request.method == Method::Get && cache::request_may_use_cache(request))
             .then(|| format!("{upstream} {}", request.path));
-        if let Some(key) = &key {
-            if let Some(hit) = self.cache.get(key, now) {
-                self.counters.cache_hits += 1;
-                self.views.insert(
-                    id,
-                    View {
-                        request: Some(origin_request),
-                        state: ViewState::Cached {
-                            head: hit.head,
-                            body: hit.body,
-                            pos: 0,
-                        },
-                    },
-                );
-                return id;
-            }
-            if let Some(&fetch) = self.joinable.get(key) {
-                if let Some(state) = self.join(fetch, id) {
-                    self.counters.coalesced += 1;
-                    self.views.insert(
-                        id,
-                        View {
-                            request: Some(origin_request),
-                            state,
-                        },
-                    );
-                    return id;
-                }
-            }
-        }
-        let state = match self.start(now, &origin_request, key, id) {
-            Ok(fetch) => ViewState::Fetch { fetch, offset: 0 },
-            Err(status) => self.failed_state(status),
+        let shared = key.as_deref().and_then(|k| self.answer_shared(now, k, id));
+        let state = match shared {
+            Some(state) => state,
+            None => match self.start(now, &origin_request, key, id) {
+                Ok(fetch) => ViewState::Fetch { fetch, offset: 0 },
+                Err(status) => self.failed_state(status),
+            },
         };
         self.views.insert(
             id,
@@ -418,6 +396,23 @@ impl Edge {
             },
         );
         id
+    }
+
+    /// What answers view `view` of the URL `key` without a request of its
+    /// own: a fresh cache entry, or another request's origin response that
+    /// can still be shared. `None` when it needs its own.
+    fn answer_shared(&mut self, now: Instant, key: &str, view: ViewId) -> Option<ViewState> {
+        if let Some(hit) = self.cache.get(key, now) {
+            return Some(ViewState::Cached {
+                head: hit.head,
+                body: hit.body,
+                pos: 0,
+            });
+        }
+        let fetch = *self.joinable.get(key)?;
+        let state = self.join(fetch, view)?;
+        self.counters.coalesced += 1;
+        Some(state)
     }
 
     /// A view that failed before reaching an origin.
@@ -1046,16 +1041,31 @@ impl Edge {
                 lifetime,
                 origin_age,
             } => {
+                // The body is kept once: the cache's entry and the readers
+                // still on it share it, and the fetch lets it go.
+                let body: Rc<[u8]> = Rc::from(std::mem::take(buf));
                 if let (Some(k), Some(head)) = (&key, &f.head) {
                     self.cache.insert(
                         k.clone(),
                         head.clone(),
-                        buf.clone(),
+                        Rc::clone(&body),
                         now,
                         *lifetime,
                         *origin_age,
                     );
-                    self.counters.cache_stores += 1;
+                }
+                let head = f.head.clone().unwrap_or_else(|| ResponseHead::new(200));
+                for v in std::mem::take(&mut f.views) {
+                    let Some(view) = self.views.get_mut(&v) else {
+                        continue;
+                    };
+                    if let ViewState::Fetch { offset, .. } = view.state {
+                        view.state = ViewState::Cached {
+                            head: head.clone(),
+                            body: Rc::clone(&body),
+                            pos: usize::try_from(offset).unwrap_or(usize::MAX),
+                        };
+                    }
                 }
             }
             Store::Live(relay) => relay.finish(true),
