@@ -55,11 +55,10 @@ from chromium_cdp import (  # noqa: E402  (after the path set-up above)
     EXIT_PAGE,
     DriverError,
     chromium_flags,
-    netlog_summary,
+    report_failure,
     open_tab,
     start_chromium,
     stop_chromium,
-    tail,
     wait_for_result,
 )
 
@@ -180,11 +179,7 @@ def main(argv: list[str] | None = None) -> int:
         if code == 0:
             return 0
         print(f"error: {message}", file=sys.stderr)
-        print(f"chromium: {binary} {' '.join(flags)} {page_url}", file=sys.stderr)
-        if args.netlog:
-            print(f"netlog {args.netlog} (QUIC events):\n{netlog_summary(args.netlog)}",
-                  file=sys.stderr)
-        print(f"chromium log tail:\n{tail(log_path)}", file=sys.stderr)
+        report_failure(binary, flags, page_url, args.netlog, log_path)
         return code
 
 

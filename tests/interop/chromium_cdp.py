@@ -28,6 +28,7 @@ import os
 import queue
 import signal
 import subprocess
+import sys
 import threading
 import time
 
@@ -337,3 +338,14 @@ def tail(path: str) -> str:
         return "(no log)"
     lines = [line for line in text.splitlines() if "dbus" not in line]
     return "\n".join(lines)[-LOG_TAIL_BYTES:]
+
+
+def report_failure(binary: str, flags: list[str], url: str, netlog: str | None,
+                   log_path: str) -> None:
+    """Says on stderr how Chromium was run and what it logged: its command
+    line, the QUIC events of its netlog (when one was written) and the
+    end of its log. Every driver prints this when a run fails."""
+    print(f"chromium: {binary} {' '.join(flags)} {url}", file=sys.stderr)
+    if netlog:
+        print(f"netlog {netlog} (QUIC events):\n{netlog_summary(netlog)}", file=sys.stderr)
+    print(f"chromium log tail:\n{tail(log_path)}", file=sys.stderr)

@@ -52,10 +52,9 @@ from chromium_cdp import (
     DriverError,
     chromium_flags,
     load_page,
-    netlog_summary,
+    report_failure,
     start_chromium,
     stop_chromium,
-    tail,
 )
 
 
@@ -130,11 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {message}", file=sys.stderr)
         if result:
             print(f"result: {json.dumps(result, sort_keys=True)}", file=sys.stderr)
-        print(f"chromium: {binary} {' '.join(flags)} {args.url}", file=sys.stderr)
-        if args.netlog:
-            print(f"netlog {args.netlog} (QUIC events):\n{netlog_summary(args.netlog)}",
-                  file=sys.stderr)
-        print(f"chromium log tail:\n{tail(log_path)}", file=sys.stderr)
+        report_failure(binary, flags, args.url, args.netlog, log_path)
         return code
 
 

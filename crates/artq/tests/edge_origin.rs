@@ -344,6 +344,16 @@ fn read_request_head(stream: &mut TcpStream, log: &OriginLog) -> bool {
     true
 }
 
+/// Writes a 200 head announcing `length` bytes of body; false if the edge
+/// is gone.
+fn write_head(stream: &mut TcpStream, length: u64) -> bool {
+    let head = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n\
+         Content-Length: {length}\r\n\r\n"
+    );
+    stream.write_all(head.as_bytes()).is_ok()
+}
+
 /// Reads and discards what `stream` (with a read timeout set) receives
 /// until the peer closes it, it fails, `deadline` passes or `stop` says so.
 fn read_until_closed(stream: &mut TcpStream, deadline: Instant, stop: impl Fn() -> bool) {
@@ -374,11 +384,7 @@ fn serve_origin_connection(mut stream: TcpStream, mode: OriginMode, log: &Origin
             if !read_request_head(&mut stream, log) {
                 return;
             }
-            let head = format!(
-                "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n\
-                 Content-Length: {length}\r\n\r\n"
-            );
-            if stream.write_all(head.as_bytes()).is_err() {
+            if !write_head(&mut stream, length) {
                 return;
             }
             let chunk = vec![0x5au8; 64 * 1024];
@@ -397,11 +403,7 @@ fn serve_origin_connection(mut stream: TcpStream, mode: OriginMode, log: &Origin
             if !read_request_head(&mut stream, log) {
                 return;
             }
-            let head = format!(
-                "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n\
-                 Content-Length: {length}\r\n\r\n"
-            );
-            if stream.write_all(head.as_bytes()).is_err() {
+            if !write_head(&mut stream, length) {
                 return;
             }
             // A reader notices the edge's FIN or RST; a writer its RST.
