@@ -47,6 +47,13 @@ impl Method {
         }
     }
 
+    /// A safe method (RFC 9110 §9.2.1: GET, HEAD, OPTIONS, TRACE): one a
+    /// server may answer from replayable 0-RTT data.
+    pub fn is_safe(&self) -> bool {
+        matches!(self, Method::Get | Method::Head)
+            || matches!(self.as_str(), "OPTIONS" | "TRACE")
+    }
+
     /// The method a token names.
     pub fn from_token(token: &str) -> Method {
         match token {
@@ -353,4 +360,20 @@ pub trait ClientSession {
         stream: StreamId,
         buf: &mut [u8],
     ) -> Result<Option<usize>, BodyError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Method;
+
+    /// What `artq serve --0rtt` answers from early data (RFC 9110 §9.2.1).
+    #[test]
+    fn safe_methods_are_the_read_only_ones() {
+        for m in ["GET", "HEAD", "OPTIONS", "TRACE"] {
+            assert!(Method::from_token(m).is_safe(), "{m}");
+        }
+        for m in ["POST", "PUT", "DELETE", "PATCH", "CONNECT", "get"] {
+            assert!(!Method::from_token(m).is_safe(), "{m}");
+        }
+    }
 }

@@ -83,12 +83,71 @@ impl BodyRef<'_> {
 /// A response whose body is being sent.
 struct Exchange {
     source: Source,
+    /// What the request log will say of it (with a log only).
+    log: Option<LogEntry>,
     /// Body bytes read but not yet taken by the session (what a short write
     /// left over); empty, with no capacity, most of the time.
     leftover: Vec<u8>,
     /// The body has nothing now; retry at this time (or on the next turn).
     waiting: Option<Option<Instant>>,
 }
+
+/// A request as the log will show it, while its response is under way.
+struct LogEntry {
+    method: String,
+    path: String,
+    started: Instant,
+    /// The response's status once its head went out (0 before).
+    status: u16,
+    /// Body bytes handed to the stream.
+    bytes: u64,
+}
+
+impl LogEntry {
+    fn of(request: &Request, now: Instant, status: u16) -> LogEntry {
+        LogEntry {
+            method: request.method.as_str().to_string(),
+            path: request.path.clone(),
+            started: now,
+            status,
+            bytes: 0,
+        }
+    }
+}
+
+/// One request whose exchange is over, for an access log
+/// ([`HttpServer::with_request_log`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RequestRecord {
+    /// The connection it came on.
+    pub connection: ConnectionHandle,
+    /// The client's address then.
+    pub remote: std::net::SocketAddr,
+    /// The connection's ALPN (`h3`, `hq-interop`).
+    pub alpn: String,
+    /// The method (empty for a request too malformed to have one).
+    pub method: String,
+    /// The path with its query (empty likewise).
+    pub path: String,
+    /// The response's status; 0 when no response head was sent.
+    pub status: u16,
+    /// Response body bytes handed to the transport.
+    pub bytes: u64,
+    /// When the request was read.
+    pub started: Instant,
+    /// When its exchange ended.
+    pub ended: Instant,
+    /// The whole response was sent (false: aborted, cancelled by the
+    /// client, or its connection ended first).
+    pub completed: bool,
+    /// The connection's lost packets so far.
+    pub lost_packets: u64,
+    /// The connection's replicas so far (the recovery scheme's cost).
+    pub replicas: u64,
+}
+
+/// Receives every finished request ([`HttpServer::with_request_log`]).
+pub type RequestLog = Box<dyn FnMut(&RequestRecord)>;
 
 /// How pumping one response ended this turn.
 enum Pumped {
@@ -149,6 +208,8 @@ pub struct HttpServer {
     accepted: u64,
     shutting_down: bool,
     counters: ServerCounters,
+    /// Told of every finished request, when there is an access log.
+    request_log: Option<RequestLog>,
 }
 
 impl HttpServer {
@@ -164,7 +225,62 @@ impl HttpServer {
             accepted: 0,
             shutting_down: false,
             counters: ServerCounters::default(),
+            request_log: None,
         }
+    }
+
+    /// Tells `log` of every request whose exchange is over: completed,
+    /// refused, cancelled or cut by its connection's end (an access log).
+    pub fn with_request_log(mut self, log: RequestLog) -> HttpServer {
+        self.request_log = Some(log);
+        self
+    }
+
+    /// Logs a finished exchange, when there is a log.
+    fn log_end(
+        log: &mut Option<RequestLog>,
+        h: ConnectionHandle,
+        conn: Option<&Connection>,
+        entry: Option<LogEntry>,
+        now: Instant,
+        completed: bool,
+    ) {
+        let (Some(log), Some(e)) = (log.as_mut(), entry) else {
+            return;
+        };
+        let (remote, alpn, lost_packets, replicas) = match conn {
+            Some(c) => {
+                let stats = c.stats();
+                (
+                    c.remote_address(),
+                    c.alpn_protocol()
+                        .map(|a| String::from_utf8_lossy(a).into_owned())
+                        .unwrap_or_default(),
+                    stats.lost_packets,
+                    stats.replicas,
+                )
+            }
+            None => (
+                std::net::SocketAddr::from(([0, 0, 0, 0], 0)),
+                String::new(),
+                0,
+                0,
+            ),
+        };
+        log(&RequestRecord {
+            connection: h,
+            remote,
+            alpn,
+            method: e.method,
+            path: e.path,
+            status: e.status,
+            bytes: e.bytes,
+            started: e.started,
+            ended: now,
+            completed,
+            lost_packets,
+            replicas,
+        });
     }
 
     /// Puts `edge` in front of the content: requests its routes claim go
@@ -190,9 +306,10 @@ impl HttpServer {
     }
 
     /// Forgets connection `h`, closing the edge views of its exchanges.
-    fn forget(&mut self, h: ConnectionHandle) {
+    fn forget(&mut self, now: Instant, h: ConnectionHandle) {
         if let Some(sc) = self.conns.remove(&h) {
-            for (_, ex) in sc.exchanges {
+            for (_, mut ex) in sc.exchanges {
+                Self::log_end(&mut self.request_log, h, None, ex.log.take(), now, false);
                 release(&mut self.edge, ex);
             }
         }
@@ -206,6 +323,10 @@ impl HttpServer {
         conn: &mut Connection,
         ev: ServerEvent,
     ) {
+        let logging = self.request_log.is_some();
+        let entry = |request: &Request, status: u16| {
+            logging.then(|| LogEntry::of(request, now, status))
+        };
         let Some(sc) = self.conns.get_mut(&h) else {
             return;
         };
@@ -214,6 +335,23 @@ impl HttpServer {
         };
         match ev {
             ServerEvent::Request { stream, request } => {
+                // Before the handshake completes, a server can only have
+                // read 0-RTT data: a replayable request. Only safe methods
+                // are answered from it (RFC 8470 §3: 425 Too Early tells
+                // the client to send it again after the handshake). A
+                // request read in the same turn as the client's Finished
+                // counts as after it: single-use tickets already refuse a
+                // replayed first flight's early data.
+                if conn.is_handshaking() && !request.method.is_safe() {
+                    self.counters.refused += 1;
+                    let head = ResponseHead::new(425).with("content-length", "0");
+                    if session.send_response(conn, stream, &head).is_ok() {
+                        let _ = session.finish(conn, stream);
+                    }
+                    let e = entry(&request, 425);
+                    Self::log_end(&mut self.request_log, h, Some(conn), e, now, true);
+                    return;
+                }
                 if let Some(edge) = self.edge.as_mut() {
                     match route(edge, &request) {
                         Route::Local => {}
@@ -237,6 +375,7 @@ impl HttpServer {
                                         head_only: request.method == Method::Head,
                                         uploading,
                                     },
+                                    log: entry(&request, 0),
                                     leftover: Vec::new(),
                                     waiting: None,
                                 },
@@ -249,6 +388,8 @@ impl HttpServer {
                             if session.send_response(conn, stream, &head).is_ok() {
                                 let _ = session.finish(conn, stream);
                             }
+                            let e = entry(&request, status);
+                            Self::log_end(&mut self.request_log, h, Some(conn), e, now, true);
                             return;
                         }
                     }
@@ -259,6 +400,8 @@ impl HttpServer {
                 if !ok || sent.is_err() {
                     self.counters.refused += 1;
                     let _ = session.finish(conn, stream);
+                    let e = entry(&request, if sent.is_ok() { head.status } else { 0 });
+                    Self::log_end(&mut self.request_log, h, Some(conn), e, now, sent.is_ok());
                     return;
                 }
                 self.counters.ok += 1;
@@ -268,6 +411,7 @@ impl HttpServer {
                             stream,
                             Exchange {
                                 source: Source::Local(r.body),
+                                log: entry(&request, head.status),
                                 leftover: Vec::new(),
                                 waiting: None,
                             },
@@ -275,6 +419,8 @@ impl HttpServer {
                     }
                     _ => {
                         let _ = session.finish(conn, stream);
+                        let e = entry(&request, head.status);
+                        Self::log_end(&mut self.request_log, h, Some(conn), e, now, true);
                     }
                 }
             }
@@ -288,10 +434,20 @@ impl HttpServer {
                 if session.send_response(conn, stream, &head).is_ok() {
                     let _ = session.finish(conn, stream);
                 }
+                let e = logging.then(|| LogEntry {
+                    method: String::new(),
+                    path: String::new(),
+                    started: now,
+                    status,
+                    bytes: 0,
+                });
+                Self::log_end(&mut self.request_log, h, Some(conn), e, now, true);
             }
             ServerEvent::Cancelled { stream } => {
-                if let Some(ex) = sc.exchanges.remove(&stream) {
+                if let Some(mut ex) = sc.exchanges.remove(&stream) {
                     self.counters.aborted += 1;
+                    let e = ex.log.take();
+                    Self::log_end(&mut self.request_log, h, Some(conn), e, now, false);
                     release(&mut self.edge, ex);
                 }
             }
@@ -346,6 +502,7 @@ impl HttpServer {
                             }
                         }
                     }
+                    let mut status = 0;
                     let sent = send_edge_head(
                         edge,
                         *view,
@@ -355,7 +512,11 @@ impl HttpServer {
                         conn,
                         session.as_mut(),
                         id,
+                        &mut status,
                     );
+                    if let (Some(log), true) = (ex.log.as_mut(), status != 0) {
+                        log.status = status;
+                    }
                     match sent {
                         EdgeHead::Pending => Err(Pumped::Later),
                         EdgeHead::Finished => Err(Pumped::Done),
@@ -365,16 +526,24 @@ impl HttpServer {
                 }
             };
             let pumped = match body {
-                Ok(body) => pump_one(
-                    now,
-                    conn,
-                    session.as_mut(),
-                    id,
-                    &mut ex.leftover,
-                    &mut ex.waiting,
-                    body,
-                    &mut self.scratch,
-                ),
+                Ok(body) => {
+                    let mut sent = 0;
+                    let pumped = pump_one(
+                        now,
+                        conn,
+                        session.as_mut(),
+                        id,
+                        &mut ex.leftover,
+                        &mut ex.waiting,
+                        body,
+                        &mut self.scratch,
+                        &mut sent,
+                    );
+                    if let Some(log) = ex.log.as_mut() {
+                        log.bytes += sent;
+                    }
+                    pumped
+                }
                 Err(pumped) => pumped,
             };
             match pumped {
@@ -384,7 +553,9 @@ impl HttpServer {
             }
         }
         for (id, aborted) in done {
-            if let Some(ex) = sc.exchanges.remove(&id) {
+            if let Some(mut ex) = sc.exchanges.remove(&id) {
+                let e = ex.log.take();
+                Self::log_end(&mut self.request_log, h, Some(conn), e, now, !aborted);
                 release(&mut self.edge, ex);
             }
             if aborted {
@@ -407,13 +578,18 @@ fn pump_one(
     waiting: &mut Option<Option<Instant>>,
     mut body: BodyRef<'_>,
     scratch: &mut Vec<u8>,
+    sent: &mut u64,
 ) -> Pumped {
     use transport::streams::WriteError;
     loop {
         if !leftover.is_empty() {
             match session.send_body(conn, id, leftover) {
-                Ok(n) if n >= leftover.len() => *leftover = Vec::new(),
+                Ok(n) if n >= leftover.len() => {
+                    *sent += leftover.len() as u64;
+                    *leftover = Vec::new();
+                }
                 Ok(n) => {
+                    *sent += n as u64;
                     leftover.drain(..n);
                     return Pumped::Later;
                 }
@@ -438,8 +614,9 @@ fn pump_one(
             Ok(BodyChunk::Data(n)) => {
                 let data = scratch.get(..n).unwrap_or_default();
                 match session.send_body(conn, id, data) {
-                    Ok(taken) if taken >= data.len() => {}
+                    Ok(taken) if taken >= data.len() => *sent += data.len() as u64,
                     Ok(taken) => {
+                        *sent += taken as u64;
                         *leftover = data.get(taken..).unwrap_or_default().to_vec();
                         return Pumped::Later;
                     }
@@ -525,6 +702,7 @@ fn send_edge_head(
     conn: &mut Connection,
     session: &mut dyn ServerSession,
     id: StreamId,
+    status: &mut u16,
 ) -> EdgeHead {
     if *head_sent {
         return EdgeHead::Body;
@@ -541,7 +719,9 @@ fn send_edge_head(
         head = head.with("alt-svc", v.clone());
     }
     *head_sent = true;
+    *status = head.status;
     if session.send_response(conn, id, &head).is_err() {
+        *status = 0;
         session.abort(conn, id);
         return EdgeHead::Failed;
     }
@@ -650,7 +830,7 @@ impl App for HttpServer {
 
     fn on_event(
         &mut self,
-        _now: Instant,
+        now: Instant,
         h: ConnectionHandle,
         conn: &mut Connection,
         event: &Event,
@@ -673,7 +853,9 @@ impl App for HttpServer {
             }
             Event::ConnectionLost(_) => {
                 sc.lost = true;
-                for (_, ex) in std::mem::take(&mut sc.exchanges) {
+                for (_, mut ex) in std::mem::take(&mut sc.exchanges) {
+                    let e = ex.log.take();
+                    Self::log_end(&mut self.request_log, h, Some(conn), e, now, false);
                     release(&mut self.edge, ex);
                 }
             }
@@ -690,11 +872,11 @@ impl App for HttpServer {
         let handles: Vec<ConnectionHandle> = self.conns.keys().copied().collect();
         for h in handles {
             let Some(conn) = endpoint.connection_mut(h) else {
-                self.forget(h);
+                self.forget(now, h);
                 continue;
             };
             if self.conns.get(&h).is_none_or(|sc| sc.lost) {
-                self.forget(h);
+                self.forget(now, h);
                 continue;
             }
             // Requests are read as soon as they arrive, even before the

@@ -216,6 +216,7 @@ pub fn run(opts: GetOptions) -> Result<GetReport> {
         None => None,
     };
     let mut driver = Driver::bind(bind).context("cannot bind a UDP socket")?;
+    driver.report_unreachable();
     let mut run = ConnectionRun {
         opts: &opts,
         client: &client,
@@ -415,6 +416,14 @@ fn fetch(
                 opts.handshake_timeout,
                 opts.timeout
             )
+        }
+        Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
+            let remote = host
+                .endpoint()
+                .connection(h)
+                .map(|c| c.remote_address().to_string())
+                .unwrap_or_default();
+            bail!("connection refused: nothing listens on UDP {remote} (ICMP port unreachable)")
         }
         Err(e) => return Err(e.into()),
     }

@@ -5,7 +5,9 @@
 #[cfg(test)]
 mod driver_tests;
 mod get;
+mod config_file;
 mod message_args;
+mod metrics;
 mod origins;
 mod progress;
 mod reproduce;
@@ -132,11 +134,13 @@ struct TransportArgs {
     /// Largest UDP payload to send, bytes (1200..=65527).
     #[arg(long, default_value_t = 1350, value_parser = clap::value_parser!(u16).range(1200..=65527))]
     max_datagram_size: u16,
-    /// Use ECN: mark what we send ECT(0), validate the peer's ECN counts
-    /// and treat its CE reports as congestion (RFC 9000 §13.4, RFC 9002
-    /// §7.1). Received ECN is counted and reported either way.
+    /// Do not use ECN. By default what we send is marked ECT(0), the
+    /// peer's ECN counts are validated (marking stops on a path that drops
+    /// or mangles the marks) and its CE reports count as congestion (RFC
+    /// 9000 §13.4, RFC 9002 §7.1). Received ECN is counted and reported
+    /// either way.
     #[arg(long)]
-    ecn: bool,
+    no_ecn: bool,
     /// Fix the seed of connection IDs, stateless reset tokens, token keys
     /// and every random choice of the stack, for reproducible tests. It
     /// makes all of them guessable: without it they come from the OS RNG.
@@ -157,7 +161,7 @@ impl TransportArgs {
     fn config(&self, recovery: &str) -> Result<TransportConfig> {
         let mut c = TransportConfig {
             congestion: self.cc,
-            ecn: self.ecn,
+            ecn: !self.no_ecn,
             max_datagram_size: self.max_datagram_size,
             ..TransportConfig::default()
         };
@@ -173,6 +177,13 @@ impl TransportArgs {
 
 #[derive(Args, Debug)]
 struct ServeArgs {
+    /// Read options from a TOML file: each key is a flag's name without
+    /// the dashes (`listen = "0.0.0.0:443"`, `cache-size = "64MB"`,
+    /// `no-ecn = true`, `upstream = ["/live=http://10.0.0.2:8080"]`).
+    /// Flags on the command line win over the file's keys
+    /// (docs/operations.md).
+    #[arg(long, value_name = "FILE.toml")]
+    config: Option<PathBuf>,
     /// Address to listen on, e.g. 127.0.0.1:4433 (port 0 picks one).
     #[arg(long)]
     listen: SocketAddr,
@@ -248,14 +259,41 @@ struct ServeArgs {
     /// address to be validated (or one IP address has 16 waiting).
     #[arg(long, value_name = "N", default_value_t = 64, conflicts_with = "retry")]
     retry_threshold: usize,
-    /// Issue TLS session tickets and accept resumption and 0-RTT early data
-    /// (RFC 9001 §4.6). Tickets are single-use and kept in memory (at most
-    /// 4096; lost on restart), so a replayed first flight gets a full
-    /// handshake and its early data is dropped; early data is only the
-    /// clients' requests, which artq answers without side effects
-    /// (docs/endpoint.md, "Resumption and 0-RTT").
-    #[arg(long)]
-    resumption: bool,
+    /// Issue no TLS session tickets. By default tickets are issued and
+    /// resumption accepted (RFC 9001 §4.6): a returning client skips the
+    /// certificate. Tickets are single-use and kept in memory (at most 4096,
+    /// about 1 MB; shared by the worker threads; lost on restart).
+    #[arg(long, conflicts_with = "zero_rtt")]
+    no_resumption: bool,
+    /// Accept 0-RTT early data from resuming clients (off by default): a
+    /// returning client's requests arrive with its first flight. A replayed
+    /// first flight gets a full handshake (tickets are single-use), and
+    /// only safe requests (GET, HEAD, OPTIONS) are answered from early
+    /// data: others get 425 Too Early and the client repeats them after
+    /// the handshake (RFC 8470) (docs/endpoint.md, "Resumption and 0-RTT").
+    #[arg(long = "0rtt", id = "zero_rtt")]
+    zero_rtt: bool,
+    /// Worker threads, each with its own UDP socket on the port
+    /// (SO_REUSEPORT) and its own connections [default: the number of
+    /// cores, at most 256]. A connection stays on the worker that accepted
+    /// it: its connection IDs name the worker, so a datagram the kernel
+    /// hands to another (after a NAT rebinding or a migration) is passed
+    /// on. An edge's cache and live relays are per worker.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
+    threads: Option<u16>,
+    /// Serve Prometheus metrics (text exposition) on GET /metrics at this
+    /// TCP address, e.g. 127.0.0.1:9090: connections, bytes, packets sent
+    /// and lost, replicas, recovery latency, handshake failures, Retry,
+    /// 0-RTT and the edge's upstream and cache figures
+    /// (docs/operations.md). Prints `metrics on http://ADDR/metrics`.
+    #[arg(long, value_name = "ADDR:PORT")]
+    metrics: Option<SocketAddr>,
+    /// Append one JSON line per finished request to FILE (`-`: stdout):
+    /// time, client, ALPN, method, path, status, bytes, duration, and the
+    /// connection's recovery scheme, lost packets and replicas so far
+    /// (docs/operations.md).
+    #[arg(long, value_name = "FILE")]
+    access_log: Option<PathBuf>,
     /// Also listen on ADDR:PORT and offer it to clients as the server's
     /// preferred address (RFC 9000 §9.6): a client that follows moves its
     /// connection there after the handshake. At most one IPv4 and one IPv6
@@ -371,7 +409,19 @@ struct GetArgs {
 
 fn main() -> ExitCode {
     init_tracing();
-    let cli = Cli::parse();
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let command = <Cli as clap::CommandFactory>::command();
+    let args = match command.find_subcommand("serve") {
+        Some(serve) => match config_file::expand(args, serve) {
+            Ok(args) => args,
+            Err(e) => {
+                eprintln!("artq: error: {e:#}");
+                return ExitCode::FAILURE;
+            }
+        },
+        None => args,
+    };
+    let cli = Cli::parse_from(args);
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -449,8 +499,17 @@ fn run(cli: Cli) -> Result<()> {
                     RetryMode::WhenUnvalidatedAtLeast(a.retry_threshold)
                 },
                 seed: a.transport.rng_seed()?,
-                resumption: a.resumption,
+                resumption: !a.no_resumption,
+                zero_rtt: a.zero_rtt,
+                threads: match a.threads {
+                    Some(n) => usize::from(n),
+                    None => std::thread::available_parallelism()
+                        .map_or(1, |n| n.get())
+                        .min(serve::MAX_THREADS),
+                },
                 preferred_address: a.preferred_address,
+                metrics: a.metrics,
+                access_log: a.access_log,
             })
         }
         Command::Get(a) => {

@@ -28,6 +28,8 @@
 use std::io::{self, IoSliceMut};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
+use std::sync::Arc;
 use std::time::{Duration as StdDuration, Instant as StdInstant};
 
 use apps::Host;
@@ -50,10 +52,120 @@ pub const MAX_BATCH: usize = 32;
 /// Largest GSO send, bytes (the UDP payload limit).
 const MAX_BATCH_BYTES: usize = 65_000;
 
+/// Datagrams one worker may have queued for another before more are
+/// dropped (lost, as a full socket buffer would lose them): 2.6 MB of
+/// 1350-byte datagrams.
+pub const FORWARD_QUEUE: usize = 2048;
+
+/// The poll token of a worker's [`mio::Waker`] (sockets use 0..n, origin
+/// connections 1 << 16 and above).
+const WAKE: Token = Token(1 << 15);
+
+/// A datagram one worker received for a connection another owns.
+pub struct Forwarded {
+    /// The address it was sent to (our socket's).
+    local: SocketAddr,
+    /// Its sender.
+    remote: SocketAddr,
+    ecn: Option<Ecn>,
+    data: Vec<u8>,
+}
+
+/// How a worker reaches another: its queue and the waker of its poll.
+#[derive(Clone)]
+pub struct WorkerInbox {
+    queue: SyncSender<Forwarded>,
+    waker: Arc<mio::Waker>,
+}
+
+/// What ties a worker's driver to the others of one server
+/// (`artq serve --threads`): which worker owns a datagram, and the way to
+/// every worker's queue. The kernel spreads datagrams over the workers'
+/// `SO_REUSEPORT` sockets by a hash of their addresses, which a NAT
+/// rebinding or a migration changes; the connection IDs say which worker
+/// holds the connection, and a datagram that reached another is passed on.
+pub struct WorkerLink {
+    /// This worker's index.
+    pub me: usize,
+    /// The worker that owns a datagram's connection, when its connection ID
+    /// says so (`None`: handled here, e.g. a client's first Initial).
+    pub owner: Box<dyn Fn(&[u8]) -> Option<usize> + Send>,
+    /// Every worker's inbox, by index (this one's included).
+    pub peers: Vec<WorkerInbox>,
+    /// Datagrams the others passed to this worker.
+    pub inbox: Receiver<Forwarded>,
+    /// Workers to wake after this turn's reads (they have datagrams).
+    to_wake: Vec<bool>,
+    /// Datagrams passed to another worker, and dropped for a full queue.
+    pub forwarded: u64,
+    /// Datagrams dropped because the owner's queue was full.
+    pub forward_dropped: u64,
+}
+
+impl WorkerLink {
+    /// A link for worker `me`, given every worker's inbox and its own
+    /// receiving end.
+    pub fn new(
+        me: usize,
+        owner: Box<dyn Fn(&[u8]) -> Option<usize> + Send>,
+        peers: Vec<WorkerInbox>,
+        inbox: Receiver<Forwarded>,
+    ) -> Self {
+        let n = peers.len();
+        WorkerLink {
+            me,
+            owner,
+            peers,
+            inbox,
+            to_wake: vec![false; n],
+            forwarded: 0,
+            forward_dropped: 0,
+        }
+    }
+
+    /// Pass `data` to its owner if that is another worker; false when it
+    /// is this worker's to handle.
+    fn pass_on(&mut self, local: SocketAddr, remote: SocketAddr, ecn: Option<Ecn>, data: &[u8]) -> bool {
+        let Some(w) = (self.owner)(data) else {
+            return false;
+        };
+        if w == self.me || w >= self.peers.len() {
+            return false;
+        }
+        let f = Forwarded {
+            local,
+            remote,
+            ecn,
+            data: data.to_vec(),
+        };
+        match self.peers[w].queue.try_send(f) {
+            Ok(()) => {
+                self.forwarded += 1;
+                self.to_wake[w] = true;
+            }
+            Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {
+                self.forward_dropped += 1;
+            }
+        }
+        true
+    }
+
+    /// Wake the workers this turn passed datagrams to.
+    fn wake(&mut self) {
+        for (w, wake) in self.to_wake.iter_mut().enumerate() {
+            if std::mem::take(wake) {
+                let _ = self.peers[w].waker.wake();
+            }
+        }
+    }
+}
+
 /// Maps the wall clock onto the sans-IO clock (nanoseconds since start).
 #[derive(Clone, Copy, Debug)]
 pub struct Clock {
     start: StdInstant,
+    /// The calendar time at `start`, for logs.
+    start_wall: std::time::SystemTime,
 }
 
 impl Clock {
@@ -61,7 +173,14 @@ impl Clock {
     pub fn new() -> Self {
         Clock {
             start: StdInstant::now(),
+            start_wall: std::time::SystemTime::now(),
         }
+    }
+
+    /// The calendar time of `t` (for logs: the calendar may jump, the
+    /// sans-IO clock never does).
+    pub fn wall(&self, t: Instant) -> std::time::SystemTime {
+        self.start_wall + StdDuration::from_nanos(t.as_nanos())
     }
 
     /// The current time.
@@ -124,13 +243,31 @@ pub struct Driver {
     blocked: bool,
     /// The TCP sockets of the application's origin connections (an edge's).
     origins: OriginSockets,
+    /// The other workers of a multi-threaded server.
+    link: Option<WorkerLink>,
+    /// Its sockets share their ports with other workers' (`SO_REUSEPORT`).
+    shared: bool,
+    /// The kernel reported an ICMP port or host unreachable for something
+    /// we sent (a client's sockets ask for these reports: see
+    /// [`Driver::report_unreachable`]).
+    unreachable: bool,
 }
 
 impl Driver {
     /// Bind a UDP socket on `addr` with large buffers.
     pub fn bind(addr: SocketAddr) -> io::Result<Self> {
+        Self::bind_with(addr, false)
+    }
+
+    /// Bind a UDP socket on `addr` that shares its port with the other
+    /// workers' (`SO_REUSEPORT`): the kernel spreads datagrams over them.
+    pub fn bind_shared(addr: SocketAddr) -> io::Result<Self> {
+        Self::bind_with(addr, true)
+    }
+
+    fn bind_with(addr: SocketAddr, reuse_port: bool) -> io::Result<Self> {
         let poll = Poll::new()?;
-        let first = open_socket(&poll, addr, Token(0))?;
+        let first = open_socket(&poll, addr, Token(0), reuse_port)?;
         let recv_len = MAX_DATAGRAM.max(1500 * first.state.gro_segments());
         Ok(Driver {
             sockets: vec![first],
@@ -146,13 +283,65 @@ impl Driver {
             stash: None,
             blocked: false,
             origins: OriginSockets::default(),
+            link: None,
+            shared: reuse_port,
+            unreachable: false,
         })
+    }
+
+    /// This driver's inbox for the other workers of a server, and the
+    /// receiving end to hand to [`Driver::link`].
+    pub fn inbox(&self) -> io::Result<(WorkerInbox, Receiver<Forwarded>)> {
+        let (queue, rx) = std::sync::mpsc::sync_channel(FORWARD_QUEUE);
+        let waker = Arc::new(mio::Waker::new(self.poll.registry(), WAKE)?);
+        Ok((WorkerInbox { queue, waker }, rx))
+    }
+
+    /// Ask the kernel to report ICMP errors (port or host unreachable) for
+    /// what this client's socket sends (`IP_RECVERR`, `IPV6_RECVERR`: an
+    /// unconnected UDP socket hears of none otherwise). Then a handshake
+    /// whose server has no socket on its port ends at once
+    /// ([`Stop::handshake_of`]) with `ConnectionRefused`, instead of at the
+    /// handshake timeout. Linux only; elsewhere nothing changes.
+    pub fn report_unreachable(&mut self) {
+        #[cfg(target_os = "linux")]
+        for s in &self.sockets {
+            use std::os::fd::AsRawFd;
+            let (level, name) = if s.addr.is_ipv6() {
+                (libc::IPPROTO_IPV6, libc::IPV6_RECVERR)
+            } else {
+                (libc::IPPROTO_IP, libc::IP_RECVERR)
+            };
+            let on: libc::c_int = 1;
+            // SAFETY: setsockopt reads `size_of::<c_int>()` bytes from a
+            // live local c_int; the descriptor is our open socket. Failure
+            // only means no reports (checked, and ignored: best effort).
+            let _ = unsafe {
+                libc::setsockopt(
+                    s.socket.as_raw_fd(),
+                    level,
+                    name,
+                    (&on as *const libc::c_int).cast(),
+                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+                )
+            };
+        }
+    }
+
+    /// Make this driver one worker of several ([`WorkerLink`]).
+    pub fn link(&mut self, link: WorkerLink) {
+        self.link = Some(link);
+    }
+
+    /// The worker link, for its counters.
+    pub fn worker_link(&self) -> Option<&WorkerLink> {
+        self.link.as_ref()
     }
 
     /// Bind one more socket on `addr` (a server's preferred address):
     /// returns its bound address.
     pub fn bind_also(&mut self, addr: SocketAddr) -> io::Result<SocketAddr> {
-        let s = open_socket(&self.poll, addr, Token(self.sockets.len()))?;
+        let s = open_socket(&self.poll, addr, Token(self.sockets.len()), self.shared)?;
         let bound = s.addr;
         let recv_len = MAX_DATAGRAM.max(1500 * s.state.gro_segments());
         if self.recv_buf.len() < recv_len {
@@ -172,15 +361,37 @@ impl Driver {
         self.clock
     }
 
+    /// Use `clock` (the other workers' of a server: their endpoints share
+    /// token keys, and token times must mean the same to all).
+    pub fn set_clock(&mut self, clock: Clock) {
+        self.clock = clock;
+    }
+
     /// Runs `host` until its application is finished (`Ok`, if `stop`
     /// says so), `stop`'s deadline passes (`Err(TimedOut)`), or a graceful
     /// shutdown that `stop`'s signal asked for is over (`Ok`: every
     /// connection closed, or [`SHUTDOWN_GRACE`] passed).
     pub fn run(&mut self, host: &mut Host, stop: Stop<'_>) -> io::Result<()> {
+        self.run_with(host, stop, None)
+    }
+
+    /// [`Driver::run`], calling `each_turn` once per turn of the loop,
+    /// before the timers fire, with the datagrams passed to other workers
+    /// so far (a server picks up a reloaded certificate there, and
+    /// publishes its metrics).
+    pub fn run_with(
+        &mut self,
+        host: &mut Host,
+        stop: Stop<'_>,
+        mut each_turn: Option<&mut dyn FnMut(&mut Host, u64)>,
+    ) -> io::Result<()> {
         let mut events = Events::with_capacity(64);
         let mut shutdown_by: Option<StdInstant> = None;
         let mut had_connections = false;
         loop {
+            if let Some(f) = each_turn.as_mut() {
+                f(host, self.link.as_ref().map_or(0, |l| l.forwarded));
+            }
             let now = self.clock.now();
             host.handle_timeout(now);
             host.drive(now);
@@ -200,6 +411,16 @@ impl Driver {
                 return Ok(());
             }
             if let Some(h) = stop.handshake_of {
+                let handshaking = host
+                    .endpoint()
+                    .connection(h)
+                    .is_some_and(|c| c.is_handshaking());
+                if self.unreachable && handshaking {
+                    return Err(io::Error::new(
+                        io::ErrorKind::ConnectionRefused,
+                        "the peer's host reported its port unreachable (ICMP)",
+                    ));
+                }
                 if host
                     .endpoint()
                     .connection(h)
@@ -257,10 +478,20 @@ impl Driver {
         }
     }
 
-    /// Read every datagram waiting on every socket.
+    /// Read every datagram waiting on every socket, and those other
+    /// workers passed to this one.
     fn receive_all(&mut self, host: &mut Host) -> io::Result<()> {
         for i in 0..self.sockets.len() {
             self.receive_on(i, host)?;
+        }
+        if let Some(link) = &mut self.link {
+            link.wake();
+            let several = self.sockets.len() > 1;
+            while let Ok(mut f) = link.inbox.try_recv() {
+                let now = self.clock.now();
+                let to = several.then_some(f.local);
+                host.handle_datagram(now, to, f.remote, f.ecn, &mut f.data);
+            }
         }
         Ok(())
     }
@@ -284,13 +515,21 @@ impl Driver {
                     let len = m.len.min(self.recv_buf.len());
                     let stride = if m.stride == 0 { len } else { m.stride };
                     let mut start = 0;
+                    let local = self.sockets[i].addr;
                     while start < len {
                         let end = (start + stride).min(len);
+                        let ecn = m.ecn.map(netem::ecn_from_udp);
+                        if let Some(link) = &mut self.link {
+                            if link.pass_on(local, m.addr, ecn, &self.recv_buf[start..end]) {
+                                start = end;
+                                continue;
+                            }
+                        }
                         host.handle_datagram(
                             now,
                             to,
                             m.addr,
-                            m.ecn.map(netem::ecn_from_udp),
+                            ecn,
                             &mut self.recv_buf[start..end],
                         );
                         start = end;
@@ -299,8 +538,18 @@ impl Driver {
                 Ok(_) => return Ok(()),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                // ICMP errors (port unreachable) surface here on some systems.
-                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => continue,
+                // An ICMP port or host unreachable: noted, and the report
+                // itself is read off the socket's error queue.
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::ConnectionRefused | io::ErrorKind::HostUnreachable
+                    ) =>
+                {
+                    self.unreachable = true;
+                    drain_error_queue(&self.sockets[i].socket);
+                    continue;
+                }
                 Err(e) => return Err(e),
             }
         }
@@ -405,10 +654,14 @@ impl Driver {
 }
 
 /// A non-blocking UDP socket bound to `addr` with large buffers,
-/// registered with `poll` under `token`.
-fn open_socket(poll: &Poll, addr: SocketAddr, token: Token) -> io::Result<Socket> {
+/// registered with `poll` under `token`; with `reuse_port`, other sockets
+/// may bind the same address (each worker of a server has one).
+fn open_socket(poll: &Poll, addr: SocketAddr, token: Token, reuse_port: bool) -> io::Result<Socket> {
     let domain = socket2::Domain::for_address(addr);
     let sock = socket2::Socket::new(domain, socket2::Type::DGRAM, Some(socket2::Protocol::UDP))?;
+    if reuse_port {
+        sock.set_reuse_port(true)?;
+    }
     // Best effort: the kernel may clamp these.
     let _ = sock.set_recv_buffer_size(SOCKET_BUFFER);
     let _ = sock.set_send_buffer_size(SOCKET_BUFFER);
@@ -424,6 +677,28 @@ fn open_socket(poll: &Poll, addr: SocketAddr, token: Token) -> io::Result<Socket
         state,
         addr,
     })
+}
+
+/// Reads the ICMP reports queued on `socket`'s error queue (Linux's
+/// `MSG_ERRQUEUE`), so they do not fill its receive buffer; their contents
+/// are not needed (a client has one peer).
+fn drain_error_queue(socket: &UdpSocket) {
+    #[cfg(target_os = "linux")]
+    {
+        let sock = socket2::SockRef::from(socket);
+        let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 2048];
+        // Bounded: a queue holds at most what the receive buffer allows.
+        for _ in 0..1024 {
+            if sock
+                .recv_with_flags(&mut buf, libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT)
+                .is_err()
+            {
+                break;
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = socket;
 }
 
 /// Returns freed heap memory to the operating system. glibc keeps memory a

@@ -198,8 +198,8 @@ fn rpc_calls_over_real_udp() {
     assert!(out.stderr.contains("must be /rpc"), "{}", out.stderr);
 }
 
-/// ECN over real UDP (issue 16): `artq serve --ecn` to `artq get --ecn`
-/// through `artq link` with a 50-packet queue that marks CE from 20
+/// ECN over real UDP (issue 16): `artq serve` to `artq get` (ECN on by
+/// default; `--no-ecn` on both for the run without) through `artq link` with a 50-packet queue that marks CE from 20
 /// waiting. The CE marks reach the sender (the relay and the driver carry
 /// the codepoints), and Cubic, reacting to them as to loss, loses fewer
 /// packets than the same transfer without ECN.
@@ -214,9 +214,10 @@ fn ecn_through_a_marking_link_means_fewer_drops() {
         let mut link_args = vec!["--bw", "20", "--rtt", "40", "--loss", "0", "--queue", "50"];
         let mut get_args = vec!["--insecure"];
         if ecn {
-            serve_args.push("--ecn");
             link_args.extend(["--ecn-mark", "20"]);
-            get_args.push("--ecn");
+        } else {
+            serve_args.push("--no-ecn");
+            get_args.push("--no-ecn");
         }
         let (_server, server_addr) =
             common::spawn_artq_serve(&scratch.root(), &scratch.logs(), &serve_args)
@@ -371,6 +372,33 @@ fn get_gives_up_at_the_handshake_timeout_naming_the_address() {
         out.stderr
     );
     assert!(took < Duration::from_secs(10), "took {took:?}");
+}
+
+/// Nothing listens at the address (a closed port on 127.0.0.1, whose
+/// kernel answers ICMP port unreachable): `get` says so at once, naming
+/// the address, well before its handshake timeout.
+#[test]
+fn get_reports_a_closed_port_at_once() {
+    let closed = {
+        let s = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        s.local_addr().unwrap()
+    };
+    let mut cmd = artq();
+    cmd.arg("get").arg(format!("https://{closed}/x")).args([
+        "--insecure",
+        "--handshake-timeout",
+        "20",
+    ]);
+    let start = std::time::Instant::now();
+    let out = process::run_with_deadline(cmd, DEADLINE).unwrap();
+    let took = start.elapsed();
+    assert!(!out.status.success());
+    assert!(
+        out.stderr.contains("connection refused") && out.stderr.contains(&closed.to_string()),
+        "{}",
+        out.stderr
+    );
+    assert!(took < Duration::from_secs(5), "took {took:?}");
 }
 
 #[test]

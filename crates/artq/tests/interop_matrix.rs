@@ -21,7 +21,7 @@
 //!
 //! CLI contract relied on: `artq serve --listen 127.0.0.1:0 --root DIR
 //! [--cert F --key F] [--retry] [--stats-json F] [--preferred-address A]
-//! [--ecn]` prints `listening on <ip:port>` first and serves hq-interop; `artq link --listen 127.0.0.1:0 --to ADDR [link
+//! [--0rtt] [--threads N]` prints `listening on <ip:port>` first and serves hq-interop; `artq link --listen 127.0.0.1:0 --to ADDR [link
 //! options] --pcap FILE` prints `listening on <ip:port>` and records the
 //! server's side of the link.
 

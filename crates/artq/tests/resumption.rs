@@ -1,11 +1,12 @@
 //! Session resumption and 0-RTT over real UDP (issue 16): `artq get
 //! --reconnect 1` fetches a file twice, the second time on a new connection
 //! that resumes the session and sends its request in 0-RTT, from `artq serve
-//! --resumption` and from aioquic's server (an independent stack issuing its
+//! --0rtt` and from aioquic's server (an independent stack issuing its
 //! own tickets). Each body is byte-exact; `artq get`'s per-connection line
 //! says the second connection resumed, the server accepted early data and at
-//! least one 0-RTT packet left. Without `--resumption`, `artq serve` issues
-//! no ticket, so nothing resumes.
+//! least one 0-RTT packet left. By default `artq serve` issues tickets
+//! without early data (the second connection resumes with no 0-RTT); with
+//! `--no-resumption` it issues none, so nothing resumes.
 //!
 //! Needs the venv python with aioquic for the aioquic case (`$ARTQ_PYTHON`,
 //! default `<workspace>/.venv/bin/python`); without it that test fails and
@@ -59,7 +60,7 @@ fn artq_get_resumes_with_zero_rtt_from_artq_serve() {
     let scratch = Scratch::new();
     let file = scratch.served_file("file", SIZE, 41);
     let (mut server, addr) =
-        common::spawn_artq_serve(&scratch.root(), &scratch.logs(), &["--resumption"])
+        common::spawn_artq_serve(&scratch.root(), &scratch.logs(), &["--0rtt"])
             .unwrap_or_else(|e| panic!("{e}"));
     let out = scratch.out("file");
     let run = artq_get_twice(&format!("https://{addr}/file"), "hq-interop", &out);
@@ -77,11 +78,25 @@ fn artq_get_resumes_with_zero_rtt_from_artq_serve() {
 }
 
 #[test]
+fn artq_serve_resumes_by_default_without_zero_rtt() {
+    let scratch = Scratch::new();
+    let file = scratch.served_file("file", SIZE, 44);
+    let (mut server, addr) = common::spawn_artq_serve(&scratch.root(), &scratch.logs(), &[])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let out = scratch.out("file");
+    let run = artq_get_twice(&format!("https://{addr}/file"), "hq-interop", &out);
+    let context = format!("server: {}", server.describe());
+    common::assert_downloaded(&run, "artq get", &context, SIZE, &file, &out);
+    assert_eq!(connection_line(&run, 2, "resumed, no 0-RTT"), 0);
+}
+
+#[test]
 fn artq_serve_without_resumption_issues_no_ticket() {
     let scratch = Scratch::new();
     let file = scratch.served_file("file", SIZE, 42);
-    let (mut server, addr) = common::spawn_artq_serve(&scratch.root(), &scratch.logs(), &[])
-        .unwrap_or_else(|e| panic!("{e}"));
+    let (mut server, addr) =
+        common::spawn_artq_serve(&scratch.root(), &scratch.logs(), &["--no-resumption"])
+            .unwrap_or_else(|e| panic!("{e}"));
     let out = scratch.out("file");
     let run = artq_get_twice(&format!("https://{addr}/file"), "hq-interop", &out);
     let context = format!("server: {}", server.describe());

@@ -178,7 +178,7 @@ pub fn client_config(transport: TransportConfig) -> ClientConfig {
 /// ([`crypto::enable_server_resumption`]).
 pub fn resumable_server_config(transport: TransportConfig) -> ServerConfig {
     let mut config = server_config(transport);
-    config.tls = crypto::enable_server_resumption(config.tls);
+    config.tls = crypto::enable_server_resumption(config.tls, true);
     config
 }
 

@@ -217,8 +217,10 @@ pub const TICKETS_PER_CONNECTION: usize = 2;
 /// ([`enable_client_resumption`]).
 pub const MAX_CLIENT_SESSIONS: usize = 64;
 
-/// Turn on session resumption and 0-RTT for a server configuration made by
-/// [`server_config`] (RFC 8446 §2.2, §2.3; RFC 9001 §4.6).
+/// Turn on session resumption, and 0-RTT when `early_data`, for a server
+/// configuration made by [`server_config`] (RFC 8446 §2.2, §2.3; RFC 9001
+/// §4.6). Without `early_data`, tickets carry no early_data extension and
+/// clients resume with a 1-RTT handshake.
 ///
 /// Anti-replay (RFC 8446 §8, RFC 9001 §9.2): tickets are *stateful and
 /// single-use*. The server keeps each ticket it issued in a bounded
@@ -233,7 +235,7 @@ pub const MAX_CLIENT_SESSIONS: usize = 64;
 /// An application must only act on 0-RTT requests that are idempotent
 /// (artq's file and generated-content GETs are).
 ///
-/// `max_early_data_size` is 0xffffffff, as RFC 9001 §4.6.1 requires of
+/// With `early_data`, `max_early_data_size` is 0xffffffff, as RFC 9001 §4.6.1 requires of
 /// QUIC: the amount of 0-RTT data is bounded by the transport's flow
 /// control (the connection and stream receive windows), not by TLS.
 ///
@@ -242,13 +244,17 @@ pub const MAX_CLIENT_SESSIONS: usize = 64;
 /// the store lives inside this rustls configuration, which one endpoint
 /// uses with one transport configuration, so a ticket accepted by it was
 /// issued under the same limits and they are never reduced.
-pub fn enable_server_resumption(config: Arc<rustls::ServerConfig>) -> Arc<rustls::ServerConfig> {
+pub fn enable_server_resumption(
+    config: Arc<rustls::ServerConfig>,
+    early_data: bool,
+) -> Arc<rustls::ServerConfig> {
     let mut config = Arc::unwrap_or_clone(config);
     config.session_storage = rustls::server::ServerSessionMemoryCache::new(MAX_SERVER_TICKETS);
     // rustls's default ticketer is off: tickets are store entries (stateful),
     // which is also what rustls requires to accept 0-RTT.
     config.send_tls13_tickets = TICKETS_PER_CONNECTION;
-    config.max_early_data_size = u32::MAX;
+    // 0: tickets carry no early_data extension, so clients send no 0-RTT.
+    config.max_early_data_size = if early_data { u32::MAX } else { 0 };
     Arc::new(config)
 }
 

@@ -192,6 +192,15 @@ impl Endpoint {
         self.connections.get_mut(&h.0).map(|s| &mut *s.conn)
     }
 
+    /// Server: present `tls` (a renewed certificate, say) to connections
+    /// accepted from now on; existing connections keep the configuration
+    /// they started with. No effect on a client endpoint.
+    pub fn set_server_tls(&mut self, tls: std::sync::Arc<rustls::ServerConfig>) {
+        if let Some(server) = self.config.server.as_mut() {
+            server.tls = tls;
+        }
+    }
+
     /// The next connection accepted by the server.
     pub fn accept(&mut self) -> Option<ConnectionHandle> {
         self.incoming.pop_front()

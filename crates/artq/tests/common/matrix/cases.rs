@@ -301,7 +301,9 @@ pub const AMPLIFICATIONLIMIT: Case = Case {
 /// `rebind-port`: a 5 MB file (4.2 s at 10 Mbit/s) through the runner's
 /// link, whose NAT gives the client a new port every second: the server
 /// must follow each move (RFC 9000 §9) or lose everything it sends to the
-/// old binding.
+/// old binding. The server runs two workers (`--threads 2`): each new port
+/// hashes to either worker's socket, and a worker that receives a datagram
+/// of the other's connection passes it on by its connection ID.
 pub const REBIND_PORT: Case = Case {
     name: "rebind-port",
     client_testcase: "transfer",
@@ -309,7 +311,7 @@ pub const REBIND_PORT: Case = Case {
     server_testcase: "transfer",
     files: &[(1, 5 * MIB)],
     link: runner_link!("--rebind-every", "1000"),
-    artq_args: &[],
+    artq_args: &["--threads", "2"],
     long_chain: false,
     deadline: Duration::from_secs(90),
     checks: &[Check::Connections(1)],
@@ -325,7 +327,7 @@ pub const REBIND_ADDR: Case = Case {
     server_testcase: "transfer",
     files: &[(1, 5 * MIB)],
     link: runner_link!("--rebind-every", "1000", "--rebind-address"),
-    artq_args: &[],
+    artq_args: &["--threads", "2"],
     long_chain: false,
     deadline: Duration::from_secs(90),
     checks: &[Check::Connections(1)],
@@ -333,8 +335,8 @@ pub const REBIND_ADDR: Case = Case {
 
 /// `resumption`: the client downloads the first file on one connection,
 /// then the rest (4 of 10 KB) on a second connection that resumes the TLS
-/// session with the ticket the server gave on the first (`artq serve
-/// --resumption`). The first file is 500 KB so that the first connection
+/// session with the ticket the server gave on the first (`artq serve`
+/// issues tickets by default). The first file is 500 KB so that the first connection
 /// outlives the ticket's arrival on a loaded machine: quic-go's client
 /// starts the second connection as soon as the first file is in, and
 /// quic-go's own server (the self-check) sends its ticket a little after
@@ -347,7 +349,7 @@ pub const RESUMPTION: Case = Case {
     server_testcase: "resumption",
     files: &[(1, 500 * KIB), (4, 10 * KIB)],
     link: None,
-    artq_args: &["--resumption"],
+    artq_args: &[],
     long_chain: false,
     deadline: Duration::from_secs(60),
     checks: &[Check::Connections(2), Check::SecondResumed],
@@ -371,7 +373,7 @@ pub const ZERORTT: Case = Case {
     server_testcase: "zerortt",
     files: &[(1, 500 * KIB), (39, 5 * KIB)],
     link: runner_link!(),
-    artq_args: &["--resumption"],
+    artq_args: &["--0rtt"],
     long_chain: false,
     deadline: Duration::from_secs(60),
     checks: &[
@@ -407,6 +409,8 @@ pub const KEYUPDATE_AFTER_CORRUPTION: Case = Case {
 /// 127: quic-go's client never follows a preferred address), so aioquic's
 /// client runs it, as the runner would with a client that does. The
 /// evidence is the server's: the connection ended on the preferred address.
+/// Two workers (`--threads 2`): the move changes the 4-tuple, and with it
+/// the worker the kernel hands the datagrams to.
 pub const CONNECTIONMIGRATION: Case = Case {
     name: "connectionmigration",
     client_testcase: "connectionmigration",
@@ -414,13 +418,13 @@ pub const CONNECTIONMIGRATION: Case = Case {
     server_testcase: "connectionmigration",
     files: &[(1, 2 * MIB)],
     link: None,
-    artq_args: &["--preferred-address", "127.0.0.2:0"],
+    artq_args: &["--preferred-address", "127.0.0.2:0", "--threads", "2"],
     long_chain: false,
     deadline: Duration::from_secs(90),
     checks: &[Check::MovedToPreferredAddress],
 };
 
-/// `ecn`: a 1 MB file from `artq serve --ecn` over loopback: the server
+/// `ecn`: a 1 MB file from `artq serve` (ECN on by default) over loopback: the server
 /// marks ECT(0), and the client's ACK frames must carry ECN counts that
 /// validate the marks. quic-go's interop client does not know the name
 /// `ecn` (it exits 127) but uses ECN on every connection on Linux (it reads
@@ -433,7 +437,7 @@ pub const ECN: Case = Case {
     server_testcase: "transfer",
     files: &[(1, MIB)],
     link: None,
-    artq_args: &["--ecn"],
+    artq_args: &[],
     long_chain: false,
     deadline: Duration::from_secs(60),
     checks: &[Check::Connections(1), Check::EcnValidated],
