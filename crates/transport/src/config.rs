@@ -191,6 +191,16 @@ pub struct EndpointConfig {
     /// datagrams of one connection share a destination and leave in one
     /// system call, where alternating destinations cost one call each.
     pub transmit_burst: usize,
+    /// Server run as one of several workers behind one UDP port: every
+    /// connection ID this endpoint issues names its worker in its first
+    /// byte ([`CidWorkers`], [`crate::datagram_owner`]). `None` (the
+    /// default): IDs are plain random bytes.
+    pub workers: Option<CidWorkers>,
+    /// Keys shared by every worker of one server, and across its restarts
+    /// if the operator keeps them ([`StaticKeys`]). `None` (the default):
+    /// the token key and reset tokens come from [`Self::rng_seed`], and no
+    /// stateless reset is ever sent.
+    pub static_keys: Option<StaticKeys>,
 }
 
 impl EndpointConfig {
@@ -203,6 +213,8 @@ impl EndpointConfig {
             server,
             admission: AdmissionConfig::default(),
             transmit_burst: 1,
+            workers: None,
+            static_keys: None,
         }
     }
 
@@ -236,6 +248,136 @@ impl EndpointConfig {
     pub fn with_admission(mut self, admission: AdmissionConfig) -> Self {
         self.admission = admission;
         self
+    }
+
+    /// The same endpoint as worker `worker` of `workers` sharing one UDP
+    /// port (`artq serve --threads`): every connection ID it issues then
+    /// satisfies `cid[0] as usize % workers == worker`, so the driver can
+    /// hand each datagram to its owner ([`crate::datagram_owner`]). An error
+    /// unless `1 <= workers <= 256` and `worker < workers`.
+    pub fn with_workers(mut self, worker: usize, workers: usize) -> Result<Self, InvalidWorkers> {
+        self.workers = Some(CidWorkers::new(worker, workers)?);
+        Ok(self)
+    }
+
+    /// The same endpoint with keys shared by every worker of the server and
+    /// kept across restarts ([`StaticKeys`]): address-validation tokens and
+    /// stateless reset tokens then do not depend on which worker or which
+    /// process issued them, and the endpoint answers packets for
+    /// connections it does not know with a stateless reset (RFC 9000
+    /// §10.3).
+    pub fn with_static_keys(mut self, keys: StaticKeys) -> Self {
+        self.static_keys = Some(keys);
+        self
+    }
+}
+
+/// Which worker of a multi-threaded server an endpoint is, as its
+/// connection IDs show it: every ID it issues has `cid[0] as usize %
+/// workers == worker` (the rest of the ID, and which of the bytes with that
+/// remainder comes first, are random).
+///
+/// The worker index is therefore visible in plaintext, like the plaintext
+/// mode of QUIC-LB (draft-ietf-quic-load-balancers): an observer learns
+/// which thread of the server serves a connection, nothing more. That is
+/// acceptable here because the worker says nothing about the client, the
+/// other bytes stay unpredictable (at least 7 of them with the default
+/// 8-byte IDs), and IDs still cannot be linked across migrations any
+/// better than by the worker index, which is shared by every connection of
+/// that worker. A driver that must hide it needs encrypted IDs, which this
+/// endpoint does not do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CidWorkers {
+    worker: usize,
+    workers: usize,
+}
+
+/// Why [`CidWorkers::new`] (or [`EndpointConfig::with_workers`]) refused a
+/// worker index: what an operator's `--threads` must satisfy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("worker {worker} of {workers}: need 1 <= workers <= 256 and worker < workers")]
+pub struct InvalidWorkers {
+    /// The worker index asked for.
+    pub worker: usize,
+    /// The number of workers asked for.
+    pub workers: usize,
+}
+
+impl CidWorkers {
+    /// Most workers: one byte of the connection ID names the worker.
+    pub const MAX_WORKERS: usize = 256;
+
+    /// Worker `worker` of `workers`; an error unless `1 <= workers <= 256`
+    /// and `worker < workers`.
+    pub fn new(worker: usize, workers: usize) -> Result<Self, InvalidWorkers> {
+        if (1..=Self::MAX_WORKERS).contains(&workers) && worker < workers {
+            Ok(CidWorkers { worker, workers })
+        } else {
+            Err(InvalidWorkers { worker, workers })
+        }
+    }
+
+    /// This endpoint's index.
+    pub fn worker(&self) -> usize {
+        self.worker
+    }
+
+    /// How many workers share the port.
+    pub fn workers(&self) -> usize {
+        self.workers
+    }
+
+    /// Whether `cid` has this worker's shape (an empty ID has none).
+    pub fn owns(&self, cid: &[u8]) -> bool {
+        cid.first()
+            .is_some_and(|&b| usize::from(b) % self.workers == self.worker)
+    }
+}
+
+/// Secrets shared by every worker of one server, and across restarts when
+/// the operator keeps them (a key file): with them, the address-validation
+/// tokens of Retry and NEW_TOKEN and the stateless reset tokens are the
+/// same whichever worker or process computes them, so a token one worker
+/// issued validates a client at another, and a worker (or a restarted
+/// server) that holds no state for a connection can still end it with a
+/// stateless reset the client recognises (RFC 9000 §10.3).
+///
+/// Draw them once from the OS RNG (or derive both from one secret with
+/// [`StaticKeys::from_secret`]) and give the same value to every worker.
+/// Anyone who knows `reset` can end any connection of the server: keep it
+/// as secret as the TLS key.
+#[derive(Clone, PartialEq, Eq)]
+pub struct StaticKeys {
+    /// Seals and opens address-validation tokens (Retry, NEW_TOKEN); the
+    /// AES-256-GCM key is derived from it.
+    pub token: [u8; 32],
+    /// The stateless reset token of a connection ID is
+    /// `HMAC-SHA256(reset, cid)[..16]` (RFC 9000 §10.3.2).
+    pub reset: [u8; 32],
+}
+
+impl StaticKeys {
+    /// Both keys derived from one secret (at least 32 random bytes, e.g. a
+    /// key file), each with HMAC-SHA256 under its own label, so one file
+    /// configures a whole server.
+    pub fn from_secret(secret: &[u8]) -> Self {
+        let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, secret);
+        let derive = |label: &[u8]| {
+            let mut out = [0u8; 32];
+            out.copy_from_slice(ring::hmac::sign(&key, label).as_ref());
+            out
+        };
+        StaticKeys {
+            token: derive(b"artq static token key"),
+            reset: derive(b"artq static reset key"),
+        }
+    }
+}
+
+impl core::fmt::Debug for StaticKeys {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        // Secrets: never printed.
+        f.write_str("StaticKeys(..)")
     }
 }
 

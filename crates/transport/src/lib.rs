@@ -19,10 +19,14 @@
 //! - [`connection`]: the connection state machine; [`endpoint`]: routing,
 //!   admission of new clients (Retry, address-validation tokens, bounds on
 //!   unvalidated state);
+//! - [`cid_issuer`]: the connection IDs and stateless reset tokens an
+//!   endpoint issues (shaped for multi-worker servers, tokens from static
+//!   keys), and [`datagram_owner`] for drivers that run several endpoints;
 //! - [`rng`]: where randomness comes from (a fixed seed for the simulator
 //!   and tests, a secret one from the OS for real endpoints).
 #![warn(missing_docs)]
 
+pub mod cid_issuer;
 pub mod config;
 pub mod congestion;
 pub mod connection;
@@ -43,9 +47,10 @@ pub mod streams;
 #[cfg(feature = "test-hooks")]
 pub mod test_pair;
 
+pub use cid_issuer::{datagram_owner, CidIssuer};
 pub use config::{
-    AdmissionConfig, ClientConfig, EndpointConfig, PreferredAddresses, RetryMode, ServerConfig,
-    TransportConfig,
+    AdmissionConfig, CidWorkers, ClientConfig, EndpointConfig, InvalidWorkers, PreferredAddresses,
+    RetryMode, ServerConfig, StaticKeys, TransportConfig,
 };
 pub use connection::{Connection, ConnectionError, Event, Transmit, ZeroRttStatus};
 pub use endpoint::{ConnectionHandle, Endpoint, EndpointStats};

@@ -2,9 +2,16 @@
 //! ones the peer issued to us, and the authentication of the ones the
 //! handshake used (RFC 9000 §7.3).
 //!
-//! Every connection ID and stateless reset token we issue is drawn from the
-//! connection's generator ([`crate::rng::StackRng`]): unpredictable when the
-//! endpoint was seeded from the OS, reproducible under a fixed seed.
+//! Every connection ID and stateless reset token we issue is drawn by the
+//! endpoint's [`CidIssuer`] from the connection's generator
+//! ([`crate::rng::StackRng`]): unpredictable when the endpoint was seeded
+//! from the OS, reproducible under a fixed seed; shaped for the worker and
+//! with tokens from the static reset key when the endpoint has them.
+//!
+//! The peer's IDs are kept with the stateless reset token it gave for each
+//! (NEW_CONNECTION_ID, and from a server the stateless_reset_token and
+//! preferred_address transport parameters), so that a datagram we cannot
+//! process can be recognised as a stateless reset (RFC 9000 §10.3.1).
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -15,6 +22,7 @@ use wire::transport_params::TransportParameters;
 use wire::TransportErrorCode;
 
 use super::{Connection, EndpointEvent};
+use crate::cid_issuer::{constant_time_eq, CidIssuer};
 use crate::error::TransportError;
 
 /// A connection ID we issued, waiting to be announced or announced.
@@ -22,6 +30,16 @@ use crate::error::TransportError;
 pub(crate) struct IssuedCid {
     pub cid: ConnectionId,
     pub reset_token: [u8; 16],
+}
+
+/// A connection ID the peer issued to us.
+#[derive(Clone, Copy, Debug)]
+struct RemoteCid {
+    cid: ConnectionId,
+    /// The stateless reset token the peer gave for it; `None` for the IDs
+    /// that come without one (a client's, the server's handshake ID when
+    /// it sent no stateless_reset_token parameter).
+    reset_token: Option<[u8; 16]>,
 }
 
 /// Both directions of connection ID bookkeeping.
@@ -35,7 +53,8 @@ pub(crate) struct CidState {
     /// Peer's `active_connection_id_limit`.
     peer_limit: u64,
     /// Peer-issued, by sequence number; the active one is the lowest.
-    remote: BTreeMap<u64, ConnectionId>,
+    /// Bounded by `local_limit` (a peer exceeding it is closed).
+    remote: BTreeMap<u64, RemoteCid>,
     remote_retire_prior_to: u64,
     /// RETIRE_CONNECTION_ID frames to send.
     pub pending_retire: VecDeque<u64>,
@@ -46,17 +65,29 @@ pub(crate) struct CidState {
 }
 
 impl CidState {
-    pub fn new(local_cid: ConnectionId, remote_cid: ConnectionId) -> Self {
+    /// `local_reset_token`: the handshake ID's token when one is sent (a
+    /// server's stateless_reset_token parameter), else none.
+    pub fn new(
+        local_cid: ConnectionId,
+        local_reset_token: Option<[u8; 16]>,
+        remote_cid: ConnectionId,
+    ) -> Self {
         let mut local = BTreeMap::new();
         local.insert(
             0,
             IssuedCid {
                 cid: local_cid,
-                reset_token: [0; 16],
+                reset_token: local_reset_token.unwrap_or_default(),
             },
         );
         let mut remote = BTreeMap::new();
-        remote.insert(0, remote_cid);
+        remote.insert(
+            0,
+            RemoteCid {
+                cid: remote_cid,
+                reset_token: None,
+            },
+        );
         CidState {
             local,
             next_local_seq: 1,
@@ -80,13 +111,58 @@ impl CidState {
 
     /// The CID we put in our packets' destination field.
     pub fn remote_cid(&self) -> ConnectionId {
-        self.remote.values().next().copied().unwrap_or_default()
+        self.remote
+            .values()
+            .next()
+            .map(|r| r.cid)
+            .unwrap_or_default()
     }
 
     /// Client: adopt the server's chosen CID (RFC 9000 §7.2).
     pub fn set_remote_cid(&mut self, cid: ConnectionId) {
         self.remote.clear();
-        self.remote.insert(0, cid);
+        self.remote.insert(
+            0,
+            RemoteCid {
+                cid,
+                reset_token: None,
+            },
+        );
+    }
+
+    /// Client: the server's stateless_reset_token transport parameter,
+    /// the token of its handshake ID (sequence number 0, RFC 9000 §18.2).
+    pub fn set_handshake_reset_token(&mut self, token: [u8; 16]) {
+        if let Some(r) = self.remote.get_mut(&0) {
+            r.reset_token = Some(token);
+        }
+    }
+
+    /// The stateless reset tokens of the peer IDs we have used (RFC 9000
+    /// §10.3.1): the active one's (the lowest held, which every packet goes
+    /// to) and `also_used`'s (the preferred address's, once probed).
+    /// Retired IDs are no longer held, and IDs never used are not counted,
+    /// as the RFC requires.
+    pub fn used_reset_tokens(&self, also_used: Option<u64>) -> [Option<[u8; 16]>; 2] {
+        let mut held = self.remote.iter();
+        let active = held.next();
+        let other = also_used
+            .filter(|seq| active.is_none_or(|(a, _)| a != seq))
+            .and_then(|seq| self.remote.get(&seq));
+        [
+            active.and_then(|(_, r)| r.reset_token),
+            other.and_then(|r| r.reset_token),
+        ]
+    }
+
+    /// Whether `tail`, the last 16 bytes of a datagram we could not
+    /// process, is one of [`CidState::used_reset_tokens`]. Every candidate
+    /// is compared, each in constant time.
+    pub fn is_stateless_reset(&self, tail: &[u8; 16], also_used: Option<u64>) -> bool {
+        self.used_reset_tokens(also_used)
+            .iter()
+            .flatten()
+            .fold(false, |found, t| found | constant_time_eq(t, tail))
     }
 
     pub fn set_peer_limit(&mut self, limit: u64) {
@@ -97,17 +173,14 @@ impl CidState {
         self.local.get(&seq).copied()
     }
 
-    /// Issue CIDs until the peer holds min(its limit, 4) (RFC 9000 §5.1.1).
-    pub fn issue(&mut self, rng: &mut dyn RngCore, len: usize) {
+    /// Issue CIDs of `len` bytes (1 to 20) until the peer holds min(its
+    /// limit, 4) (RFC 9000 §5.1.1), each with its reset token, both drawn
+    /// by `issuer`.
+    pub fn issue(&mut self, issuer: &CidIssuer, rng: &mut dyn RngCore, len: usize) {
         let target = self.peer_limit.min(4);
         while (self.local.len() as u64) < target {
-            let mut bytes = [0u8; ConnectionId::MAX_LEN];
-            rng.fill_bytes(&mut bytes[..len]);
-            let Ok(cid) = ConnectionId::new(&bytes[..len]) else {
-                return;
-            };
-            let mut reset_token = [0u8; 16];
-            rng.fill_bytes(&mut reset_token);
+            let cid = issuer.new_cid_of_len(rng, len);
+            let reset_token = issuer.reset_token(rng, &cid);
             let seq = self.next_local_seq;
             self.next_local_seq += 1;
             let issued = IssuedCid { cid, reset_token };
@@ -122,10 +195,10 @@ impl CidState {
         seq: u64,
         retire_prior_to: u64,
         cid: ConnectionId,
-        _reset_token: [u8; 16],
+        reset_token: [u8; 16],
     ) -> Result<(), TransportError> {
         if let Some(existing) = self.remote.get(&seq) {
-            if *existing != cid {
+            if existing.cid != cid {
                 return Err(TransportError::protocol_violation(
                     "NEW_CONNECTION_ID reuses a sequence number",
                 ));
@@ -133,7 +206,8 @@ impl CidState {
             return Ok(());
         }
         if seq >= self.remote_retire_prior_to {
-            self.remote.insert(seq, cid);
+            let reset_token = Some(reset_token);
+            self.remote.insert(seq, RemoteCid { cid, reset_token });
         } else {
             // Already retired by an earlier retire_prior_to: retire it at once.
             self.pending_retire.push_back(seq);
@@ -169,6 +243,7 @@ impl CidState {
     pub fn on_retire_connection_id(
         &mut self,
         seq: u64,
+        issuer: &CidIssuer,
         rng: &mut dyn RngCore,
     ) -> Result<Option<ConnectionId>, TransportError> {
         if seq >= self.next_local_seq {
@@ -178,8 +253,8 @@ impl CidState {
         }
         let len = self.local_cid_len();
         let retired = self.local.remove(&seq).map(|c| c.cid);
-        if retired.is_some() {
-            self.issue(rng, len);
+        if retired.is_some() && len > 0 {
+            self.issue(issuer, rng, len);
         }
         Ok(retired)
     }
@@ -199,7 +274,7 @@ impl CidState {
 
     /// The peer's connection ID of sequence number `seq`, if we hold it.
     pub fn remote_cid_by_seq(&self, seq: u64) -> Option<ConnectionId> {
-        self.remote.get(&seq).copied()
+        self.remote.get(&seq).map(|r| r.cid)
     }
 
     /// Send to the peer's connection ID `seq` from now on (it becomes the
@@ -261,7 +336,7 @@ impl Connection {
         if len == 0 {
             return;
         }
-        self.cids.issue(&mut self.rng, len);
+        self.cids.issue(&self.cid_issuer, &mut self.rng, len);
         self.drain_cid_events(now);
     }
 

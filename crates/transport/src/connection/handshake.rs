@@ -78,6 +78,10 @@ impl Connection {
         self.cids.set_peer_limit(params.active_connection_id_limit);
         self.fec_tx = self.config.fec.encoder_for(params.artq_fec);
         self.on_server_params(&params)?;
+        if let (true, Some(token)) = (self.side.is_client(), params.stateless_reset_token) {
+            // RFC 9000 §10.3: the server's handshake ID's reset token.
+            self.cids.set_handshake_reset_token(token);
+        }
         self.on_peer_preferred_address(&params)?;
         self.peer_params = Some(params);
         Ok(())

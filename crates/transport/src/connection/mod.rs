@@ -75,6 +75,7 @@ use wire::time::{Duration, Instant};
 use wire::transport_params::TransportParameters;
 use wire::{Side, Version};
 
+use crate::cid_issuer::CidIssuer;
 use crate::config::{ClientConfig, ServerConfig, TransportConfig};
 use crate::congestion::{Controller, DeliveryRateEstimator};
 use crate::crypto::{self, Keys, TlsSession};
@@ -121,6 +122,12 @@ pub enum ConnectionError {
     /// No packet arrived for the idle timeout.
     #[error("idle timeout")]
     TimedOut,
+    /// The peer ended the connection with a stateless reset (RFC 9000
+    /// §10.3): it holds no state for it any more (it restarted, or the
+    /// connection ended there), so the connection drains at once instead
+    /// of waiting for the idle timeout.
+    #[error("stateless reset by the peer")]
+    StatelessReset,
 }
 
 /// Something the application should know about.
@@ -286,6 +293,9 @@ pub struct Connection {
     datagram_remote: SocketAddr,
     datagram_len: u64,
     datagram_ecn: Option<wire::ecn::Ecn>,
+    /// A packet of the datagram being processed authenticated (or waits
+    /// for keys): it is no stateless reset (RFC 9000 §10.3.1).
+    datagram_readable: bool,
     /// Our ECN marking (RFC 9000 §13.4).
     ecn: ecn::EcnState,
     events: VecDeque<Event>,
@@ -301,6 +311,9 @@ pub struct Connection {
     /// Connection IDs, reset tokens, the policy's and the controller's
     /// random choices.
     rng: StackRng,
+    /// The endpoint's issuer of connection IDs and reset tokens (worker
+    /// shape, static reset key).
+    cid_issuer: Arc<CidIssuer>,
     /// Block-FEC sender (when the policy asks for it and the peer decodes).
     fec_tx: Option<crate::fec::FecEncoder>,
     /// Block-FEC receiver.
@@ -331,6 +344,8 @@ struct HandshakeIds {
     initial_dcid: ConnectionId,
     /// The version of the client's first Initial.
     version: Version,
+    /// Draws the IDs (and reset tokens) issued later: the endpoint's.
+    issuer: Arc<CidIssuer>,
 }
 
 /// What the endpoint decided about a client before creating the server's
@@ -380,6 +395,9 @@ impl Connection {
         rng_seed: RngSeed,
     ) -> Self {
         let mds = u64::from(config.max_datagram_size);
+        // The handshake ID's token: only sent (by a server, as a transport
+        // parameter) under static keys, so only computed then.
+        let local_reset_token = ids.issuer.static_reset_token(&ids.local);
         let mut rng = StackRng::new(rng_seed);
         let cc_seed = rng.next_u64();
         let mut conn = Connection {
@@ -399,7 +417,7 @@ impl Connection {
             retry_scid: None,
             new_token: None,
             new_token_pending: false,
-            cids: CidState::new(ids.local, ids.remote),
+            cids: CidState::new(ids.local, local_reset_token, ids.remote),
             got_server_initial: false,
             pending_server_scid: None,
             handshake_complete: false,
@@ -441,6 +459,7 @@ impl Connection {
             datagram_remote: remote,
             datagram_len: 0,
             datagram_ecn: None,
+            datagram_readable: false,
             ecn: if config.ecn {
                 ecn::EcnState::Testing
             } else {
@@ -455,6 +474,7 @@ impl Connection {
             stats: ConnectionStats::default(),
             subscribers: Vec::new(),
             rng,
+            cid_issuer: ids.issuer,
             raw_frames: Vec::new(),
             fec_tx: None,
             fec_rx: crate::fec::FecDecoder::default(),
@@ -470,7 +490,8 @@ impl Connection {
     /// random choice of the connection (its first Destination Connection ID
     /// included). `token` goes into every Initial packet (RFC 9000
     /// §17.2.2): a NEW_TOKEN token from an earlier connection to the same
-    /// server, or empty.
+    /// server, or empty. `cid_issuer` draws the connection IDs it issues
+    /// later (the endpoint's).
     pub fn connect(
         now: Instant,
         config: &ClientConfig,
@@ -478,6 +499,7 @@ impl Connection {
         local_cid: ConnectionId,
         rng_seed: RngSeed,
         token: Vec<u8>,
+        cid_issuer: Arc<CidIssuer>,
     ) -> Result<Self, ConnectError> {
         // A fixed seed keeps its historic derivation (simulated runs do not move).
         let seed = match rng_seed {
@@ -507,6 +529,7 @@ impl Connection {
             original_dcid: dcid,
             initial_dcid: dcid,
             version,
+            issuer: cid_issuer,
         };
         let mut conn = Connection::new(
             now,
@@ -525,13 +548,15 @@ impl Connection {
 
     /// Accept a client whose Initial the endpoint admitted (see
     /// [`ServerSetup`]). The caller then hands that Initial's datagram to
-    /// [`Connection::handle_datagram`].
+    /// [`Connection::handle_datagram`]. `cid_issuer` draws the connection
+    /// IDs it issues (the endpoint's).
     pub fn accept(
         now: Instant,
         config: &ServerConfig,
         remote: SocketAddr,
         setup: ServerSetup,
         rng_seed: RngSeed,
+        cid_issuer: Arc<CidIssuer>,
     ) -> Result<Self, ConnectError> {
         let mut params = local_params(
             &config.transport,
@@ -539,9 +564,14 @@ impl Connection {
             Some(setup.original_dcid),
         );
         params.retry_source_connection_id = setup.retry_scid;
+        // RFC 9000 §18.2: a server MAY send the handshake ID's token. Only
+        // under static keys, where any worker can answer with a reset; a
+        // random token would change what a default server sends.
+        params.stateless_reset_token = cid_issuer.static_reset_token(&setup.local_cid);
         let offer = preferred_address::server_offer(
             &config.preferred_address,
             setup.local_cid.len(),
+            &cid_issuer,
             rng_seed,
         );
         params.preferred_address = offer.as_ref().map(|o| o.encode());
@@ -562,6 +592,7 @@ impl Connection {
             original_dcid: setup.original_dcid,
             initial_dcid: setup.initial_dcid,
             version: setup.version,
+            issuer: cid_issuer,
         };
         let mut conn = Connection::new(
             now,

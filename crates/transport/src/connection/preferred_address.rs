@@ -44,6 +44,7 @@ use wire::TransportErrorCode;
 
 use super::timer::Timer;
 use super::{Connection, SpaceId, Transmit};
+use crate::cid_issuer::CidIssuer;
 use crate::config::PreferredAddresses;
 use crate::crypto;
 use crate::error::TransportError;
@@ -114,23 +115,21 @@ pub(super) struct PendingResponse {
 }
 
 /// Server: the preferred_address parameter for `addresses`, its connection
-/// ID (of `cid_len` bytes) and reset token drawn from `seed`'s own stream.
-/// `None` when no address is configured or our IDs are zero-length.
+/// ID (of `cid_len` bytes, the handshake ID's length) and reset token drawn
+/// by `issuer` from `seed`'s own stream. `None` when no address is
+/// configured or our IDs are zero-length.
 pub(super) fn server_offer(
     addresses: &PreferredAddresses,
     cid_len: usize,
+    issuer: &CidIssuer,
     seed: RngSeed,
 ) -> Option<PreferredAddress> {
     if addresses.is_empty() || cid_len == 0 {
         return None;
     }
     let mut rng = StackRng::new(seed).fork(PREFERRED_STREAM);
-    let mut bytes = [0u8; ConnectionId::MAX_LEN];
-    let len = cid_len.min(ConnectionId::MAX_LEN);
-    rng.fill_bytes(&mut bytes[..len]);
-    let cid = ConnectionId::new(&bytes[..len]).ok()?;
-    let mut reset_token = [0u8; 16];
-    rng.fill_bytes(&mut reset_token);
+    let cid = issuer.new_cid_of_len(&mut rng, cid_len);
+    let reset_token = issuer.reset_token(&mut rng, &cid);
     Some(PreferredAddress {
         v4: addresses.v4,
         v6: addresses.v6,
@@ -417,23 +416,33 @@ mod tests {
         a
     }
 
+    fn plain() -> CidIssuer {
+        CidIssuer::new(8, None, None)
+    }
+
     #[test]
     fn a_server_offers_its_address_with_a_connection_id_of_its_length() {
-        let offer = server_offer(&addresses(), 8, RngSeed::Fixed(3)).expect("an offer");
+        let offer = server_offer(&addresses(), 8, &plain(), RngSeed::Fixed(3)).expect("an offer");
         assert_eq!(offer.cid.len(), 8);
         assert_eq!(offer.v4, Some("127.0.0.2:4434".parse().unwrap()));
         assert_eq!(offer.v6, None);
         // Another seed, another connection ID and token.
-        let other = server_offer(&addresses(), 8, RngSeed::Fixed(4)).expect("an offer");
+        let other = server_offer(&addresses(), 8, &plain(), RngSeed::Fixed(4)).expect("an offer");
         assert_ne!(offer.cid, other.cid);
         assert_ne!(offer.reset_token, other.reset_token);
     }
 
     #[test]
     fn no_offer_without_addresses_or_with_zero_length_ids() {
-        assert!(server_offer(&PreferredAddresses::default(), 8, RngSeed::Fixed(3)).is_none());
+        assert!(server_offer(
+            &PreferredAddresses::default(),
+            8,
+            &plain(),
+            RngSeed::Fixed(3)
+        )
+        .is_none());
         // RFC 9000 §18.2: zero-length connection IDs, no preferred address.
-        assert!(server_offer(&addresses(), 0, RngSeed::Fixed(3)).is_none());
+        assert!(server_offer(&addresses(), 0, &plain(), RngSeed::Fixed(3)).is_none());
     }
 
     #[test]

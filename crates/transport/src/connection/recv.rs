@@ -33,6 +33,17 @@ fn is_zero_rtt(space: SpaceId, packet: &[u8]) -> bool {
     space == SpaceId::Data && packet.first().is_some_and(|b| b & 0x80 != 0)
 }
 
+/// The last 16 bytes of `data`, when it is long enough to be a stateless
+/// reset (RFC 9000 §10.3: at least 21 bytes).
+fn reset_tail(data: &[u8]) -> Option<[u8; 16]> {
+    if data.len() < crate::cid_issuer::MIN_STATELESS_RESET {
+        return None;
+    }
+    let mut tail = [0u8; 16];
+    tail.copy_from_slice(&data[data.len() - 16..]);
+    Some(tail)
+}
+
 impl Connection {
     /// Process one UDP datagram from `remote`. The buffer is decrypted in
     /// place. Undecryptable or malformed packets are dropped; protocol
@@ -70,9 +81,18 @@ impl Connection {
         self.stats.bytes_received += data.len() as u64;
         self.anti_amp_received = self.anti_amp_received.saturating_add(data.len() as u64);
         self.on_datagram_from(remote, data.len());
+        // RFC 9000 §10.3.1: a datagram we cannot process may be a
+        // stateless reset, recognised by its last 16 bytes (kept before
+        // decryption in place changes them).
+        let tail = reset_tail(data);
         match self.state {
             State::Drained | State::Draining => return,
             State::Closing => {
+                if tail.is_some_and(|t| self.is_stateless_reset(&t)) {
+                    // The peer is gone: stop repeating the close.
+                    self.enter_draining(now, ConnectionError::StatelessReset);
+                    return;
+                }
                 // RFC 9000 §10.2.1: answer with CONNECTION_CLOSE again.
                 self.close_resend = true;
                 return;
@@ -84,6 +104,44 @@ impl Connection {
             // connected to, and its preferred address).
             return;
         }
+        self.datagram_readable = false;
+        self.read_packets(now, data);
+        if let Some(t) = tail {
+            if !self.datagram_readable && !self.is_closed() && self.is_stateless_reset(&t) {
+                tracing::debug!(side = ?self.side, "stateless reset received");
+                self.enter_draining(now, ConnectionError::StatelessReset);
+            }
+        }
+    }
+
+    /// Whether `tail` (a datagram's last 16 bytes) is the stateless reset
+    /// token of a peer connection ID we have used.
+    fn is_stateless_reset(&self, tail: &[u8; 16]) -> bool {
+        self.cids.is_stateless_reset(tail, self.probed_peer_cid())
+    }
+
+    /// The peer's connection ID other than the active one that we have
+    /// sent to: the preferred address's (sequence number 1), once the
+    /// client probed it.
+    fn probed_peer_cid(&self) -> Option<u64> {
+        let probed = !matches!(
+            self.preferred,
+            super::preferred_address::PreferredPath::None
+                | super::preferred_address::PreferredPath::Offered { .. }
+        );
+        probed.then_some(1)
+    }
+
+    /// The stateless reset tokens that end this connection (RFC 9000
+    /// §10.3.1): those of the peer's IDs we have used. The endpoint indexes
+    /// them, to hand it a reset whose random DCID routes nowhere.
+    pub(crate) fn peer_reset_tokens(&self) -> [Option<[u8; 16]>; 2] {
+        self.cids.used_reset_tokens(self.probed_peer_cid())
+    }
+
+    /// The packets of one datagram, in order; sets `datagram_readable` when
+    /// one of them authenticates or waits for its keys.
+    fn read_packets(&mut self, now: Instant, data: &mut [u8]) {
         let mut offset = 0;
         while offset < data.len() {
             let rest = &mut data[offset..];
@@ -170,6 +228,8 @@ impl Connection {
                     .process_packet(now, space, packet, pn_offset)
                     .and_then(|()| self.read_deferred(now)),
                 Readiness::Defer => {
+                    // It may open later: not what a reset looks like.
+                    self.datagram_readable = true;
                     if !self.space_mut(space).deferred.push(packet, pn_offset) {
                         self.stats.packets_dropped += 1;
                     }
@@ -292,7 +352,10 @@ impl Connection {
                 self.decrypt(space, first, packet, header_len, pn, now)
             };
             match opened {
-                Some(range) => (first, pn, range),
+                Some(range) => {
+                    self.datagram_readable = true;
+                    (first, pn, range)
+                }
                 None => {
                     self.stats.packets_dropped += 1;
                     return Ok(());
@@ -543,7 +606,7 @@ impl Connection {
             Frame::RetireConnectionId { sequence } => {
                 let retired = self
                     .cids
-                    .on_retire_connection_id(sequence, &mut self.rng)
+                    .on_retire_connection_id(sequence, &self.cid_issuer, &mut self.rng)
                     .map_err(|e| e.with_frame(ty))?;
                 if let Some(cid) = retired {
                     self.endpoint_events

@@ -33,7 +33,9 @@
 //! [`AdmissionConfig::half_open_timeout`] without receiving anything.
 //!
 //! Stateless answers go to the response queue, which is bounded; none is
-//! larger than the Initial that caused it (no amplification).
+//! larger than the Initial that caused it (no amplification). The stateless
+//! resets of a server with static keys share that queue and its bound
+//! (`Endpoint::stateless_reset`).
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
@@ -300,7 +302,8 @@ impl Endpoint {
             new_token,
             version,
         };
-        let conn = match crate::Connection::accept(now, &server, remote, setup, seed) {
+        let issuer = self.cid_issuer.clone();
+        let conn = match crate::Connection::accept(now, &server, remote, setup, seed, issuer) {
             Ok(c) => c,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot accept connection");

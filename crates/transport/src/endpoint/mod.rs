@@ -8,6 +8,14 @@
 //!   the other stateless answers;
 //! - `token`: the address-validation tokens of Retry and NEW_TOKEN.
 //!
+//! Every connection ID the endpoint and its connections issue comes from
+//! one [`CidIssuer`] (shaped for the worker when the server runs several,
+//! [`EndpointConfig::with_workers`]). With [`crate::StaticKeys`] a server
+//! answers a short-header packet for a connection it does not know with a
+//! stateless reset (RFC 9000 §10.3), which the client recognises because
+//! the reset token of each of our IDs is `HMAC(reset key, cid)`, the same
+//! at every worker and after a restart.
+//!
 //! Connections live in a map keyed by handle, so the memory of one that
 //! ended is freed as soon as the application has read its last events, and
 //! its routes go with it. Handles are never reused.
@@ -21,14 +29,16 @@ mod token;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::net::SocketAddr;
+use std::sync::Arc;
 
-use rand::{Rng, RngCore};
+use rand::Rng;
 use wire::cid::ConnectionId;
 use wire::packet::{self, LongType, ProtectedHeader};
 use wire::time::Instant;
 
 use self::admission::{UnvalidatedSet, MAX_RESPONSES};
 use self::token::TokenKey;
+use crate::cid_issuer::{self, CidIssuer};
 use crate::config::{ClientConfig, EndpointConfig};
 use crate::connection::{ConnectError, Connection, EndpointEvent, Transmit};
 use crate::rng::StackRng;
@@ -83,6 +93,10 @@ pub struct EndpointStats {
     pub half_open_expired: u64,
     /// Stateless responses dropped because the queue was full.
     pub responses_dropped: u64,
+    /// Server with static keys: stateless resets sent (RFC 9000 §10.3),
+    /// answers to short-header packets for connections it does not hold
+    /// (ended, another process's before a restart, or misrouted).
+    pub stateless_resets_sent: u64,
 }
 
 /// One connection and what routes to it.
@@ -92,6 +106,8 @@ struct Slot {
     cids: Vec<ConnectionId>,
     /// Server: its (client address, client's DCID) route, while it has one.
     initial_route: Option<(SocketAddr, ConnectionId)>,
+    /// The peer's stateless reset tokens indexed for it (in `reset_tokens`).
+    reset_tokens: [Option<[u8; 16]>; 2],
 }
 
 /// A QUIC endpoint: many connections behind one UDP socket.
@@ -102,8 +118,12 @@ pub struct Endpoint {
     rng: StackRng,
     /// Admission's own stream: token nonces, Retry connection IDs.
     admission_rng: StackRng,
-    /// Seals and opens address-validation tokens (from `admission_rng`).
+    /// Seals and opens address-validation tokens (from `admission_rng`, or
+    /// from the static keys).
     token_key: TokenKey,
+    /// Draws every connection ID and reset token of the endpoint and its
+    /// connections.
+    cid_issuer: Arc<CidIssuer>,
     connections: BTreeMap<usize, Slot>,
     next_handle: usize,
     /// Local connection IDs to connections. Only looked up, never iterated,
@@ -112,6 +132,11 @@ pub struct Endpoint {
     /// Server: (client address, client's DCID) of connections still in the
     /// handshake, for the client's further Initials.
     initial_routes: HashMap<(SocketAddr, ConnectionId), ConnectionHandle>,
+    /// The stateless reset tokens peers gave for the IDs our connections
+    /// use (at most two per connection), to recognise a reset, whose DCID
+    /// is random (RFC 9000 §10.3.1: checked when a datagram cannot be
+    /// associated with a connection). Only looked up, never iterated.
+    reset_tokens: HashMap<[u8; 16], ConnectionHandle>,
     responses: VecDeque<(SocketAddr, Vec<u8>)>,
     incoming: VecDeque<ConnectionHandle>,
     next_poll: usize,
@@ -142,16 +167,29 @@ impl Endpoint {
         config.admission = admission::sanitize(config.admission);
         let rng = StackRng::new(config.rng_seed);
         let mut admission_rng = rng.fork(ADMISSION_STREAM);
-        let token_key = TokenKey::new(&mut admission_rng);
+        // Drawn even when static keys replace it: admission's later draws
+        // (nonces, Retry IDs) stay where they always were.
+        let drawn_key = TokenKey::new(&mut admission_rng);
+        let token_key = match &config.static_keys {
+            Some(keys) => TokenKey::from_static(&keys.token),
+            None => drawn_key,
+        };
+        let cid_issuer = Arc::new(CidIssuer::new(
+            config.local_cid_len,
+            config.workers,
+            config.static_keys.as_ref(),
+        ));
         Endpoint {
             rng,
             admission_rng,
             token_key,
+            cid_issuer,
             config,
             connections: BTreeMap::new(),
             next_handle: 0,
             routes: HashMap::new(),
             initial_routes: HashMap::new(),
+            reset_tokens: HashMap::new(),
             responses: VecDeque::new(),
             incoming: VecDeque::new(),
             next_poll: 0,
@@ -222,13 +260,9 @@ impl Endpoint {
     /// A fresh connection ID of ours, not routed yet.
     fn new_cid(&mut self) -> ConnectionId {
         loop {
-            let mut bytes = [0u8; ConnectionId::MAX_LEN];
-            let len = self.config.local_cid_len.clamp(1, ConnectionId::MAX_LEN);
-            self.rng.fill_bytes(&mut bytes[..len]);
-            if let Ok(cid) = ConnectionId::new(&bytes[..len]) {
-                if !self.routes.contains_key(&cid) {
-                    return cid;
-                }
+            let cid = self.cid_issuer.new_cid(&mut self.rng);
+            if !self.routes.contains_key(&cid) {
+                return cid;
             }
         }
     }
@@ -238,17 +272,14 @@ impl Endpoint {
     /// the client will send to it, so it has our length and is not routed.
     fn random_cid(&mut self, routable: bool) -> ConnectionId {
         let len = if routable {
-            self.config.local_cid_len.clamp(1, ConnectionId::MAX_LEN)
+            self.cid_issuer.cid_len()
         } else {
             8
         };
         loop {
-            let mut bytes = [0u8; ConnectionId::MAX_LEN];
-            self.admission_rng.fill_bytes(&mut bytes[..len]);
-            if let Ok(cid) = ConnectionId::new(&bytes[..len]) {
-                if !self.routes.contains_key(&cid) {
-                    return cid;
-                }
+            let cid = self.cid_issuer.new_cid_of_len(&mut self.admission_rng, len);
+            if !self.routes.contains_key(&cid) {
+                return cid;
             }
         }
     }
@@ -262,6 +293,7 @@ impl Endpoint {
                 conn: Box::new(conn),
                 cids: Vec::new(),
                 initial_route: None,
+                reset_tokens: [None; 2],
             },
         );
         h
@@ -293,7 +325,8 @@ impl Endpoint {
         let seed = self.rng.child_seed();
         // RFC 9000 §8.1.3: a token is not reused across connection attempts.
         let token = self.client_tokens.remove(&remote).unwrap_or_default();
-        let conn = Connection::connect(now, config, remote, cid, seed, token)?;
+        let issuer = self.cid_issuer.clone();
+        let conn = Connection::connect(now, config, remote, cid, seed, token, issuer)?;
         let h = self.insert(conn);
         self.add_route(h, cid);
         Ok(h)
@@ -381,8 +414,50 @@ impl Endpoint {
         match routed {
             Some(h) => Some(Some(h)),
             None if initial => Some(None),
+            None if matches!(header, ProtectedHeader::Short { .. }) => {
+                // A stateless reset for one of our connections (it goes
+                // there to be checked in constant time and end it), or
+                // else a packet for a connection we lost.
+                if let Some(h) = self.reset_candidate(data) {
+                    return Some(Some(h));
+                }
+                self.stateless_reset(remote, &dcid, data.len());
+                None
+            }
             None => None,
         }
+    }
+
+    /// The connection whose peer gave the last 16 bytes of `data` as a
+    /// stateless reset token, if any.
+    fn reset_candidate(&self, data: &[u8]) -> Option<ConnectionHandle> {
+        if self.reset_tokens.is_empty() || data.len() < cid_issuer::MIN_STATELESS_RESET {
+            return None;
+        }
+        let mut tail = [0u8; cid_issuer::RESET_TOKEN_LEN];
+        tail.copy_from_slice(&data[data.len() - cid_issuer::RESET_TOKEN_LEN..]);
+        self.reset_tokens.get(&tail).copied()
+    }
+
+    /// Index the reset tokens connection `h` now checks (they change when
+    /// the peer's tokens arrive and when it moves to another peer ID).
+    fn sync_reset_tokens(&mut self, h: ConnectionHandle) {
+        let Some(slot) = self.connections.get_mut(&h.0) else {
+            return;
+        };
+        let tokens = slot.conn.peer_reset_tokens();
+        if tokens == slot.reset_tokens {
+            return;
+        }
+        for old in slot.reset_tokens.iter().flatten() {
+            if self.reset_tokens.get(old) == Some(&h) {
+                self.reset_tokens.remove(old);
+            }
+        }
+        for new in tokens.iter().flatten() {
+            self.reset_tokens.insert(*new, h);
+        }
+        slot.reset_tokens = tokens;
     }
 
     /// Server: whether new connections may use `version`.
@@ -419,6 +494,36 @@ impl Endpoint {
         self.responses.push_back((remote, out));
     }
 
+    /// Server with static keys: answer a short-header packet of `len`
+    /// bytes for `dcid`, which no connection holds, with a stateless reset
+    /// (RFC 9000 §10.3). Smaller than the packet (§10.3.3), from
+    /// admission's generator, through the bounded response queue; nothing
+    /// for a packet too small to answer that way.
+    ///
+    /// A worker must only see short-header packets of its own IDs (the
+    /// driver routes them by [`crate::datagram_owner`]): one that got
+    /// another worker's packet would reset a live connection.
+    fn stateless_reset(&mut self, remote: SocketAddr, dcid: &ConnectionId, len: usize) {
+        if self.config.server.is_none() {
+            return;
+        }
+        let Some(token) = self.cid_issuer.static_reset_token(dcid) else {
+            return;
+        };
+        if len <= cid_issuer::MIN_STATELESS_RESET {
+            return;
+        }
+        if self.responses.len() >= MAX_RESPONSES {
+            self.stats.responses_dropped += 1;
+            return;
+        }
+        let Some(out) = cid_issuer::stateless_reset(&mut self.admission_rng, &token, len) else {
+            return;
+        };
+        self.responses.push_back((remote, out));
+        self.stats.stateless_resets_sent += 1;
+    }
+
     fn process_endpoint_events(&mut self, h: ConnectionHandle) {
         let mut drained = false;
         while let Some(ev) = self.connection_mut(h).and_then(|c| c.poll_endpoint_event()) {
@@ -434,6 +539,7 @@ impl Endpoint {
                 EndpointEvent::NewToken(token) => self.store_token(h, token),
             }
         }
+        self.sync_reset_tokens(h);
         if drained {
             self.unroute(h);
             self.unvalidated.remove(h);
@@ -470,6 +576,11 @@ impl Endpoint {
         if let Some(key) = slot.initial_route.take() {
             if self.initial_routes.get(&key) == Some(&h) {
                 self.initial_routes.remove(&key);
+            }
+        }
+        for token in core::mem::take(&mut slot.reset_tokens).iter().flatten() {
+            if self.reset_tokens.get(token) == Some(&h) {
+                self.reset_tokens.remove(token);
             }
         }
     }

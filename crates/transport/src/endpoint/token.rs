@@ -26,7 +26,12 @@
 //!   original_destination_connection_id (RFC 9000 §7.3).
 //!
 //! The key (256 bits) comes from the endpoint's generator, itself seeded
-//! from the OS in real endpoints; the 96-bit nonce is drawn per token.
+//! from the OS in real endpoints, or, with [`crate::StaticKeys`], is
+//! derived from the operator's `token` key, so that every worker of a
+//! server and the server after a restart open each other's tokens. The
+//! 96-bit nonce is drawn per token (random nonces from several workers
+//! under one key: 2^-32 collision odds only after 2^32 tokens, far beyond
+//! any token lifetime's worth).
 //! Tokens are not remembered, so a NEW_TOKEN token can be replayed until it
 //! expires, but only from the address it names, which is the address it
 //! proves (RFC 9000 §8.1.4 leaves replay protection to the server's
@@ -110,6 +115,19 @@ impl TokenKey {
         rng.fill_bytes(&mut bytes);
         let key = aead::UnboundKey::new(&aead::AES_256_GCM, &bytes)
             .expect("32 bytes is the AES-256-GCM key length");
+        TokenKey {
+            key: aead::LessSafeKey::new(key),
+        }
+    }
+
+    /// The key for the operator's static `token` key
+    /// ([`crate::StaticKeys::token`]): HMAC-SHA256 of a label under it, so
+    /// the AES key is never the configured bytes themselves.
+    pub fn from_static(token: &[u8; 32]) -> Self {
+        let kdf = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, token);
+        let derived = ring::hmac::sign(&kdf, b"artq address-validation token key v1");
+        let key = aead::UnboundKey::new(&aead::AES_256_GCM, derived.as_ref())
+            .expect("HMAC-SHA256 gives 32 bytes, the AES-256-GCM key length");
         TokenKey {
             key: aead::LessSafeKey::new(key),
         }
@@ -331,6 +349,28 @@ mod tests {
                 kind: Some(TokenKind::Retry)
             })
         );
+    }
+
+    /// Two keys from the same static key open each other's tokens; the
+    /// endpoint's random key does not.
+    #[test]
+    fn static_keys_open_each_others_tokens() {
+        let (random, mut rng) = setup();
+        let a = TokenKey::from_static(&[3; 32]);
+        let b = TokenKey::from_static(&[3; 32]);
+        let other = TokenKey::from_static(&[4; 32]);
+        let client: SocketAddr = "10.0.0.1:5000".parse().unwrap();
+        let t0 = Instant::from_millis(5);
+        let token = a.seal_new_token(&mut rng, client, t0);
+        assert_eq!(
+            b.open(&token, client, t0, LIFE, DAY),
+            Ok(ValidToken::NewToken)
+        );
+        let invalid = Err(InvalidToken {
+            kind: Some(TokenKind::NewToken),
+        });
+        assert_eq!(other.open(&token, client, t0, LIFE, DAY), invalid);
+        assert_eq!(random.open(&token, client, t0, LIFE, DAY), invalid);
     }
 
     #[test]
