@@ -50,8 +50,7 @@ impl Method {
     /// A safe method (RFC 9110 §9.2.1: GET, HEAD, OPTIONS, TRACE): one a
     /// server may answer from replayable 0-RTT data.
     pub fn is_safe(&self) -> bool {
-        matches!(self, Method::Get | Method::Head)
-            || matches!(self.as_str(), "OPTIONS" | "TRACE")
+        matches!(self, Method::Get | Method::Head) || matches!(self.as_str(), "OPTIONS" | "TRACE")
     }
 
     /// The method a token names.

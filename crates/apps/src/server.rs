@@ -26,6 +26,7 @@
 
 use std::collections::BTreeMap;
 
+use transport::streams::StreamEvent;
 use transport::{Connection, ConnectionHandle, Endpoint, Event};
 use wire::time::Instant;
 use wire::StreamId;
@@ -135,10 +136,12 @@ pub struct RequestRecord {
     pub bytes: u64,
     /// When the request was read.
     pub started: Instant,
-    /// When its exchange ended.
+    /// When the client acknowledged the response's last byte (or the
+    /// connection ended first, or the exchange was cut).
     pub ended: Instant,
-    /// The whole response was sent (false: aborted, cancelled by the
-    /// client, or its connection ended first).
+    /// The whole response was written, FIN included (false: aborted,
+    /// cancelled or stopped by the client, or its connection ended
+    /// first).
     pub completed: bool,
     /// The connection's lost packets so far.
     pub lost_packets: u64,
@@ -165,6 +168,9 @@ struct ServerConn {
     /// Initial packets, so it is not always known at accept time).
     session: Option<Box<dyn ServerSession>>,
     exchanges: BTreeMap<StreamId, Exchange>,
+    /// Responses written whole (FIN included) whose log line waits for the
+    /// client's acknowledgement of their last byte (with a log only).
+    unacked: BTreeMap<StreamId, LogEntry>,
     connected: bool,
     lost: bool,
 }
@@ -308,6 +314,9 @@ impl HttpServer {
     /// Forgets connection `h`, closing the edge views of its exchanges.
     fn forget(&mut self, now: Instant, h: ConnectionHandle) {
         if let Some(sc) = self.conns.remove(&h) {
+            for (_, e) in sc.unacked {
+                Self::log_end(&mut self.request_log, h, None, Some(e), now, true);
+            }
             for (_, mut ex) in sc.exchanges {
                 Self::log_end(&mut self.request_log, h, None, ex.log.take(), now, false);
                 release(&mut self.edge, ex);
@@ -324,9 +333,8 @@ impl HttpServer {
         ev: ServerEvent,
     ) {
         let logging = self.request_log.is_some();
-        let entry = |request: &Request, status: u16| {
-            logging.then(|| LogEntry::of(request, now, status))
-        };
+        let entry =
+            |request: &Request, status: u16| logging.then(|| LogEntry::of(request, now, status));
         let Some(sc) = self.conns.get_mut(&h) else {
             return;
         };
@@ -348,8 +356,9 @@ impl HttpServer {
                     if session.send_response(conn, stream, &head).is_ok() {
                         let _ = session.finish(conn, stream);
                     }
-                    let e = entry(&request, 425);
-                    Self::log_end(&mut self.request_log, h, Some(conn), e, now, true);
+                    if let Some(e) = entry(&request, 425) {
+                        sc.unacked.insert(stream, e);
+                    }
                     return;
                 }
                 if let Some(edge) = self.edge.as_mut() {
@@ -388,8 +397,9 @@ impl HttpServer {
                             if session.send_response(conn, stream, &head).is_ok() {
                                 let _ = session.finish(conn, stream);
                             }
-                            let e = entry(&request, status);
-                            Self::log_end(&mut self.request_log, h, Some(conn), e, now, true);
+                            if let Some(e) = entry(&request, status) {
+                                sc.unacked.insert(stream, e);
+                            }
                             return;
                         }
                     }
@@ -400,8 +410,12 @@ impl HttpServer {
                 if !ok || sent.is_err() {
                     self.counters.refused += 1;
                     let _ = session.finish(conn, stream);
-                    let e = entry(&request, if sent.is_ok() { head.status } else { 0 });
-                    Self::log_end(&mut self.request_log, h, Some(conn), e, now, sent.is_ok());
+                    match entry(&request, if sent.is_ok() { head.status } else { 0 }) {
+                        Some(e) if sent.is_ok() => {
+                            sc.unacked.insert(stream, e);
+                        }
+                        e => Self::log_end(&mut self.request_log, h, Some(conn), e, now, false),
+                    }
                     return;
                 }
                 self.counters.ok += 1;
@@ -419,8 +433,9 @@ impl HttpServer {
                     }
                     _ => {
                         let _ = session.finish(conn, stream);
-                        let e = entry(&request, head.status);
-                        Self::log_end(&mut self.request_log, h, Some(conn), e, now, true);
+                        if let Some(e) = entry(&request, head.status) {
+                            sc.unacked.insert(stream, e);
+                        }
                     }
                 }
             }
@@ -434,14 +449,16 @@ impl HttpServer {
                 if session.send_response(conn, stream, &head).is_ok() {
                     let _ = session.finish(conn, stream);
                 }
-                let e = logging.then(|| LogEntry {
-                    method: String::new(),
-                    path: String::new(),
-                    started: now,
-                    status,
-                    bytes: 0,
-                });
-                Self::log_end(&mut self.request_log, h, Some(conn), e, now, true);
+                if logging {
+                    let e = LogEntry {
+                        method: String::new(),
+                        path: String::new(),
+                        started: now,
+                        status,
+                        bytes: 0,
+                    };
+                    sc.unacked.insert(stream, e);
+                }
             }
             ServerEvent::Cancelled { stream } => {
                 if let Some(mut ex) = sc.exchanges.remove(&stream) {
@@ -554,8 +571,12 @@ impl HttpServer {
         }
         for (id, aborted) in done {
             if let Some(mut ex) = sc.exchanges.remove(&id) {
-                let e = ex.log.take();
-                Self::log_end(&mut self.request_log, h, Some(conn), e, now, !aborted);
+                match ex.log.take() {
+                    Some(e) if !aborted => {
+                        sc.unacked.insert(id, e);
+                    }
+                    e => Self::log_end(&mut self.request_log, h, Some(conn), e, now, false),
+                }
                 release(&mut self.edge, ex);
             }
             if aborted {
@@ -822,6 +843,7 @@ impl App for HttpServer {
             ServerConn {
                 session: None,
                 exchanges: BTreeMap::new(),
+                unacked: BTreeMap::new(),
                 connected: false,
                 lost: false,
             },
@@ -851,8 +873,23 @@ impl App for HttpServer {
                     }
                 }
             }
+            Event::Stream(StreamEvent::Finished { id }) => {
+                if let Some(e) = sc.unacked.remove(id) {
+                    Self::log_end(&mut self.request_log, h, Some(conn), Some(e), now, true);
+                }
+            }
+            Event::Stream(StreamEvent::Stopped { id, .. }) => {
+                if let Some(e) = sc.unacked.remove(id) {
+                    Self::log_end(&mut self.request_log, h, Some(conn), Some(e), now, false);
+                }
+            }
             Event::ConnectionLost(_) => {
                 sc.lost = true;
+                // Written whole, FIN included; the last acknowledgement may
+                // not have come before the connection ended.
+                for (_, e) in std::mem::take(&mut sc.unacked) {
+                    Self::log_end(&mut self.request_log, h, Some(conn), Some(e), now, true);
+                }
                 for (_, mut ex) in std::mem::take(&mut sc.exchanges) {
                     let e = ex.log.take();
                     Self::log_end(&mut self.request_log, h, Some(conn), e, now, false);

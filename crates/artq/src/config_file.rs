@@ -195,13 +195,19 @@ mod tests {
 
     #[test]
     fn bad_files_are_refused_with_the_key() {
-        let e = expand_with("lissten = \"x\"\n", &[]).unwrap_err().to_string();
+        let e = expand_with("lissten = \"x\"\n", &[])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("unknown key `lissten`"), "{e}");
-        let e = expand_with("no-ecn = \"yes\"\n", &[]).unwrap_err().to_string();
+        let e = expand_with("no-ecn = \"yes\"\n", &[])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("is a switch"), "{e}");
         let e = expand_with("listen = [\n", &[]).unwrap_err().to_string();
         assert!(e.contains("not valid TOML"), "{e}");
-        let e = expand_with("config = \"x\"\n", &[]).unwrap_err().to_string();
+        let e = expand_with("config = \"x\"\n", &[])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("cannot name another"), "{e}");
     }
 }

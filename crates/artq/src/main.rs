@@ -2,10 +2,10 @@
 //! sender-side loss recovery is pluggable (the papers' schemes), a network
 //! emulator, and the papers' experiments.
 
+mod config_file;
 #[cfg(test)]
 mod driver_tests;
 mod get;
-mod config_file;
 mod message_args;
 mod metrics;
 mod origins;

@@ -32,7 +32,9 @@ use prometheus_client::metrics::histogram::{exponential_buckets, linear_buckets,
 use prometheus_client::registry::{Registry, Unit};
 use transport::events::{RecoveryOutcome, RecoveryRecord, Subscriber};
 use transport::policy::PathView;
-use transport::{Connection, ConnectionError, ConnectionHandle, ConnectionStats, Endpoint, EndpointStats};
+use transport::{
+    Connection, ConnectionError, ConnectionHandle, ConnectionStats, Endpoint, EndpointStats,
+};
 use wire::time::{Duration, Instant};
 
 /// How often a worker adds its live connections' counters to the totals.
@@ -209,11 +211,7 @@ impl ServerMetrics {
             "The round n that delivered a lost item (0: the original arrived after all)",
             m.recovery_round.clone(),
         );
-        r.register(
-            "artq_retries",
-            "Retry packets sent",
-            m.retries.clone(),
-        );
+        r.register("artq_retries", "Retry packets sent", m.retries.clone());
         r.register(
             "artq_tokens_accepted",
             "Address-validation tokens (Retry or NEW_TOKEN) accepted",
@@ -371,9 +369,7 @@ impl Subscriber for ConnectionMeter {
         self.metrics.recovery_round.observe(f64::from(round));
         if round > 0 {
             let latency = recovery_sent.saturating_duration_since(r.first_lost);
-            self.metrics
-                .recovery_latency
-                .observe(latency.as_secs_f64());
+            self.metrics.recovery_latency.observe(latency.as_secs_f64());
         }
         let to_ack = acked_at.saturating_duration_since(r.first_sent);
         let t_wait = to_ack.saturating_sub(self.srtt / 2);
@@ -466,8 +462,7 @@ impl WorkerMeter {
                 ConnectionError::PeerClosed { .. } => "peer_closed".into(),
                 ConnectionError::LocallyClosed => "closed_locally".into(),
                 ConnectionError::TimedOut => "timeout".into(),
-                #[allow(unreachable_patterns)]
-                _ => "other".into(),
+                ConnectionError::StatelessReset => "stateless_reset".into(),
             };
             self.metrics
                 .handshake_failures
@@ -496,20 +491,27 @@ impl WorkerMeter {
         let m = &self.metrics;
         m.retries
             .inc_by(e.retries_sent.saturating_sub(self.endpoint.retries_sent));
-        m.tokens_accepted
-            .inc_by(e.tokens_accepted.saturating_sub(self.endpoint.tokens_accepted));
-        m.stateless_resets
-            .inc_by(e.stateless_resets_sent.saturating_sub(self.endpoint.stateless_resets_sent));
-        m.refused.inc_by(e.refused.saturating_sub(self.endpoint.refused));
+        m.tokens_accepted.inc_by(
+            e.tokens_accepted
+                .saturating_sub(self.endpoint.tokens_accepted),
+        );
+        m.stateless_resets.inc_by(
+            e.stateless_resets_sent
+                .saturating_sub(self.endpoint.stateless_resets_sent),
+        );
+        m.refused
+            .inc_by(e.refused.saturating_sub(self.endpoint.refused));
         self.endpoint = e;
         m.forwarded.inc_by(forwarded.saturating_sub(self.forwarded));
         self.forwarded = forwarded;
         if let Some(c) = edge {
             let o = self.edge;
-            m.edge_requests.inc_by(c.requests.saturating_sub(o.requests));
+            m.edge_requests
+                .inc_by(c.requests.saturating_sub(o.requests));
             m.upstream_requests
                 .inc_by(c.origin_requests.saturating_sub(o.origin_requests));
-            m.cache_hits.inc_by(c.cache_hits.saturating_sub(o.cache_hits));
+            m.cache_hits
+                .inc_by(c.cache_hits.saturating_sub(o.cache_hits));
             m.cache_stores
                 .inc_by(c.cache_stores.saturating_sub(o.cache_stores));
             m.live_cut.inc_by(c.live_cut.saturating_sub(o.live_cut));

@@ -151,7 +151,11 @@ pub fn run(opts: ServeOptions) -> Result<()> {
     );
     let threads = opts.threads;
     let scheme = opts.transport.policy.name();
-    let tls = Arc::new(TlsSource::load(opts.cert.clone(), opts.resumption, opts.zero_rtt)?);
+    let tls = Arc::new(TlsSource::load(
+        opts.cert.clone(),
+        opts.resumption,
+        opts.zero_rtt,
+    )?);
     if let Some(dir) = &opts.qlog {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("cannot create --qlog {}", dir.display()))?;
@@ -186,7 +190,8 @@ pub fn run(opts: ServeOptions) -> Result<()> {
         }
         for (i, (d, rx)) in drivers.iter_mut().zip(receivers).enumerate() {
             let cid_len = transport::EndpointConfig::new(RngSeed::Fixed(0), None).local_cid_len;
-            let owner = Box::new(move |data: &[u8]| transport::datagram_owner(data, cid_len, threads));
+            let owner =
+                Box::new(move |data: &[u8]| transport::datagram_owner(data, cid_len, threads));
             d.link(WorkerLink::new(i, owner, inboxes.clone(), rx));
         }
     }
@@ -385,7 +390,10 @@ impl TlsSource {
 }
 
 /// `path` opened for appending (`-`: stdout), for the flag `flag`.
-fn open_append(path: Option<&std::path::Path>, flag: &str) -> Result<Option<Box<dyn Write + Send>>> {
+fn open_append(
+    path: Option<&std::path::Path>,
+    flag: &str,
+) -> Result<Option<Box<dyn Write + Send>>> {
     Ok(match path {
         None => None,
         Some(p) if p.as_os_str() == "-" => Some(Box::new(io::stdout())),
@@ -546,7 +554,9 @@ impl Worker {
             .with_transmit_burst(crate::udp::MAX_BATCH)
             .with_static_keys(self.keys.clone());
         if self.threads > 1 {
-            config = config.with_workers(index, self.threads);
+            config = config
+                .with_workers(index, self.threads)
+                .map_err(|e| anyhow::anyhow!("--threads: {e}"))?;
         }
         let meter = self
             .shared
@@ -694,7 +704,9 @@ fn worker_seed(seed: &RngSeed, index: usize) -> RngSeed {
     let mut out = [0u8; 32];
     out.copy_from_slice(digest.as_ref());
     match seed {
-        RngSeed::Fixed(_) => RngSeed::Fixed(u64::from_le_bytes(out[..8].try_into().unwrap_or_default())),
+        RngSeed::Fixed(_) => {
+            RngSeed::Fixed(u64::from_le_bytes(out[..8].try_into().unwrap_or_default()))
+        }
         RngSeed::Secret(_) => RngSeed::Secret(out),
     }
 }

@@ -125,7 +125,13 @@ impl WorkerLink {
 
     /// Pass `data` to its owner if that is another worker; false when it
     /// is this worker's to handle.
-    fn pass_on(&mut self, local: SocketAddr, remote: SocketAddr, ecn: Option<Ecn>, data: &[u8]) -> bool {
+    fn pass_on(
+        &mut self,
+        local: SocketAddr,
+        remote: SocketAddr,
+        ecn: Option<Ecn>,
+        data: &[u8],
+    ) -> bool {
         let Some(w) = (self.owner)(data) else {
             return false;
         };
@@ -525,13 +531,7 @@ impl Driver {
                                 continue;
                             }
                         }
-                        host.handle_datagram(
-                            now,
-                            to,
-                            m.addr,
-                            ecn,
-                            &mut self.recv_buf[start..end],
-                        );
+                        host.handle_datagram(now, to, m.addr, ecn, &mut self.recv_buf[start..end]);
                         start = end;
                     }
                 }
@@ -656,7 +656,12 @@ impl Driver {
 /// A non-blocking UDP socket bound to `addr` with large buffers,
 /// registered with `poll` under `token`; with `reuse_port`, other sockets
 /// may bind the same address (each worker of a server has one).
-fn open_socket(poll: &Poll, addr: SocketAddr, token: Token, reuse_port: bool) -> io::Result<Socket> {
+fn open_socket(
+    poll: &Poll,
+    addr: SocketAddr,
+    token: Token,
+    reuse_port: bool,
+) -> io::Result<Socket> {
     let domain = socket2::Domain::for_address(addr);
     let sock = socket2::Socket::new(domain, socket2::Type::DGRAM, Some(socket2::Protocol::UDP))?;
     if reuse_port {

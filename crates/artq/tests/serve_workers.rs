@@ -98,14 +98,7 @@ fn two_workers_serve_quinn_aioquic_and_quic_go_byte_exact() {
             Duration::from_secs(60),
         )
         .unwrap_or_else(|e| panic!("{e}"));
-        common::assert_downloaded(
-            &run,
-            "aioquic",
-            &server.describe(),
-            1_000_000,
-            &file,
-            &out,
-        );
+        common::assert_downloaded(&run, "aioquic", &server.describe(), 1_000_000, &file, &out);
     }
     for i in 0..2 {
         let out = scratch.out(&format!("quic-go-{i}"));
@@ -124,10 +117,8 @@ fn two_workers_serve_quinn_aioquic_and_quic_go_byte_exact() {
         common::compare_files(&file, &out).unwrap_or_else(|e| panic!("quic-go {i}: {e}"));
     }
     let lines = wait_lines(&stats, quinn_runs + 4, &mut server);
-    let workers: std::collections::BTreeSet<u64> = lines
-        .iter()
-        .filter_map(|l| l["worker"].as_u64())
-        .collect();
+    let workers: std::collections::BTreeSet<u64> =
+        lines.iter().filter_map(|l| l["worker"].as_u64()).collect();
     assert_eq!(
         workers.into_iter().collect::<Vec<_>>(),
         [0, 1],
@@ -246,7 +237,10 @@ fn sighup_presents_the_new_certificate_while_an_old_download_finishes() {
         .unwrap();
     assert!(hup.success());
     let start = Instant::now();
-    while !server.stderr_tail().contains("certificate and key reloaded") {
+    while !server
+        .stderr_tail()
+        .contains("certificate and key reloaded")
+    {
         assert!(
             start.elapsed() < Duration::from_secs(10),
             "no reload reported: {}",
@@ -256,7 +250,11 @@ fn sighup_presents_the_new_certificate_while_an_old_download_finishes() {
     }
     let reloaded_at = Instant::now();
     let url = format!("https://{addr}/big");
-    let with_new = artq_get(&url, &scratch.out("new-ca"), &["--ca", &new.cert_pem.display().to_string()]);
+    let with_new = artq_get(
+        &url,
+        &scratch.out("new-ca"),
+        &["--ca", &new.cert_pem.display().to_string()],
+    );
     assert!(
         with_new.status.success(),
         "a new connection must present the new certificate: {}\n{}",
@@ -289,10 +287,18 @@ fn sighup_presents_the_new_certificate_while_an_old_download_finishes() {
         .unwrap();
     let start = Instant::now();
     while !server.stderr_tail().contains("keeping the old ones") {
-        assert!(start.elapsed() < Duration::from_secs(10), "{}", server.describe());
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{}",
+            server.describe()
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
-    let again = artq_get(&url, &scratch.out("again"), &["--ca", &new.cert_pem.display().to_string()]);
+    let again = artq_get(
+        &url,
+        &scratch.out("again"),
+        &["--ca", &new.cert_pem.display().to_string()],
+    );
     assert!(again.status.success(), "{}", again.stderr);
 }
 
@@ -300,7 +306,9 @@ fn sighup_presents_the_new_certificate_while_an_old_download_finishes() {
 fn a_config_file_behaves_as_the_same_flags() {
     let scratch = Scratch::new();
     let file = scratch.served_file("file", 300_000, 5);
-    let run = |name: &str, use_file: bool| -> (Vec<serde_json::Value>, Vec<serde_json::Value>, String) {
+    let run = |name: &str,
+               use_file: bool|
+     -> (Vec<serde_json::Value>, Vec<serde_json::Value>, String) {
         let stats = scratch.out(&format!("{name}-stats.jsonl"));
         let access = scratch.out(&format!("{name}-access.jsonl"));
         let settings = [
@@ -312,7 +320,10 @@ fn a_config_file_behaves_as_the_same_flags() {
         ];
         let mut args: Vec<String> = Vec::new();
         if use_file {
-            let toml: String = settings.iter().map(|(k, v)| format!("{k} = {v}\n")).collect();
+            let toml: String = settings
+                .iter()
+                .map(|(k, v)| format!("{k} = {v}\n"))
+                .collect();
             let path = scratch.out(&format!("{name}.toml"));
             std::fs::write(&path, toml).unwrap();
             args.push("--config".into());
@@ -335,8 +346,19 @@ fn a_config_file_behaves_as_the_same_flags() {
     };
     let (flag_stats, flag_access, flag_err) = run("flags", false);
     let (file_stats, file_access, file_err) = run("file", true);
-    for (what, a, b) in [("stats", &flag_stats[0], &file_stats[0]), ("access", &flag_access[0], &file_access[0])] {
-        for key in ["scheme", "alpn", "ecn_validated", "status", "bytes", "method", "path"] {
+    for (what, a, b) in [
+        ("stats", &flag_stats[0], &file_stats[0]),
+        ("access", &flag_access[0], &file_access[0]),
+    ] {
+        for key in [
+            "scheme",
+            "alpn",
+            "ecn_validated",
+            "status",
+            "bytes",
+            "method",
+            "path",
+        ] {
             assert_eq!(a[key], b[key], "{what} {key}: flags {a} vs file {b}");
         }
     }
@@ -352,12 +374,23 @@ fn a_config_file_behaves_as_the_same_flags() {
     let (server, _) = common::spawn_artq_serve(
         &scratch.root(),
         &scratch.logs(),
-        &["--config", &toml_arg, "--recovery", "quic", "--threads", "1"],
+        &[
+            "--config",
+            &toml_arg,
+            "--recovery",
+            "quic",
+            "--threads",
+            "1",
+        ],
     )
     .unwrap_or_else(|e| panic!("{e}"));
     let start = Instant::now();
     while !server.stderr_tail().contains("recovery quic") {
-        assert!(start.elapsed() < Duration::from_secs(10), "{}", server.stderr_tail());
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{}",
+            server.stderr_tail()
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     assert!(!server.stderr_tail().contains("worker threads"));
@@ -369,7 +402,11 @@ fn a_config_file_behaves_as_the_same_flags() {
         .args(["--config", &toml_arg]);
     let bad = process::run_with_deadline(cmd, Duration::from_secs(10)).unwrap();
     assert!(!bad.status.success());
-    assert!(bad.stderr.contains("unknown key `recovry`"), "{}", bad.stderr);
+    assert!(
+        bad.stderr.contains("unknown key `recovry`"),
+        "{}",
+        bad.stderr
+    );
 }
 
 /// The body of `GET /metrics` from `addr`.
@@ -390,7 +427,10 @@ fn scrape(addr: &str) -> String {
 
 /// The samples of an exposition as Prometheus's Python parser reads them:
 /// `name{label="v",...}` to value (labels sorted).
-fn parse_with_prometheus_client(text: &str, scratch: &Scratch) -> std::collections::BTreeMap<String, f64> {
+fn parse_with_prometheus_client(
+    text: &str,
+    scratch: &Scratch,
+) -> std::collections::BTreeMap<String, f64> {
     let python = common::interop_python().unwrap_or_else(|e| panic!("{e}"));
     let path = scratch.out("metrics.txt");
     std::fs::write(&path, text).unwrap();
@@ -422,18 +462,37 @@ fn metrics_parse_with_prometheus_and_count_losses_and_replicas() {
     let (mut server, addr) = common::spawn_artq_serve(
         &scratch.root(),
         &scratch.logs(),
-        &["--recovery", "art", "--metrics", "127.0.0.1:0", "--threads", "2"],
+        &[
+            "--recovery",
+            "art",
+            "--metrics",
+            "127.0.0.1:0",
+            "--threads",
+            "2",
+        ],
     )
     .unwrap_or_else(|e| panic!("{e}"));
     let scrape_at = metrics_addr(&mut server);
     let (_link, link_addr) = common::spawn_link(
         &scratch,
         addr,
-        &["--loss".into(), "0.05".into(), "--rtt".into(), "20".into(), "--seed".into(), "3".into()],
+        &[
+            "--loss".into(),
+            "0.05".into(),
+            "--rtt".into(),
+            "20".into(),
+            "--seed".into(),
+            "3".into(),
+        ],
     );
     let out = scratch.out("out");
     let got = artq_get(&format!("https://{link_addr}/file"), &out, &["--insecure"]);
-    assert!(got.status.success(), "{}\n{}", got.stderr, server.describe());
+    assert!(
+        got.status.success(),
+        "{}\n{}",
+        got.stderr,
+        server.describe()
+    );
     common::compare_files(&file, &out).unwrap();
     // The connection's last counters are added when it ends.
     let start = Instant::now();
@@ -445,13 +504,26 @@ fn metrics_parse_with_prometheus_and_count_losses_and_replicas() {
         assert!(start.elapsed() < Duration::from_secs(20), "{samples:?}");
         std::thread::sleep(Duration::from_millis(200));
     };
-    let get = |k: &str| *samples.get(k).unwrap_or_else(|| panic!("no {k} in {samples:?}"));
+    let get = |k: &str| {
+        *samples
+            .get(k)
+            .unwrap_or_else(|| panic!("no {k} in {samples:?}"))
+    };
     assert!(get("artq_lost_packets_total{}") > 0.0, "{samples:?}");
-    assert!(get("artq_replicas_total{scheme=\"art\"}") > 0.0, "{samples:?}");
+    assert!(
+        get("artq_replicas_total{scheme=\"art\"}") > 0.0,
+        "{samples:?}"
+    );
     assert!(get("artq_sent_bytes_total{}") > 3_000_000.0, "{samples:?}");
-    assert_eq!(get("artq_connections_total{alpn=\"h3\",version=\"v1\"}"), 1.0);
+    assert_eq!(
+        get("artq_connections_total{alpn=\"h3\",version=\"v1\"}"),
+        1.0
+    );
     assert!(get("artq_recovery_round_count{}") > 0.0, "{samples:?}");
-    assert!(get("artq_recovery_latency_seconds_count{}") > 0.0, "{samples:?}");
+    assert!(
+        get("artq_recovery_latency_seconds_count{}") > 0.0,
+        "{samples:?}"
+    );
 }
 
 #[test]
@@ -463,25 +535,60 @@ fn the_access_log_has_one_line_per_request_with_the_documented_fields() {
     let (mut server, addr) = common::spawn_artq_serve(
         &scratch.root(),
         &scratch.logs(),
-        &["--access-log", &log_arg, "--recovery", "art", "--threads", "2"],
+        &[
+            "--access-log",
+            &log_arg,
+            "--recovery",
+            "art",
+            "--threads",
+            "2",
+        ],
     )
     .unwrap_or_else(|e| panic!("{e}"));
-    let ok = artq_get(&format!("https://{addr}/a?x=1"), &scratch.out("a"), &["--insecure"]);
+    let ok = artq_get(
+        &format!("https://{addr}/a?x=1"),
+        &scratch.out("a"),
+        &["--insecure"],
+    );
     assert!(ok.status.success(), "{}", ok.stderr);
-    let missing = artq_get(&format!("https://{addr}/nope"), &scratch.out("nope"), &["--insecure"]);
+    let missing = artq_get(
+        &format!("https://{addr}/nope"),
+        &scratch.out("nope"),
+        &["--insecure"],
+    );
     assert!(!missing.status.success());
-    let hq = common::aioquic_download(&format!("https://{addr}/a"), &scratch.out("hq"), Duration::from_secs(30))
-        .unwrap_or_else(|e| panic!("{e}"));
+    let hq = common::aioquic_download(
+        &format!("https://{addr}/a"),
+        &scratch.out("hq"),
+        Duration::from_secs(30),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     assert!(hq.status.success(), "{}", hq.stderr);
     let lines = wait_lines(&log, 3, &mut server);
     std::thread::sleep(Duration::from_millis(300));
     let lines_again = json_lines(&log);
-    assert_eq!(lines.len(), lines_again.len(), "one line per request: {lines_again:?}");
+    assert_eq!(
+        lines.len(),
+        lines_again.len(),
+        "one line per request: {lines_again:?}"
+    );
     assert_eq!(lines.len(), 3, "{lines:?}");
     for l in &lines {
         for field in [
-            "time", "client", "alpn", "method", "path", "status", "bytes", "duration_ms",
-            "completed", "scheme", "lost_packets", "replicas", "connection", "worker",
+            "time",
+            "client",
+            "alpn",
+            "method",
+            "path",
+            "status",
+            "bytes",
+            "duration_ms",
+            "completed",
+            "scheme",
+            "lost_packets",
+            "replicas",
+            "connection",
+            "worker",
         ] {
             assert!(l.get(field).is_some(), "no {field} in {l}");
         }
@@ -498,7 +605,14 @@ fn the_access_log_has_one_line_per_request_with_the_documented_fields() {
             .unwrap_or_else(|| panic!("no {alpn} {p} in {lines:?}"))
     };
     let a = by_path("/a?x=1", "h3");
-    assert_eq!((a["status"].as_u64(), a["bytes"].as_u64(), a["completed"].as_bool()), (Some(200), Some(100_000), Some(true)));
+    assert_eq!(
+        (
+            a["status"].as_u64(),
+            a["bytes"].as_u64(),
+            a["completed"].as_bool()
+        ),
+        (Some(200), Some(100_000), Some(true))
+    );
     let nope = by_path("/nope", "h3");
     assert_eq!(nope["status"], 404);
     let hq = by_path("/a", "hq-interop");
@@ -513,7 +627,11 @@ fn metrics_addr(server: &mut process::ChildGuard) -> String {
         if let Some(rest) = tail.split("metrics on http://").nth(1) {
             return rest.split('/').next().unwrap_or_default().to_string();
         }
-        assert!(start.elapsed() < Duration::from_secs(10), "{}", server.describe());
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{}",
+            server.describe()
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -534,6 +652,7 @@ fn sample(text: &str, name: &str) -> f64 {
 fn a_client_that_moves_is_followed_whichever_worker_the_kernel_picks() {
     let scratch = Scratch::new();
     let file = scratch.served_file("big", 20_000_000, 8);
+    scratch.served_file("tiny", 100, 9);
     let expected = std::fs::read(&file).unwrap();
     let (mut server, addr) = common::spawn_artq_serve(
         &scratch.root(),
@@ -561,6 +680,12 @@ fn a_client_that_moves_is_followed_whichever_worker_the_kernel_picks() {
                         let socket = std::net::UdpSocket::bind("127.0.0.1:0")?;
                         endpoint.rebind(socket)?;
                         moves += 1;
+                        // A NAT rebinding shows when the client sends: a
+                        // small request from the new port (the server
+                        // cannot follow a client that stays silent).
+                        let (mut s, _r) = conn.open_bi().await?;
+                        s.write_all(b"GET /tiny\r\n").await?;
+                        s.finish()?;
                     }
                 }
                 Ok::<(), common::quinn_hq::BoxError>(())
