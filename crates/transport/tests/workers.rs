@@ -90,9 +90,12 @@ fn poke(pair: &mut Pair) {
         .expect("datagrams are negotiated");
 }
 
+/// A connection ID issued: sequence number, ID, reset token.
+type IssuedCid = (u64, Vec<u8>, [u8; 16]);
+
 /// The connection IDs (and tokens) a server connection issues.
 #[derive(Clone, Default)]
-struct Issued(Arc<Mutex<Vec<(u64, Vec<u8>, [u8; 16])>>>);
+struct Issued(Arc<Mutex<Vec<IssuedCid>>>);
 
 impl Subscriber for Issued {
     fn connection_id_issued(&mut self, _now: Instant, seq: u64, cid: &[u8], token: &[u8; 16]) {
@@ -387,7 +390,10 @@ fn a_closing_client_drains_at_a_reset() {
     let sent = record_client(&mut pair);
     let now = pair.now;
     pair.client().close(now, 0, b"bye");
-    assert!(pair.drive_until(Duration::from_secs(5), |p| p.client.poll_timeout().is_none()));
+    assert!(pair.drive_until(Duration::from_secs(5), |p| p
+        .client
+        .poll_timeout()
+        .is_none()));
     assert_eq!(sent.lock().unwrap().len(), 1, "the close, once");
     assert_eq!(pair.server.stats().stateless_resets_sent, 1);
 }
