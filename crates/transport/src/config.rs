@@ -173,7 +173,9 @@ pub struct ClientConfig {
 pub struct EndpointConfig {
     /// Seeds every random choice of the endpoint and its connections:
     /// connection IDs, stateless reset tokens, the address-validation token
-    /// key, policies' coin flips, BBR's phase. [`RngSeed::Secret`] (drawn
+    /// key, policies' coin flips, BBR's phase (with [`Self::static_keys`],
+    /// the token key and reset tokens come from those instead).
+    /// [`RngSeed::Secret`] (drawn
     /// from the OS by the caller) on a real network; [`RngSeed::Fixed`] for
     /// the simulator and for tests (see [`crate::rng`]).
     pub rng_seed: RngSeed,
@@ -277,15 +279,17 @@ impl EndpointConfig {
 /// workers == worker` (the rest of the ID, and which of the bytes with that
 /// remainder comes first, are random).
 ///
-/// The worker index is therefore visible in plaintext, like the plaintext
-/// mode of QUIC-LB (draft-ietf-quic-load-balancers): an observer learns
-/// which thread of the server serves a connection, nothing more. That is
-/// acceptable here because the worker says nothing about the client, the
-/// other bytes stay unpredictable (at least 7 of them with the default
-/// 8-byte IDs), and IDs still cannot be linked across migrations any
-/// better than by the worker index, which is shared by every connection of
-/// that worker. A driver that must hide it needs encrypted IDs, which this
-/// endpoint does not do.
+/// The worker index is therefore visible in plaintext, as in the plaintext
+/// mode of QUIC-LB (draft-ietf-quic-load-balancers): whoever sees a packet
+/// learns which of the server's threads serves its connection. That is
+/// acceptable here: the index is shared by about one connection in
+/// `workers`, so it tells nothing about the client and links IDs across a
+/// migration only to that coarse class (at most 8 bits); the other bytes
+/// (7 of the default 8) and the choice among the first bytes of the
+/// residue stay unpredictable, so IDs still cannot be guessed; and the
+/// threads are one process behind one address, so no topology is exposed.
+/// Hiding the index would take encrypted IDs (QUIC-LB's encrypted modes),
+/// which this endpoint does not implement.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CidWorkers {
     worker: usize,
@@ -434,7 +438,7 @@ pub struct AdmissionConfig {
     /// and costs every connection a frame. `artq serve` sends them, valid
     /// [`AdmissionConfig::DEFAULT_NEW_TOKEN_LIFETIME`]. The token key lives
     /// as long as the endpoint, so a restarted server honours no earlier
-    /// tokens.
+    /// tokens, unless it has the same [`StaticKeys`].
     pub new_token_lifetime: Option<Duration>,
 }
 

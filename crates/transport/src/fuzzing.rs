@@ -38,12 +38,25 @@ fn server_config() -> Option<ServerConfig> {
 /// virtual time: each datagram is a 2-byte big-endian length then that many
 /// bytes; between datagrams the clock advances and timers fire. The server
 /// must never panic, and every datagram it answers with must fit in a UDP
-/// payload.
+/// payload. The same datagrams then go to a server with static keys run as
+/// worker 1 of 3 (stateless resets, worker-shaped IDs), and to
+/// [`crate::datagram_owner`].
 pub fn server_datagrams(data: &[u8]) {
     let Some(server) = server_config() else {
         return;
     };
-    let mut ep = Endpoint::new(EndpointConfig::server(1, server));
+    server_datagrams_into(data, EndpointConfig::server(1, server.clone()));
+    let keys = crate::StaticKeys::from_secret(b"fuzzing static keys");
+    if let Ok(config) = EndpointConfig::server(1, server)
+        .with_static_keys(keys)
+        .with_workers(1, 3)
+    {
+        server_datagrams_into(data, config);
+    }
+}
+
+fn server_datagrams_into(data: &[u8], config: EndpointConfig) {
+    let mut ep = Endpoint::new(config);
     let from: SocketAddr = SocketAddr::from(([127, 0, 0, 1], 5000));
     let mut now = Instant::ZERO;
     let mut rest = data;
@@ -52,6 +65,9 @@ pub fn server_datagrams(data: &[u8]) {
         let len = usize::from(u16::from_be_bytes([rest[0], rest[1]])).min(rest.len() - 2);
         let mut datagram = rest[2..2 + len].to_vec();
         rest = &rest[2 + len..];
+        if let Some(owner) = crate::datagram_owner(&datagram, 8, 3) {
+            assert!(owner < 3);
+        }
         ep.handle_datagram(now, from, None, &mut datagram);
         for _ in 0..64 {
             match ep.poll_transmit(now, &mut buf) {

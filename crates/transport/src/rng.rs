@@ -3,7 +3,9 @@
 //! The transport never reads the OS RNG (it is sans-IO). Its caller hands it
 //! an [`RngSeed`], and everything random (connection IDs, stateless reset
 //! tokens, the key that seals address-validation tokens, a policy's coin
-//! flips) follows from it:
+//! flips) follows from it, but for the keys an operator configures
+//! ([`crate::StaticKeys`]: the token key and reset tokens then come from
+//! them):
 //!
 //! - [`RngSeed::Fixed`]: a number. Two endpoints with the same number make
 //!   the same choices, which is what the simulator needs (a scenario and a

@@ -90,9 +90,12 @@ fn poke(pair: &mut Pair) {
         .expect("datagrams are negotiated");
 }
 
+/// A connection ID issued: sequence number, ID, reset token.
+type IssuedCid = (u64, Vec<u8>, [u8; 16]);
+
 /// The connection IDs (and tokens) a server connection issues.
 #[derive(Clone, Default)]
-struct Issued(Arc<Mutex<Vec<(u64, Vec<u8>, [u8; 16])>>>);
+struct Issued(Arc<Mutex<Vec<IssuedCid>>>);
 
 impl Subscriber for Issued {
     fn connection_id_issued(&mut self, _now: Instant, seq: u64, cid: &[u8], token: &[u8; 16]) {
@@ -370,4 +373,27 @@ fn worker_shaped_ids_route_to_their_worker() {
     poke(&mut pair);
     let (reason, _) = client_loss(&mut pair, Duration::from_secs(1)).expect("reset");
     assert_eq!(reason, ConnectionError::StatelessReset);
+}
+
+/// A client that closed and hears a stateless reset for its close stops
+/// repeating it (RFC 9000 §10.3.1: it drains), instead of answering each
+/// reset with another close until its closing period ends.
+#[test]
+fn a_closing_client_drains_at_a_reset() {
+    let mut pair = Pair::default_pair();
+    pair.server = server(7, Some(KEYS), None, AdmissionConfig::default());
+    pair.connect();
+    // Let the handshake's last acknowledgements settle.
+    let settle = pair.now + Duration::from_millis(500);
+    pair.drive_until(Duration::from_secs(1), |p| p.now >= settle);
+    pair.server = server(8, Some(KEYS), None, AdmissionConfig::default());
+    let sent = record_client(&mut pair);
+    let now = pair.now;
+    pair.client().close(now, 0, b"bye");
+    assert!(pair.drive_until(Duration::from_secs(5), |p| p
+        .client
+        .poll_timeout()
+        .is_none()));
+    assert_eq!(sent.lock().unwrap().len(), 1, "the close, once");
+    assert_eq!(pair.server.stats().stateless_resets_sent, 1);
 }
