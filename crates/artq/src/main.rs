@@ -294,6 +294,14 @@ struct ServeArgs {
     /// (docs/operations.md).
     #[arg(long, value_name = "FILE")]
     access_log: Option<PathBuf>,
+    /// A file of 32 or more secret bytes (e.g. `head -c 32 /dev/urandom`)
+    /// the stateless reset key is derived from. Keep it across restarts:
+    /// a restarted server then answers packets of connections its
+    /// predecessor held with stateless resets the clients recognise, and
+    /// they stop at once instead of waiting for their idle timeout (RFC
+    /// 9000 §10.3). Without it the key lives as long as the process.
+    #[arg(long, value_name = "FILE")]
+    host_key: Option<PathBuf>,
     /// Also listen on ADDR:PORT and offer it to clients as the server's
     /// preferred address (RFC 9000 §9.6): a client that follows moves its
     /// connection there after the handshake. At most one IPv4 and one IPv6
@@ -510,6 +518,7 @@ fn run(cli: Cli) -> Result<()> {
                 preferred_address: a.preferred_address,
                 metrics: a.metrics,
                 access_log: a.access_log,
+                host_key: a.host_key,
             })
         }
         Command::Get(a) => {

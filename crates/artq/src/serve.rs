@@ -68,6 +68,9 @@ pub struct ServeOptions {
     /// Append one JSON line per finished request to this file (`-`:
     /// stdout).
     pub access_log: Option<PathBuf>,
+    /// A file of secret bytes the stateless reset key follows from, kept
+    /// across restarts.
+    pub host_key: Option<PathBuf>,
     /// Also listen on these addresses and offer them as the preferred
     /// address (RFC 9000 §9.6): at most one IPv4 and one IPv6.
     pub preferred_address: Vec<SocketAddr>,
@@ -195,7 +198,7 @@ pub fn run(opts: ServeOptions) -> Result<()> {
             d.link(WorkerLink::new(i, owner, inboxes.clone(), rx));
         }
     }
-    let keys = static_keys(&opts.seed)?;
+    let keys = static_keys(&opts.seed, opts.host_key.as_deref())?;
     let alt_svc = match &opts.alt_svc {
         None => Some(format!("h3=\":{}\"; ma=86400", addr.port())),
         Some(v) if v.is_empty() => None,
@@ -711,25 +714,36 @@ fn worker_seed(seed: &RngSeed, index: usize) -> RngSeed {
     }
 }
 
-/// The keys every worker shares: the address-validation token key and the
-/// stateless reset key, from the seed (reproducible with `--seed`, secret
-/// otherwise).
-fn static_keys(seed: &RngSeed) -> Result<StaticKeys> {
-    let derive = |label: &[u8]| {
-        let mut input = label.to_vec();
-        match seed {
-            RngSeed::Fixed(n) => input.extend_from_slice(&n.to_le_bytes()),
-            RngSeed::Secret(s) => input.extend_from_slice(s),
-        }
-        let digest = ring::digest::digest(&ring::digest::SHA256, &input);
-        let mut out = [0u8; 32];
-        out.copy_from_slice(digest.as_ref());
-        out
-    };
-    Ok(StaticKeys {
-        token: derive(b"artq token key"),
-        reset: derive(b"artq stateless reset key"),
-    })
+/// Largest `--host-key` file read.
+const MAX_HOST_KEY: u64 = 4096;
+
+/// The keys every worker shares. The address-validation token key follows
+/// from the process's seed (tokens die with the process: their times are
+/// the process's clock). The stateless reset key follows from `--host-key`
+/// when given, so that a restarted server resets the connections its
+/// predecessor held (RFC 9000 §10.3), else from the seed too.
+fn static_keys(seed: &RngSeed, host_key: Option<&std::path::Path>) -> Result<StaticKeys> {
+    let mut secret = b"artq serve keys".to_vec();
+    match seed {
+        RngSeed::Fixed(n) => secret.extend_from_slice(&n.to_le_bytes()),
+        RngSeed::Secret(s) => secret.extend_from_slice(s),
+    }
+    let mut keys = StaticKeys::from_secret(&secret);
+    if let Some(path) = host_key {
+        let shown = path.display();
+        let len = std::fs::metadata(path)
+            .with_context(|| format!("cannot read --host-key {shown}"))?
+            .len();
+        anyhow::ensure!(
+            (32..=MAX_HOST_KEY).contains(&len),
+            "--host-key {shown}: {len} bytes; it must hold 32 to {MAX_HOST_KEY} bytes of secret \
+             (e.g. `head -c 32 /dev/urandom > {shown}`)"
+        );
+        let bytes =
+            std::fs::read(path).with_context(|| format!("cannot read --host-key {shown}"))?;
+        keys.reset = StaticKeys::from_secret(&bytes).reset;
+    }
+    Ok(keys)
 }
 
 /// Bind the preferred addresses (`--preferred-address`) beside the first

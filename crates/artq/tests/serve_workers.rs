@@ -715,3 +715,67 @@ fn a_client_that_moves_is_followed_whichever_worker_the_kernel_picks() {
         std::thread::sleep(Duration::from_millis(200));
     }
 }
+
+/// `artq serve --listen ADDR --root ROOT [extra]`.
+fn serve_on(
+    scratch: &Scratch,
+    listen: &str,
+    extra: &[&str],
+    name: &str,
+) -> (process::ChildGuard, std::net::SocketAddr) {
+    let mut cmd = Command::new(common::artq_bin());
+    cmd.args(["serve", "--listen", listen, "--root"])
+        .arg(scratch.root())
+        .args(extra);
+    process::spawn_listening(cmd, name, &scratch.logs(), Duration::from_secs(20))
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A server restarted with the same `--host-key` answers a packet of a
+/// connection its predecessor held with a stateless reset the client
+/// recognises (RFC 9000 §10.3): the client's connection ends at once, not
+/// after its idle timeout.
+#[test]
+fn a_restarted_server_with_the_same_host_key_resets_old_connections() {
+    let scratch = Scratch::new();
+    scratch.served_file("small", 1000, 1);
+    let key = scratch.out("host.key");
+    std::fs::write(&key, [7u8; 32]).unwrap();
+    let key_arg = key.display().to_string();
+    let extra = ["--threads", "2", "--host-key", key_arg.as_str()];
+    let (first, addr) = serve_on(&scratch, "127.0.0.1:0", &extra, "artq-serve-1");
+    let rt = common::runtime();
+    let endpoint = rt
+        .block_on(async { common::quinn_hq::client_endpoint() })
+        .unwrap();
+    let conn = rt
+        .block_on(async {
+            let conn = endpoint.connect(addr, "localhost")?.await?;
+            common::quinn_hq::fetch_on(&conn, "/small", &mut std::io::sink()).await?;
+            Ok::<_, common::quinn_hq::BoxError>(conn)
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    drop(first); // killed: its connections' state is gone
+    let (mut second, _) = serve_on(&scratch, &addr.to_string(), &extra, "artq-serve-2");
+    let start = Instant::now();
+    let outcome = rt.block_on(async {
+        // A request: a short-header packet for a connection nobody holds.
+        let _ = common::quinn_hq::fetch_on(&conn, "/small", &mut std::io::sink()).await;
+        tokio::time::timeout(Duration::from_secs(10), conn.closed()).await
+    });
+    let reason = outcome.unwrap_or_else(|_| {
+        panic!(
+            "the client's connection did not end within 10 s: {}",
+            second.describe()
+        )
+    });
+    assert!(
+        matches!(reason, quinn::ConnectionError::Reset),
+        "expected a stateless reset, got {reason}"
+    );
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
+}
