@@ -169,7 +169,10 @@ impl ConcurrentGet {
     pub fn span(&self) -> Span {
         Span {
             bytes: self.bytes,
-            request: self.exited.checked_sub(self.transfer).unwrap_or(self.exited),
+            request: self
+                .exited
+                .checked_sub(self.transfer)
+                .unwrap_or(self.exited),
             last_byte: self.exited,
         }
     }
@@ -379,7 +382,7 @@ mod tests {
         // script that ignores them and sleeps.
         let dir = tempfile::tempdir().expect("temp dir");
         let script = dir.path().join("slow");
-        std::fs::write(&script, "#!/bin/sh\nsleep 30\n").expect("script");
+        std::fs::write(&script, "#!/bin/sh\nexec sleep 30\n").expect("script");
         let mut perm = std::fs::metadata(&script).expect("stat").permissions();
         std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
         std::fs::set_permissions(&script, perm).expect("chmod");
@@ -405,7 +408,10 @@ mod tests {
             })
             .expect("the script could be run");
         assert!(elapsed < Duration::from_secs(10), "was not killed");
-        assert!(err.to_string().contains("2 of 2 artq get still running"), "{err}");
+        assert!(
+            err.to_string().contains("2 of 2 artq get still running"),
+            "{err}"
+        );
     }
 
     #[test]

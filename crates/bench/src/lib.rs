@@ -26,7 +26,6 @@ pub mod artq_child;
 pub mod content;
 pub mod decisions;
 pub mod proc_cpu;
-pub mod quinn_child;
 /// Child processes with deadlines, shared verbatim with the artq tests.
 ///
 /// It lives in `crates/artq/tests/common/process.rs` and is compiled here by
@@ -34,6 +33,7 @@ pub mod quinn_child;
 /// read by one implementation, not two that can drift apart.
 #[path = "../../artq/tests/common/process.rs"]
 pub mod process;
+pub mod quinn_child;
 /// The quinn hq-interop peer, shared verbatim with the interop tests.
 ///
 /// It lives in `crates/artq/tests/common/quinn_hq.rs` and is compiled here by

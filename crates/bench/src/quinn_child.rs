@@ -185,10 +185,7 @@ fn client_thread(
 ) -> Result<Span> {
     let rt = runtime(1).context("building a quinn client's tokio runtime")?;
     rt.block_on(async {
-        let mut work = pin!(tokio::time::timeout(
-            deadline,
-            one_download(server, verify)
-        ));
+        let mut work = pin!(tokio::time::timeout(deadline, one_download(server, verify)));
         let mut cancelled = pin!(cancel.wait_for(|c| *c));
         poll_fn(|cx| {
             if let Poll::Ready(done) = work.as_mut().poll(cx) {

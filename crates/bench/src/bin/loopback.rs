@@ -299,7 +299,12 @@ fn run(args: Args) -> Result<()> {
     }
     let configs: Vec<Config> = clients
         .iter()
-        .flat_map(|&c| threads.iter().map(move |&t| Config { clients: c, threads: t }))
+        .flat_map(|&c| {
+            threads.iter().map(move |&t| Config {
+                clients: c,
+                threads: t,
+            })
+        })
         .collect();
 
     let dir = tempfile::tempdir().context("creating a temp dir")?;
@@ -349,7 +354,11 @@ fn run(args: Args) -> Result<()> {
         args.seed,
         args.repeat
     );
-    let default_only = configs == [Config { clients: 1, threads: 1 }];
+    let default_only = configs
+        == [Config {
+            clients: 1,
+            threads: 1,
+        }];
     for (cfg, per_stack) in configs.iter().zip(&samples) {
         if !default_only {
             print_config_heading(*cfg);
@@ -368,10 +377,18 @@ fn progress_label(stack: Stack, cfg: Config) -> String {
         Stack::Quinn => "quinn -> quinn (hq-interop)".to_string(),
         Stack::Artq(alpn) => format!("artq serve -> artq get --alpn {alpn}"),
     };
-    if cfg == (Config { clients: 1, threads: 1 }) {
+    if cfg
+        == (Config {
+            clients: 1,
+            threads: 1,
+        })
+    {
         what
     } else {
-        format!("{what}, {} client(s), {} thread(s)", cfg.clients, cfg.threads)
+        format!(
+            "{what}, {} client(s), {} thread(s)",
+            cfg.clients, cfg.threads
+        )
     }
 }
 
