@@ -1,5 +1,5 @@
 //! The quinn reference of the loopback benchmark: its server as a child
-//! process, its clients as concurrent tasks in the benchmark's process.
+//! process, its clients as concurrent threads of the benchmark's process.
 //!
 //! Why a child process: `artq serve` runs as its own process, so its CPU time
 //! can be read from `/proc/<pid>/stat` and its threads are its own. Running

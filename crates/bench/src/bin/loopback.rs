@@ -5,7 +5,8 @@
 //! seeded file of `--size` bytes (default 1 GiB) three ways:
 //! (a) quinn server -> quinn client (hq-interop), the reference: the server
 //!     is this executable run as a child process ([`quinn_child`]), the
-//!     clients are tasks in this process;
+//!     clients are threads of this process (one current-thread runtime
+//!     each, like the single-threaded `artq get` processes);
 //! (b) `artq serve` -> `artq get --alpn hq-interop`, and
 //! (c) `artq serve` -> `artq get --alpn h3`, as child processes of the
 //!     release binary;
@@ -57,8 +58,8 @@ const LONG_ABOUT: &str = "\
 Loopback bulk goodput: quinn -> quinn vs artq serve -> artq get, in one run.
 
 Each round moves one seeded file (--size) with the quinn reference (hq-interop;
-its server is this executable run as a child process, its clients are tasks in
-this process) and with `artq serve` -> `artq get` over hq-interop and over h3
+its server is this executable run as a child process, its clients are threads
+of this process, each with its own current-thread tokio runtime) and with `artq serve` -> `artq get` over hq-interop and over h3
 (child processes of the artq binary), and reports per stack the median
 goodput of the rounds, the ratio artq/quinn, and the server's CPU time per MB
 delivered (utime + stime of the server process from /proc/<pid>/stat).
@@ -98,9 +99,11 @@ struct Args {
         value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_CLIENTS))
     )]
     clients: Vec<u32>,
-    /// Server threads: `artq serve --threads M` (not passed for 1) and the
-    /// quinn server's tokio workers (current-thread runtime for 1); a
-    /// comma-separated list measures each (`1,2`).
+    /// Server threads: `artq serve --threads M` (not passed for 1, so an
+    /// artq without that flag measures the default; for M > 1 such an artq
+    /// fails with a message saying so) and the quinn server's tokio workers
+    /// (current-thread runtime for 1); a comma-separated list measures each
+    /// (`1,2`).
     #[arg(
         long,
         value_name = "M[,M...]",
@@ -572,7 +575,7 @@ fn measure_quinn(
     let cpu_before = proc_cpu::process_cpu_time(server.pid()).ok();
     let spans =
         quinn_child::download_concurrently(server.addr, cfg.clients as usize, verify, deadline)
-            .with_context(|| format!("quinn server stderr:\n{}", server.stderr()))?;
+            .with_context(|| server_context("quinn server", &server.stderr()))?;
     let cpu_after = proc_cpu::process_cpu_time(server.pid()).ok();
     for (i, span) in spans.iter().enumerate() {
         if span.bytes != size {
@@ -584,6 +587,15 @@ fn measure_quinn(
         }
     }
     Sample::from_spans(&spans, cpu_delta(cpu_before, cpu_after))
+}
+
+/// The context a failed measurement's error gets: the server's stderr tail.
+fn server_context(server: &str, stderr: &str) -> String {
+    if stderr.trim().is_empty() {
+        format!("measuring {server} (its stderr is empty)")
+    } else {
+        format!("measuring {server}; its stderr ends with:\n{stderr}\n")
+    }
 }
 
 /// `after - before` when both were read.
@@ -637,7 +649,7 @@ fn measure_artq(
         verify,
         deadline,
     )
-    .with_context(|| format!("artq serve stderr:\n{}", server.stderr()))?;
+    .with_context(|| server_context("artq serve", &server.stderr()))?;
     let cpu_after = proc_cpu::process_cpu_time(server.pid()).ok();
     for (i, get) in gets.iter().enumerate() {
         if get.bytes != args.size {
