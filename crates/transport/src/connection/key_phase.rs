@@ -9,8 +9,8 @@
 //! update):
 //! - old when its packet number is below the first one the peer sent in the
 //!   current phase, or when no packet of the current phase has arrived yet
-//!   (we started the update and the peer has not followed): opened with the
-//!   previous key while it is kept, dropped otherwise;
+//!   after an update we started (the peer has not followed): opened with
+//!   the previous key while it is kept, dropped otherwise;
 //! - new otherwise: tried with the next phase's key.
 //!
 //! # Failed decryption changes nothing (RFC 9001 §6.3, §9.5)
@@ -29,8 +29,19 @@
 //! [`Connection::initiate_key_update`] switches both directions to the next
 //! phase at once (the peer answers in the new phase). A further update waits
 //! until the peer acknowledged a packet of the current phase. The
-//! connection also updates by itself before a key has protected as many
-//! packets as its AEAD's confidentiality limit allows.
+//! connection also updates by itself when a key has protected a quarter of
+//! the packets its AEAD's confidentiality limit allows (2^23 for AES-GCM;
+//! ChaCha20-Poly1305 has none that a connection can reach), and closes with
+//! AEAD_LIMIT_REACHED rather than protect a packet past the limit when no
+//! update could happen in time (the peer never acknowledged the new phase).
+//!
+//! # Packets that fail authentication (RFC 9001 §6.6)
+//!
+//! Every packet that a key was tried on and failed counts, whatever its
+//! space or key phase; past the AEAD's integrity limit (2^52 for AES-GCM,
+//! 2^36 for ChaCha20-Poly1305) the connection closes with
+//! AEAD_LIMIT_REACHED (`recv.rs`, `on_authentication_failure`). A packet no
+//! key was tried on (its key discarded or not yet there) does not count.
 //!
 //! # A peer that breaks the rules (RFC 9001 §6.2, §6.4)
 //!
