@@ -389,9 +389,10 @@ impl Pair {
         // input or `poll_timeout`. The loop above polls again whenever a
         // side sent something, and each step begins with a flush, so a
         // break of it would pass unseen (a real driver polls only after an
-        // event, and the work stalls): hold both sides to it here.
+        // event, and the work stalls): hold both sides to it here, polling
+        // every connection, also those the endpoint's ready set skips.
         for (side, endpoint) in [("client", &mut self.client), ("server", &mut self.server)] {
-            if let Some(t) = endpoint.poll_transmit(self.now, &mut self.buf) {
+            if let Some((_, t)) = endpoint.poll_transmit_scan(self.now, &mut self.buf) {
                 panic!(
                     "the {side} had a {}-byte datagram to send at {:?} right after its \
                      poll_transmit returned None (a transport bug: the work would wait \

@@ -8,9 +8,10 @@ use std::rc::Rc;
 
 use transport::connection::KeyUpdateError;
 use transport::test_pair::{content, Pair};
+use transport::ConnectionError;
 use wire::packet::KEY_PHASE_BIT;
 use wire::time::Duration;
-use wire::{Dir, StreamId};
+use wire::{Dir, StreamId, TransportErrorCode};
 
 /// One download driven step by step, so that a test can act between steps:
 /// the client asks for an object on a bidirectional stream, the server
@@ -297,5 +298,83 @@ fn keys_are_updated_before_the_confidentiality_limit() {
         pair.client().key_updates(),
         updates,
         "the client must follow"
+    );
+}
+
+/// Hand what the client has to send now straight to the server, without
+/// letting the server send anything (no acknowledgement goes back).
+fn client_to_server_now(pair: &mut Pair) -> usize {
+    let now = pair.now;
+    let mut buf = Vec::new();
+    let mut n = 0;
+    while let Some(t) = pair.client.poll_transmit(now, &mut buf) {
+        let mut d = buf[..t.size].to_vec();
+        pair.server
+            .handle_datagram(now, pair.client_addr, None, &mut d);
+        n += 1;
+    }
+    n
+}
+
+/// RFC 9001 §6.2: "If an endpoint detects a second update before it has
+/// sent any packets with updated keys containing an acknowledgment for the
+/// packet that initiated the key update, it indicates that its peer has
+/// updated keys twice without awaiting confirmation. An endpoint MAY treat
+/// such consecutive key updates as a connection error of type
+/// KEY_UPDATE_ERROR." A client that flips its key phase twice in a row
+/// (a test hook skips its own §6.1 check) meets that error.
+#[test]
+fn two_key_updates_in_a_row_without_an_acknowledgement_are_a_key_update_error() {
+    let mut pair = Pair::default_pair();
+    connected_and_confirmed(&mut pair);
+    pair.drive_until(Duration::from_millis(200), |_| false);
+    pair.client().force_key_update();
+    assert!(client_to_server_now(&mut pair) > 0);
+    assert_eq!(pair.server().key_updates(), 1, "the server followed");
+    assert!(!pair.server().is_closed());
+    // Again, before the server sent anything under the new keys.
+    pair.client().force_key_update();
+    assert!(client_to_server_now(&mut pair) > 0);
+    let server = pair.server();
+    match server.close_reason() {
+        Some(ConnectionError::Transport(e)) => {
+            assert_eq!(e.code, TransportErrorCode::KEY_UPDATE_ERROR);
+        }
+        other => panic!("expected KEY_UPDATE_ERROR, closed for {other:?}"),
+    }
+    assert_eq!(server.key_updates(), 1, "the second update is not followed");
+}
+
+/// The legitimate sequence next to the one above: flip, the server
+/// acknowledges under the new keys, flip again. Both are followed, and the
+/// connection stays open.
+#[test]
+fn a_key_update_after_the_acknowledgement_of_the_previous_one_is_followed() {
+    let mut pair = Pair::default_pair();
+    connected_and_confirmed(&mut pair);
+    pair.drive_until(Duration::from_millis(200), |_| false);
+    pair.client()
+        .initiate_key_update()
+        .expect("first key update");
+    let followed = pair.drive_until(Duration::from_secs(2), |p| p.server().key_updates() == 1);
+    assert!(followed, "the server did not follow the first update");
+    // The client may update again once the server acknowledged a packet of
+    // the new phase; that acknowledgement left under the new keys.
+    let again = pair.drive_until(Duration::from_secs(2), |p| {
+        p.client().initiate_key_update().is_ok()
+    });
+    assert!(again, "the second update never became possible");
+    let followed = pair.drive_until(Duration::from_secs(2), |p| p.server().key_updates() == 2);
+    assert!(followed, "the server did not follow the second update");
+    pair.drive_until(Duration::from_millis(500), |_| false);
+    assert!(
+        !pair.server().is_closed(),
+        "{:?}",
+        pair.server().close_reason()
+    );
+    assert!(
+        !pair.client().is_closed(),
+        "{:?}",
+        pair.client().close_reason()
     );
 }

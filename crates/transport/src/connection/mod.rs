@@ -254,6 +254,11 @@ pub struct Connection {
     /// Early resends of the server's Initial CRYPTO data so far
     /// ([`MAX_EARLY_CRYPTO_RESENDS`]).
     early_crypto_resends: u8,
+    /// Received packets that failed authentication, all keys together
+    /// (RFC 9001 §6.6).
+    auth_failures: u64,
+    /// A test's integrity limit in place of the AEADs' own.
+    integrity_limit_override: Option<u64>,
     /// Lost data being recovered: items, rounds, replicas.
     engine: Engine,
     /// 1-RTT packets declared lost, kept a while to spot spurious losses.
@@ -439,6 +444,8 @@ impl Connection {
             bytes_in_flight: 0,
             pto_count: 0,
             early_crypto_resends: 0,
+            auth_failures: 0,
+            integrity_limit_override: None,
             engine: Engine::default(),
             lost_history: spurious::LostHistory::default(),
             early_acked: std::collections::VecDeque::new(),

@@ -8,6 +8,7 @@ use wire::packet::{self, LongType, ProtectedHeader};
 use wire::time::Instant;
 use wire::TransportErrorCode;
 
+use super::key_phase::OpenError;
 use super::{Connection, ConnectionError, Event, SpaceId, State, Timer};
 use crate::crypto;
 use crate::error::TransportError;
@@ -346,17 +347,24 @@ impl Connection {
             let pn = packet::decode_pn(largest, u64::from(truncated), pn_len);
             let header_len = pn_offset + pn_len;
             let opened = if zero_rtt {
-                self.zero_rtt_keys()
-                    .and_then(|k| crypto::open(&*k.packet, packet, header_len, pn).ok())
+                match self.zero_rtt_keys() {
+                    Some(k) => crypto::open(&*k.packet, packet, header_len, pn).map_err(Into::into),
+                    None => Err(OpenError::NoKey),
+                }
             } else {
                 self.decrypt(space, first, packet, header_len, pn, now)
             };
             match opened {
-                Some(range) => {
+                Ok(range) => {
                     self.datagram_readable = true;
                     (first, pn, range)
                 }
-                None => {
+                Err(OpenError::Fatal(e)) => return Err(e),
+                Err(OpenError::Auth) => {
+                    self.stats.packets_dropped += 1;
+                    return self.on_authentication_failure();
+                }
+                Err(OpenError::NoKey) => {
                     self.stats.packets_dropped += 1;
                     return Ok(());
                 }
@@ -490,18 +498,70 @@ impl Connection {
         header_len: usize,
         pn: u64,
         now: Instant,
-    ) -> Option<core::ops::Range<usize>> {
+    ) -> Result<core::ops::Range<usize>, OpenError> {
         match space {
             SpaceId::Initial => {
-                let k = self.remote_initial_keys()?;
-                crypto::open(&*k.remote.packet, packet, header_len, pn).ok()
+                let k = self.remote_initial_keys().ok_or(OpenError::NoKey)?;
+                Ok(crypto::open(&*k.remote.packet, packet, header_len, pn)?)
             }
             SpaceId::Handshake => {
-                let k = self.handshake_keys.as_ref()?;
-                crypto::open(&*k.remote.packet, packet, header_len, pn).ok()
+                let k = self.handshake_keys.as_ref().ok_or(OpenError::NoKey)?;
+                Ok(crypto::open(&*k.remote.packet, packet, header_len, pn)?)
             }
             SpaceId::Data => self.open_one_rtt(first, packet, header_len, pn, now),
         }
+    }
+
+    /// RFC 9001 §6.6: "If the total number of received packets that fail
+    /// authentication within the connection, across all keys, exceeds the
+    /// integrity limit for the selected AEAD, the endpoint MUST immediately
+    /// close the connection with a connection error of type
+    /// AEAD_LIMIT_REACHED and not process any more packets." Every space
+    /// counts (Initial, Handshake, 0-RTT and 1-RTT keys, across key
+    /// updates); the limit is the smallest of the AEADs in use (the
+    /// negotiated suite's; Initial packets use AES-128-GCM). Closing puts
+    /// the connection in the closing state, which reads no packet.
+    fn on_authentication_failure(&mut self) -> Result<(), TransportError> {
+        self.auth_failures = self.auth_failures.saturating_add(1);
+        if self.auth_failures > self.integrity_limit() {
+            return Err(TransportError::new(
+                TransportErrorCode::AEAD_LIMIT_REACHED,
+                "too many packets failed authentication",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The integrity limit of the AEADs this connection reads with.
+    fn integrity_limit(&self) -> u64 {
+        if let Some(limit) = self.integrity_limit_override {
+            return limit;
+        }
+        let initial = self
+            .remote_initial_keys()
+            .map(|k| k.remote.packet.integrity_limit());
+        let handshake = (self.handshake_keys.as_ref()).map(|k| k.remote.packet.integrity_limit());
+        let one_rtt = (self.one_rtt.as_ref()).map(|k| k.keys.remote.packet.integrity_limit());
+        [initial, handshake, one_rtt]
+            .into_iter()
+            .flatten()
+            .min()
+            // AES-128-GCM's, the Initial packets' AEAD (RFC 9001 §6.6).
+            .unwrap_or(1 << 52)
+    }
+
+    /// Packets that failed authentication so far, across all keys
+    /// (RFC 9001 §6.6's count).
+    pub fn authentication_failures(&self) -> u64 {
+        self.auth_failures
+    }
+
+    /// Test hook: close after `packets` authentication failures instead of
+    /// the AEAD's integrity limit (2^52 or 2^36), so tests can reach it.
+    #[cfg(feature = "test-hooks")]
+    #[doc(hidden)]
+    pub fn set_integrity_limit(&mut self, packets: u64) {
+        self.integrity_limit_override = Some(packets);
     }
 
     fn on_ack_eliciting_received(&mut self, now: Instant, space: SpaceId, pn: u64) {

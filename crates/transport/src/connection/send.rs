@@ -9,6 +9,7 @@ use wire::TransportErrorCode;
 use super::spaces::{Retransmit, SentPacket};
 use super::{Connection, SpaceId, State, Timer, Transmit, LOCAL_ACK_DELAY_EXPONENT};
 use crate::crypto;
+use crate::error::TransportError;
 use crate::policy::SentView;
 
 /// AEAD tag length of every QUIC v1 cipher suite.
@@ -46,6 +47,17 @@ impl Connection {
             State::Drained | State::Draining => return None,
             State::Closing => return self.poll_close(now, buf),
             _ => {}
+        }
+        if self.confidentiality_exhausted() {
+            // RFC 9001 §6.6: no key update came in time; stop using the keys.
+            self.close_with_error(
+                now,
+                TransportError::new(
+                    TransportErrorCode::AEAD_LIMIT_REACHED,
+                    "confidentiality limit reached without a key update",
+                ),
+            );
+            return self.poll_close(now, buf);
         }
         if let Some(t) = self.poll_probe(now, buf) {
             return Some(t);
@@ -281,6 +293,12 @@ impl Connection {
             if buf.len() + tmp.len() <= max_end {
                 buf.extend_from_slice(&tmp);
                 record.largest_acked = s.received.max();
+                if let (SpaceId::Data, Some(largest)) = (space, record.largest_acked) {
+                    // RFC 9001 §6.2: what lets the peer update keys again.
+                    if let Some(k) = self.one_rtt.as_mut() {
+                        k.on_ack_sent(largest);
+                    }
+                }
                 let s = self.space_mut(space);
                 s.ack_pending = false;
                 s.unacked_eliciting = 0;

@@ -360,6 +360,7 @@ impl Endpoint {
                 slot.conn.abandon();
                 self.stats.half_open_expired += 1;
             }
+            self.touched(h.0);
             self.unvalidated.remove(h);
             self.process_endpoint_events(h);
         }

@@ -23,6 +23,37 @@
 //! A client endpoint keeps the NEW_TOKEN token each server gave it (the
 //! latest one per server address, for at most [`MAX_CLIENT_TOKENS`]
 //! servers) and uses it once, on its next connection to that address.
+//!
+//! # Work is proportional to the connections that have some
+//!
+//! No call scans every connection: a server holding a thousand mostly idle
+//! connections pays, per datagram and per timer, for the few that act.
+//!
+//! - **Ready set.** [`Endpoint::poll_transmit`] polls only connections that
+//!   may have something to send: one a datagram was routed to, one whose
+//!   timer fired, one the application borrowed with
+//!   [`Endpoint::connection_mut`], a new one, and one whose deadline has
+//!   passed even if [`Endpoint::handle_timeout`] has not run yet (a pacing
+//!   release is such a deadline: the connection may send once it passes).
+//!   A connection leaves the set when its `poll_transmit` returns `None`.
+//!   The set is visited in the round-robin order the endpoint has always
+//!   used (handle order, starting after the connection that sent last), so
+//!   every connection that would have sent a datagram sends it in the same
+//!   place of the sequence.
+//! - **Deadlines.** Each connection's [`Connection::poll_timeout`] is cached
+//!   in a set ordered by time, refreshed whenever the endpoint touched the
+//!   connection; connections lent out by `connection_mut` are read afresh
+//!   until the next call that may refresh them. [`Endpoint::poll_timeout`]
+//!   is the first entry; [`Endpoint::handle_timeout`] visits, in handle
+//!   order, the connections whose deadline passed and those the
+//!   application borrowed since the last call (their endpoint events).
+//!
+//! Why skipping a connection changes nothing: a connection that answered
+//! `None` and was not touched since answers `None` again, with the same
+//! state, until one of its timers passes (its pacer's tokens, replicas and
+//! acknowledgements all wait on timers it reports). The simulator's runs
+//! are therefore the very datagram sequences they were when every
+//! connection was polled.
 
 mod admission;
 mod token;
@@ -102,12 +133,25 @@ pub struct EndpointStats {
 /// One connection and what routes to it.
 struct Slot {
     conn: Box<Connection>,
+    /// Its [`Connection::poll_timeout`] as last read: its entry in
+    /// [`Endpoint::deadlines`].
+    deadline: Option<Instant>,
     /// Our connection IDs routed to it.
     cids: Vec<ConnectionId>,
     /// Server: its (client address, client's DCID) route, while it has one.
     initial_route: Option<(SocketAddr, ConnectionId)>,
     /// The peer's stateless reset tokens indexed for it (in `reset_tokens`).
     reset_tokens: [Option<[u8; 16]>; 2],
+}
+
+/// What the last calls did, for the unit tests.
+#[cfg(test)]
+#[derive(Clone, Copy, Debug, Default)]
+struct WorkCounts {
+    /// Connections the last `poll_transmit` polled.
+    polled: usize,
+    /// Connections the last `handle_timeout` visited.
+    visited: usize,
 }
 
 /// A QUIC endpoint: many connections behind one UDP socket.
@@ -146,6 +190,21 @@ pub struct Endpoint {
     /// Drained connections kept until the application has read their
     /// last events (ConnectionLost in particular).
     drained: BTreeSet<usize>,
+    /// Connections that may have a datagram to send (module doc).
+    ready: BTreeSet<usize>,
+    /// (deadline, handle) of every connection with a timer, as last read.
+    deadlines: BTreeSet<(Instant, usize)>,
+    /// Connections lent out by [`Endpoint::connection_mut`] since their
+    /// deadline was last read: their cached deadline may be stale.
+    lent: BTreeSet<usize>,
+    /// Connections [`Endpoint::handle_timeout`] visits even without an
+    /// expired timer: borrowed by the application or new, so they may hold
+    /// endpoint events not processed yet.
+    unsettled: BTreeSet<usize>,
+    /// Connections polled by the last `poll_transmit` and visited by the
+    /// last `handle_timeout` (the unit tests' proof of the module doc).
+    #[cfg(test)]
+    work: WorkCounts,
     /// Server: connections whose client's address is not validated yet.
     unvalidated: UnvalidatedSet,
     /// Client: the NEW_TOKEN token of each server, by its address.
@@ -195,6 +254,12 @@ impl Endpoint {
             next_poll: 0,
             burst: None,
             drained: BTreeSet::new(),
+            ready: BTreeSet::new(),
+            deadlines: BTreeSet::new(),
+            lent: BTreeSet::new(),
+            unsettled: BTreeSet::new(),
+            #[cfg(test)]
+            work: WorkCounts::default(),
             unvalidated: UnvalidatedSet::default(),
             client_tokens: BTreeMap::new(),
             stats: EndpointStats::default(),
@@ -225,9 +290,15 @@ impl Endpoint {
         self.connections.get(&h.0).map(|s| &*s.conn)
     }
 
-    /// A connection, mutably.
+    /// A connection, mutably: what the application does with it (write,
+    /// close, read events) may give it something to send, move its timers
+    /// or queue endpoint events, so the endpoint polls it again.
     pub fn connection_mut(&mut self, h: ConnectionHandle) -> Option<&mut Connection> {
-        self.connections.get_mut(&h.0).map(|s| &mut *s.conn)
+        let slot = self.connections.get_mut(&h.0)?;
+        self.ready.insert(h.0);
+        self.lent.insert(h.0);
+        self.unsettled.insert(h.0);
+        Some(&mut *slot.conn)
     }
 
     /// Server: present `tls` (a renewed certificate, say) to connections
@@ -291,12 +362,56 @@ impl Endpoint {
             h.0,
             Slot {
                 conn: Box::new(conn),
+                deadline: None,
                 cids: Vec::new(),
                 initial_route: None,
                 reset_tokens: [None; 2],
             },
         );
+        // New: it has its first flight to send, endpoint events, a timer.
+        self.ready.insert(h.0);
+        self.unsettled.insert(h.0);
+        self.refresh_deadline(h.0);
         h
+    }
+
+    /// Read connection `i`'s deadline again after the endpoint touched it.
+    fn refresh_deadline(&mut self, i: usize) {
+        let Some(slot) = self.connections.get_mut(&i) else {
+            return;
+        };
+        let deadline = slot.conn.poll_timeout();
+        if deadline == slot.deadline {
+            return;
+        }
+        if let Some(old) = slot.deadline {
+            self.deadlines.remove(&(old, i));
+        }
+        if let Some(new) = deadline {
+            self.deadlines.insert((new, i));
+        }
+        slot.deadline = deadline;
+    }
+
+    /// Read the deadlines of the connections lent out since.
+    fn refresh_lent(&mut self) {
+        for i in core::mem::take(&mut self.lent) {
+            self.refresh_deadline(i);
+        }
+    }
+
+    /// Connection `i` ran an input (datagram, timer, abandonment): it may
+    /// send, and its deadline moved.
+    pub(super) fn touched(&mut self, i: usize) {
+        if self.connections.contains_key(&i) {
+            self.ready.insert(i);
+        }
+        self.refresh_deadline(i);
+    }
+
+    /// Connections whose deadline is `now` or earlier (in deadline order).
+    fn expired(&self, now: Instant) -> impl Iterator<Item = usize> + '_ {
+        self.deadlines.range(..=(now, usize::MAX)).map(|&(_, i)| i)
     }
 
     fn add_route(&mut self, h: ConnectionHandle, cid: ConnectionId) {
@@ -359,12 +474,14 @@ impl Endpoint {
         data: &mut [u8],
     ) -> Option<ConnectionHandle> {
         self.reap();
+        self.refresh_lent();
         let handle = match self.route(remote, data)? {
             Some(h) => h,
             None => self.admit(now, remote, data)?,
         };
         let slot = self.connections.get_mut(&handle.0)?;
         slot.conn.handle_datagram_on(now, local, remote, ecn, data);
+        self.touched(handle.0);
         self.process_endpoint_events(handle);
         self.refresh_unvalidated(handle, now, true);
         Some(handle)
@@ -526,7 +643,9 @@ impl Endpoint {
 
     fn process_endpoint_events(&mut self, h: ConnectionHandle) {
         let mut drained = false;
-        while let Some(ev) = self.connection_mut(h).and_then(|c| c.poll_endpoint_event()) {
+        while let Some(ev) =
+            (self.connections.get_mut(&h.0)).and_then(|s| s.conn.poll_endpoint_event())
+        {
             match ev {
                 EndpointEvent::NewLocalCid(cid) => self.add_route(h, cid),
                 EndpointEvent::RetireLocalCid(cid) => {
@@ -598,14 +717,27 @@ impl Endpoint {
             .collect();
         for i in done {
             self.drained.remove(&i);
-            self.connections.remove(&i);
+            if let Some(slot) = self.connections.remove(&i) {
+                if let Some(t) = slot.deadline {
+                    self.deadlines.remove(&(t, i));
+                }
+            }
+            self.ready.remove(&i);
+            self.lent.remove(&i);
+            self.unsettled.remove(&i);
             self.incoming.retain(|v| v.0 != i);
         }
     }
 
-    /// The next datagram to send, from any connection (round robin).
+    /// The next datagram to send, from any connection (round robin over
+    /// the connections that may send: see the module doc).
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
         self.reap();
+        self.refresh_lent();
+        #[cfg(test)]
+        {
+            self.work.polled = 0;
+        }
         if let Some((dst, data)) = self.responses.pop_front() {
             buf.clear();
             buf.extend_from_slice(&data);
@@ -616,36 +748,38 @@ impl Endpoint {
                 ecn: None,
             });
         }
+        // A connection whose deadline passed may send now (a pacing
+        // release), whether or not the driver called handle_timeout first.
+        let due: Vec<usize> = self.expired(now).collect();
+        self.ready.extend(due);
         // The connection that sent last goes on while its burst lasts.
         if let Some((idx, left)) = self.burst.take() {
-            if let Some(slot) = self.connections.get_mut(&idx) {
-                let t = slot.conn.poll_transmit(now, buf);
-                self.process_endpoint_events(ConnectionHandle(idx));
-                if let Some(t) = t {
-                    self.burst = (left > 1).then_some((idx, left - 1));
-                    return Some(t);
-                }
+            if let Some(t) = self.poll_connection(idx, now, buf) {
+                self.burst = (left > 1).then_some((idx, left - 1));
+                return Some(t);
             }
         }
-        // Round robin: start after the connection that sent last.
-        let mut cursor = self.next_poll;
-        for _ in 0..self.connections.len() {
-            let Some(&idx) = self
-                .connections
-                .range(cursor..)
-                .next()
-                .or_else(|| self.connections.iter().next())
-                .map(|(k, _)| k)
-            else {
-                break;
+        // Round robin: start after the connection that sent last, wrap
+        // around once, visit each ready connection at most once.
+        let start = self.next_poll;
+        let mut cursor = start;
+        let mut wrapped = false;
+        loop {
+            let next = if wrapped {
+                self.ready.range(cursor..start).next()
+            } else {
+                self.ready.range(cursor..).next()
             };
-            cursor = idx + 1;
-            let Some(slot) = self.connections.get_mut(&idx) else {
+            let Some(&idx) = next else {
+                if wrapped {
+                    break;
+                }
+                wrapped = true;
+                cursor = 0;
                 continue;
             };
-            let t = slot.conn.poll_transmit(now, buf);
-            self.process_endpoint_events(ConnectionHandle(idx));
-            if let Some(t) = t {
+            cursor = idx + 1;
+            if let Some(t) = self.poll_connection(idx, now, buf) {
                 self.next_poll = idx + 1;
                 let more = self.config.transmit_burst.saturating_sub(1);
                 self.burst = (more > 0).then_some((idx, more));
@@ -655,35 +789,101 @@ impl Endpoint {
         None
     }
 
+    /// Poll connection `idx` for a datagram; it leaves the ready set when
+    /// it has none.
+    fn poll_connection(&mut self, idx: usize, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
+        let slot = self.connections.get_mut(&idx)?;
+        #[cfg(test)]
+        {
+            self.work.polled += 1;
+        }
+        let t = slot.conn.poll_transmit(now, buf);
+        self.process_endpoint_events(ConnectionHandle(idx));
+        self.refresh_deadline(idx);
+        if t.is_none() {
+            self.ready.remove(&idx);
+        }
+        t
+    }
+
+    /// Test hook: a datagram from any connection, polling every one
+    /// directly (the scan [`Endpoint::poll_transmit`] avoids). After
+    /// `poll_transmit` returned `None`, this must return `None` too: a
+    /// connection outside the ready set has nothing to send (module doc).
+    /// The test pair holds every test to it.
+    #[cfg(feature = "test-hooks")]
+    #[doc(hidden)]
+    pub fn poll_transmit_scan(
+        &mut self,
+        now: Instant,
+        buf: &mut Vec<u8>,
+    ) -> Option<(ConnectionHandle, Transmit)> {
+        let handles: Vec<usize> = self.connections.keys().copied().collect();
+        for i in handles {
+            let t = self
+                .connections
+                .get_mut(&i)
+                .and_then(|s| s.conn.poll_transmit(now, buf));
+            self.process_endpoint_events(ConnectionHandle(i));
+            self.refresh_deadline(i);
+            if let Some(t) = t {
+                return Some((ConnectionHandle(i), t));
+            }
+        }
+        None
+    }
+
     /// Earliest timer of any connection, or of the endpoint's own
     /// (half-open connections' deadlines).
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let conns = self
-            .connections
-            .values()
+        // Cached deadlines, but read afresh those of connections lent out
+        // since (theirs may have moved either way).
+        let cached = self
+            .deadlines
+            .iter()
+            .find(|(_, i)| !self.lent.contains(i))
+            .map(|&(t, _)| t);
+        let lent = self
+            .lent
+            .iter()
+            .filter_map(|i| self.connections.get(i))
             .filter_map(|s| s.conn.poll_timeout())
             .min();
-        match (conns, self.unvalidated.next_deadline()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [cached, lent, self.unvalidated.next_deadline()]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
-    /// Fire expired timers of every connection and of the endpoint.
+    /// Fire expired timers of the connections and of the endpoint. Visits,
+    /// in handle order, the connections whose deadline passed and those
+    /// borrowed or created since the last call.
     pub fn handle_timeout(&mut self, now: Instant) {
         self.reap();
-        let handles: Vec<usize> = self.connections.keys().copied().collect();
-        for i in handles {
+        self.refresh_lent();
+        let mut visit = core::mem::take(&mut self.unsettled);
+        visit.extend(self.expired(now));
+        #[cfg(test)]
+        {
+            self.work.visited = visit.len();
+        }
+        for i in visit {
             let Some(slot) = self.connections.get_mut(&i) else {
                 continue;
             };
             if slot.conn.poll_timeout().is_some_and(|t| t <= now) {
                 slot.conn.handle_timeout(now);
+                // Even a timer with nothing else to do (pacing) lets it send.
+                self.ready.insert(i);
             }
             let h = ConnectionHandle(i);
             self.process_endpoint_events(h);
             self.refresh_unvalidated(h, now, false);
+            self.refresh_deadline(i);
         }
         self.expire_half_open(now);
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,150 @@
+//! The endpoint's work is proportional to the connections that have some
+//! (module doc, "Work is proportional to the connections that have some").
+
+use std::net::SocketAddr;
+
+use wire::time::{Duration, Instant};
+
+use super::{ConnectionHandle, Endpoint};
+use crate::config::{ClientConfig, EndpointConfig};
+use crate::TransportConfig;
+
+const IDLE: usize = 1000;
+
+fn server_addr() -> SocketAddr {
+    SocketAddr::from(([10, 0, 0, 1], 4433))
+}
+
+fn client_config() -> ClientConfig {
+    crate::test_pair::client_config(TransportConfig::default())
+}
+
+/// A client endpoint with `n` connections to a silent server, opened 100
+/// microseconds apart, each of which has sent its first flight: all idle,
+/// each waiting on its own loss-detection timer. Returns the endpoint and
+/// the time after the last first flight.
+fn idle_endpoint(n: usize) -> (Endpoint, Instant) {
+    let mut ep = Endpoint::new(EndpointConfig::client(7));
+    let config = client_config();
+    let mut buf = Vec::new();
+    let mut now = Instant::ZERO;
+    for _ in 0..n {
+        now += Duration::from_micros(100);
+        ep.connect(now, &config, server_addr()).expect("connect");
+        while ep.poll_transmit(now, &mut buf).is_some() {}
+    }
+    // New connections are visited once by handle_timeout (their endpoint
+    // events); after that, only expired ones are.
+    ep.handle_timeout(now);
+    assert_eq!(due(&ep, now), 0, "no loss detection timer fired yet");
+    assert!(ep.poll_transmit(now, &mut buf).is_none());
+    (ep, now)
+}
+
+/// The connections whose timer is due at `now`, by scanning (the test may).
+fn due(ep: &Endpoint, now: Instant) -> usize {
+    ep.handles()
+        .iter()
+        .filter(|&&h| {
+            ep.connection(h)
+                .and_then(|c| c.poll_timeout())
+                .is_some_and(|t| t <= now)
+        })
+        .count()
+}
+
+#[test]
+fn one_active_connection_among_a_thousand_idle_ones_is_the_only_one_polled() {
+    let (mut ep, now) = idle_endpoint(IDLE);
+    assert_eq!(ep.len(), IDLE);
+    let mut buf = Vec::new();
+
+    // Nothing to send: no connection is polled at all.
+    assert!(ep.poll_transmit(now, &mut buf).is_none());
+    assert_eq!(ep.work.polled, 0);
+    ep.handle_timeout(now);
+    assert_eq!(ep.work.visited, 0, "no timer is due, nothing was borrowed");
+
+    // The application closes one connection: it, and only it, is polled.
+    let h = ConnectionHandle(IDLE / 2);
+    ep.connection_mut(h)
+        .expect("connection")
+        .close(now, 0, b"bye");
+    let t = ep
+        .poll_transmit(now, &mut buf)
+        .expect("its CONNECTION_CLOSE");
+    assert_eq!(t.destination, server_addr());
+    assert_eq!(ep.work.polled, 1);
+    assert!(ep.poll_transmit(now, &mut buf).is_none());
+    assert_eq!(ep.work.polled, 1, "polled once more, then dropped");
+    assert!(ep.poll_transmit(now, &mut buf).is_none());
+    assert_eq!(ep.work.polled, 0);
+    // handle_timeout looks at the borrowed connection (its endpoint
+    // events), not at the others.
+    ep.handle_timeout(now);
+    assert_eq!(ep.work.visited, 1);
+}
+
+#[test]
+fn timers_are_kept_in_deadline_order_and_only_expired_ones_are_visited() {
+    let (mut ep, now) = idle_endpoint(IDLE);
+    let mut buf = Vec::new();
+    let first = ep.poll_timeout().expect("loss detection timers");
+    assert!(first > now);
+    // The same answer as a scan over every connection.
+    let scanned = ep
+        .handles()
+        .iter()
+        .filter_map(|&h| ep.connection(h).and_then(|c| c.poll_timeout()))
+        .min();
+    assert_eq!(Some(first), scanned);
+
+    // Past the first deadline by a little: the connections opened in that
+    // time are due, the others are not.
+    let later = first + Duration::from_micros(450);
+    let expired = due(&ep, later);
+    assert!((2..20).contains(&expired), "{expired} due");
+
+    // poll_transmit before handle_timeout polls the expired connections
+    // (a passed deadline may be a pacing release) and no other.
+    let _ = ep.poll_transmit(later, &mut buf);
+    assert_eq!(ep.work.polled, expired);
+
+    ep.handle_timeout(later);
+    assert_eq!(ep.work.visited, expired);
+    assert_eq!(due(&ep, later), 0, "every due timer fired");
+    // Their probes go out; the idle connections are not polled.
+    let mut sent = 0;
+    while ep.poll_transmit(later, &mut buf).is_some() {
+        sent += 1;
+        assert!(ep.work.polled <= expired);
+    }
+    assert!(sent >= expired, "{sent} probes from {expired} connections");
+    // The deadlines moved on; the earliest is still the scan's minimum.
+    let scanned = ep
+        .handles()
+        .iter()
+        .filter_map(|&h| ep.connection(h).and_then(|c| c.poll_timeout()))
+        .min();
+    assert_eq!(ep.poll_timeout(), scanned);
+}
+
+#[test]
+fn a_borrowed_connection_s_new_deadline_is_seen_before_it_is_settled() {
+    let (mut ep, now) = idle_endpoint(3);
+    let before = ep.poll_timeout().expect("a timer");
+    // The earliest deadline is the first connection's; closing it replaces
+    // its loss-detection timer by the closing period (three PTOs), so the
+    // endpoint's next deadline moves, and poll_timeout (which takes &self)
+    // must see it before any call that settles the borrowed connection.
+    ep.connection_mut(ConnectionHandle(0))
+        .expect("connection")
+        .close(now, 0, b"");
+    let scanned = ep
+        .handles()
+        .iter()
+        .filter_map(|&h| ep.connection(h).and_then(|c| c.poll_timeout()))
+        .min();
+    assert_eq!(ep.poll_timeout(), scanned);
+    assert_ne!(ep.poll_timeout(), Some(before));
+}
