@@ -89,7 +89,7 @@ fn flags_of(path: &Path, serve: &clap::Command, given: &[String]) -> Result<Vec<
                 known.join(", ")
             );
         };
-        if given.iter().any(|g| *g == long) {
+        if given.contains(&long) {
             continue;
         }
         let switch = !arg.get_action().takes_values();

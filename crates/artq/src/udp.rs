@@ -71,6 +71,14 @@ pub struct Forwarded {
     data: Vec<u8>,
 }
 
+/// Which worker owns a datagram's connection, from its connection ID
+/// (`None`: handled where it arrived).
+pub type OwnerOf = Box<dyn Fn(&[u8]) -> Option<usize> + Send>;
+
+/// What [`Driver::run_with`] calls once per turn, with the datagrams passed
+/// to other workers so far.
+pub type EachTurn<'a> = &'a mut dyn FnMut(&mut Host, u64);
+
 /// How a worker reaches another: its queue and the waker of its poll.
 #[derive(Clone)]
 pub struct WorkerInbox {
@@ -89,7 +97,7 @@ pub struct WorkerLink {
     pub me: usize,
     /// The worker that owns a datagram's connection, when its connection ID
     /// says so (`None`: handled here, e.g. a client's first Initial).
-    pub owner: Box<dyn Fn(&[u8]) -> Option<usize> + Send>,
+    pub owner: OwnerOf,
     /// Every worker's inbox, by index (this one's included).
     pub peers: Vec<WorkerInbox>,
     /// Datagrams the others passed to this worker.
@@ -107,7 +115,7 @@ impl WorkerLink {
     /// receiving end.
     pub fn new(
         me: usize,
-        owner: Box<dyn Fn(&[u8]) -> Option<usize> + Send>,
+        owner: OwnerOf,
         peers: Vec<WorkerInbox>,
         inbox: Receiver<Forwarded>,
     ) -> Self {
@@ -389,7 +397,7 @@ impl Driver {
         &mut self,
         host: &mut Host,
         stop: Stop<'_>,
-        mut each_turn: Option<&mut dyn FnMut(&mut Host, u64)>,
+        mut each_turn: Option<EachTurn<'_>>,
     ) -> io::Result<()> {
         let mut events = Events::with_capacity(64);
         let mut shutdown_by: Option<StdInstant> = None;

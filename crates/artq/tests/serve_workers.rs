@@ -636,13 +636,6 @@ fn metrics_addr(server: &mut process::ChildGuard) -> String {
     }
 }
 
-/// A sample's value in a text exposition (0 when absent).
-fn sample(text: &str, name: &str) -> f64 {
-    text.lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
-        .unwrap_or(0.0)
-}
-
 /// `artq serve --listen ADDR --root ROOT [extra]`.
 fn serve_on(
     scratch: &Scratch,
