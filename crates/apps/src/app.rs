@@ -64,6 +64,13 @@ pub trait App: Any {
     /// The application as [`Any`], so that the code that built it can read
     /// its results back (`lab` reads a client's report after a run).
     fn as_any(&self) -> &dyn Any;
+
+    /// The application as `Any`, mutably, for a driver that reaches into a
+    /// concrete type it knows (a server's metrics drain the edge's
+    /// timings); `None` for applications that do not offer it.
+    fn as_any_mut(&mut self) -> Option<&mut dyn Any> {
+        None
+    }
 }
 
 /// Sees every connection and event before the application does: where a
@@ -211,6 +218,12 @@ impl Host {
     /// The application as its concrete type, if it is a `T`.
     pub fn app<T: App>(&self) -> Option<&T> {
         self.app.as_any().downcast_ref::<T>()
+    }
+
+    /// The application as its concrete type, mutably, if it is a `T` that
+    /// offers it ([`App::as_any_mut`]).
+    pub fn app_mut<T: App>(&mut self) -> Option<&mut T> {
+        self.app.as_any_mut()?.downcast_mut::<T>()
     }
 
     fn introduce(&mut self, now: Instant, h: ConnectionHandle) {

@@ -301,6 +301,11 @@ impl HttpServer {
         self.edge.as_ref()
     }
 
+    /// The edge, mutably (a server's metrics drain its timings).
+    pub fn edge_mut(&mut self) -> Option<&mut Edge> {
+        self.edge.as_mut()
+    }
+
     /// What has been answered so far.
     pub fn counters(&self) -> ServerCounters {
         self.counters
@@ -969,6 +974,10 @@ impl App for HttpServer {
                 }
             }
         }
+    }
+
+    fn as_any_mut(&mut self) -> Option<&mut dyn std::any::Any> {
+        Some(self)
     }
 
     fn as_any(&self) -> &dyn std::any::Any {

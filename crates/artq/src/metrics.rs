@@ -97,6 +97,7 @@ pub struct ServerMetrics {
     cache_hits: Counter,
     cache_stores: Counter,
     live_cut: Counter,
+    upstream_head: Histogram,
 }
 
 impl ServerMetrics {
@@ -134,6 +135,8 @@ impl ServerMetrics {
             cache_hits: Counter::default(),
             cache_stores: Counter::default(),
             live_cut: Counter::default(),
+            // 1 ms .. 16 s.
+            upstream_head: Histogram::new(exponential_buckets(0.001, 2.0, 15)),
         };
         let r = &mut m.registry;
         r.register(
@@ -257,6 +260,13 @@ impl ServerMetrics {
             "artq_cache_stores",
             "Origin responses stored in the cache",
             m.cache_stores.clone(),
+        );
+        r.register_with_unit(
+            "artq_upstream_response",
+            "Origins' time to answer: from sending a request (connection set-up and a retry \
+             included) to reading its response head",
+            Unit::Seconds,
+            m.upstream_head.clone(),
         );
         r.register(
             "artq_live_viewers_cut",
@@ -528,6 +538,13 @@ impl WorkerMeter {
                     .inc_by(now.saturating_sub(before));
             }
             self.edge = c;
+        }
+    }
+
+    /// Origins' times to answer, as the edge measured them.
+    pub fn upstream_heads(&mut self, times: &[Duration]) {
+        for t in times {
+            self.metrics.upstream_head.observe(t.as_secs_f64());
         }
     }
 

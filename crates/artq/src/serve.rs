@@ -582,11 +582,18 @@ impl Worker {
                 host.endpoint_mut().set_server_tls(config);
             }
             if let Some(meter) = &meter {
+                let heads = host
+                    .app_mut::<HttpServer>()
+                    .and_then(HttpServer::edge_mut)
+                    .map(Edge::take_head_times)
+                    .unwrap_or_default();
+                let mut meter = meter.borrow_mut();
+                meter.upstream_heads(&heads);
                 let edge = host
                     .app::<HttpServer>()
                     .and_then(HttpServer::edge)
                     .map(Edge::counters);
-                meter.borrow_mut().sample(host.endpoint(), edge, forwarded);
+                meter.sample(host.endpoint(), edge, forwarded);
             }
         };
         let mut each_turn = each_turn;

@@ -215,6 +215,9 @@ struct Fetch {
     upload: Option<RequestBodyEncoder>,
     /// The connection's written bytes when the deadline was last set.
     written: u64,
+    /// When the request was first sent (the origin's time to answer is
+    /// measured from it, retries and connection set-up included).
+    sent_at: Instant,
 }
 
 impl Fetch {
@@ -271,7 +274,15 @@ pub struct Edge {
     /// Decoded body bytes on their way to a store.
     scratch: Vec<u8>,
     counters: EdgeCounters,
+    /// Origins' times to answer (request sent to response head read) not
+    /// yet taken by [`Edge::take_head_times`]; at most
+    /// [`MAX_HEAD_TIMES`].
+    head_times: Vec<Duration>,
 }
+
+/// Most origin answer times an edge keeps for its reader: a server's
+/// metrics take them every second, so this covers 4096 responses a second.
+pub const MAX_HEAD_TIMES: usize = 4096;
 
 impl core::fmt::Debug for Edge {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -302,7 +313,15 @@ impl Edge {
             next_view: 0,
             scratch: Vec::new(),
             counters: EdgeCounters::default(),
+            head_times: Vec::new(),
         }
+    }
+
+    /// The origins' times to answer since the last call: from sending a
+    /// request to reading its response head (at most [`MAX_HEAD_TIMES`];
+    /// beyond that they are not kept).
+    pub fn take_head_times(&mut self) -> Vec<Duration> {
+        std::mem::take(&mut self.head_times)
     }
 
     /// The routing table.
@@ -495,6 +514,7 @@ impl Edge {
                 upload: (request.framing != RequestFraming::None)
                     .then(|| RequestBodyEncoder::new(request.framing)),
                 written: self.io.written_total(conn),
+                sent_at: now,
             },
         );
         Ok(id)
@@ -953,6 +973,10 @@ impl Edge {
         }
         f.phase = Phase::Body;
         f.deadline = now + self.timeout;
+        if self.head_times.len() < MAX_HEAD_TIMES {
+            self.head_times
+                .push(now.saturating_duration_since(f.sent_at));
+        }
         let unbounded = matches!(framing, Framing::Chunked | Framing::Close);
         let live = (head.status == 200 && unbounded)
             .then(|| {
