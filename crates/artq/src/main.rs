@@ -144,6 +144,8 @@ struct TransportArgs {
     /// Fix the seed of connection IDs, stateless reset tokens, token keys
     /// and every random choice of the stack, for reproducible tests. It
     /// makes all of them guessable: without it they come from the OS RNG.
+    /// A server's first worker uses it as is, the others seeds derived
+    /// from it (which worker a client reaches is the kernel's choice).
     #[arg(long, value_name = "N")]
     seed: Option<u64>,
 }

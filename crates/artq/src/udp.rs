@@ -390,8 +390,8 @@ impl Driver {
     }
 
     /// [`Driver::run`], calling `each_turn` once per turn of the loop,
-    /// before the timers fire, with the datagrams passed to other workers
-    /// so far (a server picks up a reloaded certificate there, and
+    /// after the wait and before the datagrams that ended it are read,
+    /// with the datagrams passed to other workers so far (a server picks up a reloaded certificate there, and
     /// publishes its metrics).
     pub fn run_with(
         &mut self,
@@ -403,9 +403,6 @@ impl Driver {
         let mut shutdown_by: Option<StdInstant> = None;
         let mut had_connections = false;
         loop {
-            if let Some(f) = each_turn.as_mut() {
-                f(host, self.link.as_ref().map_or(0, |l| l.forwarded));
-            }
             let now = self.clock.now();
             host.handle_timeout(now);
             host.drive(now);
@@ -487,6 +484,11 @@ impl Driver {
                 if OriginSockets::owns(event.token()) {
                     self.origins.on_event(event);
                 }
+            }
+            // Before reading: a certificate reloaded while this worker
+            // slept must be the one its next new connection gets.
+            if let Some(f) = each_turn.as_mut() {
+                f(host, self.link.as_ref().map_or(0, |l| l.forwarded));
             }
             self.receive_all(host)?;
         }

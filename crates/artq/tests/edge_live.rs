@@ -111,6 +111,11 @@ impl LiveSetup {
             recovery.into(),
             "--cc".into(),
             "bbr".into(),
+            // One worker: live relays are per worker thread
+            // (docs/operations.md), and the viewers here must share one
+            // origin request whichever socket the kernel gives them.
+            "--threads".into(),
+            "1".into(),
         ];
         extra.extend(cert.serve_args());
         let extra: Vec<&str> = extra.iter().map(String::as_str).collect();

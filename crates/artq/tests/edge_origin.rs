@@ -195,7 +195,13 @@ fn cacheable_objects_reach_the_origin_once() {
         &Nginx::cache_control_location("/cache/", 300),
     )
     .unwrap_or_else(|e| panic!("{e}"));
-    let (mut edge, addr) = spawn_edge(&scratch, &nginx.origin_url(), &["--cache-size", "64000000"]);
+    // One worker: caches are per worker thread (docs/operations.md), and
+    // the second pass must hit the first pass's cache.
+    let (mut edge, addr) = spawn_edge(
+        &scratch,
+        &nginx.origin_url(),
+        &["--cache-size", "64000000", "--threads", "1"],
+    );
     let urls: Vec<String> = (0..OBJECTS)
         .map(|i| format!("https://{addr}/cache/obj-{i}"))
         .collect();

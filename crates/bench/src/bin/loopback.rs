@@ -19,8 +19,8 @@
 //! against one server, and the goodput is the aggregate: all bytes over the
 //! time from the first request to the last byte of the last download.
 //! `--threads M` gives the server M threads: `artq serve --threads M`
-//! (passed only when M is not 1, so that the default runs with an artq that
-//! predates that flag), and M tokio workers for the quinn server (a
+//! (always passed: `artq serve` defaults to one worker per core), and M
+//! tokio workers for the quinn server (a
 //! current-thread runtime for M = 1). Both flags take comma-separated lists;
 //! every (clients, threads) pair is measured in every round, and a summary
 //! table at the end gives the ratios to one client and to one thread.
@@ -68,8 +68,8 @@ delivered (utime + stime of the server process from /proc/<pid>/stat).
 clients on their own endpoints and connections; N `artq get` processes) and
 reports the aggregate goodput: all bytes over the time from the first request
 to the last byte of the last download. --threads M gives each server M
-threads: `artq serve --threads M` (passed only when M != 1: an artq without
-that flag runs the default), and a tokio runtime of M workers for the quinn
+threads: `artq serve --threads M` (always passed: artq serve defaults to
+one worker per core), and a tokio runtime of M workers for the quinn
 server (current-thread for M = 1). Both take comma-separated lists; every
 (clients, threads) pair is measured in each round, and a summary table ends
 the output with artq/quinn per pair, and the aggregate goodput and server CPU
@@ -99,9 +99,9 @@ struct Args {
         value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_CLIENTS))
     )]
     clients: Vec<u32>,
-    /// Server threads: `artq serve --threads M` (not passed for 1, so an
-    /// artq without that flag measures the default; for M > 1 such an artq
-    /// fails with a message saying so) and the quinn server's tokio workers
+    /// Server threads: `artq serve --threads M` (always passed; an artq
+    /// that predates the flag fails with a message saying so) and the quinn
+    /// server's tokio workers
     /// (current-thread runtime for 1); a comma-separated list measures each
     /// (`1,2`).
     #[arg(
@@ -296,8 +296,7 @@ fn run(args: Args) -> Result<()> {
     }
     let clients = sorted_unique(&args.clients);
     let threads = sorted_unique(&args.threads);
-    if threads.iter().any(|&t| t != 1) && args.serve_args.iter().any(|a| a.starts_with("--threads"))
-    {
+    if args.serve_args.iter().any(|a| a.starts_with("--threads")) {
         bail!("--serve-arg=--threads conflicts with --threads: give the thread counts with --threads only");
     }
     let configs: Vec<Config> = clients
@@ -616,22 +615,19 @@ fn measure_artq(
     deadline: Duration,
 ) -> Result<Sample> {
     let mut serve_args = args.serve_args.clone();
-    if cfg.threads != 1 {
-        serve_args.extend(["--threads".to_string(), cfg.threads.to_string()]);
-    }
-    let server =
-        artq_child::spawn_serve(artq, root, &serve_args, READY_DEADLINE).map_err(|e| {
-            if cfg.threads != 1 && format!("{e:#}").contains("--threads") {
-                e.context(format!(
-                    "`artq serve` refused `--threads {}`: this artq binary ({}) may predate \
-                     that flag; measure with --threads 1 (the default) or build an artq that has it",
-                    cfg.threads,
-                    artq.display()
-                ))
-            } else {
-                e
-            }
-        })?;
+    serve_args.extend(["--threads".to_string(), cfg.threads.to_string()]);
+    let server = artq_child::spawn_serve(artq, root, &serve_args, READY_DEADLINE).map_err(|e| {
+        if format!("{e:#}").contains("--threads") {
+            e.context(format!(
+                "`artq serve` refused `--threads {}`: this artq binary ({}) may predate \
+                     that flag; build an artq that has it",
+                cfg.threads,
+                artq.display()
+            ))
+        } else {
+            e
+        }
+    })?;
     let url = format!("https://{}/file", server.addr);
     let mut get_args = vec!["--alpn".to_string(), alpn.to_string()];
     if !args.get_args.iter().any(|a| a.starts_with("--timeout")) {
