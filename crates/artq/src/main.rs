@@ -209,7 +209,8 @@ struct ServeArgs {
     upstream: Vec<String>,
     /// Keep cacheable origin responses (Cache-Control max-age or s-maxage,
     /// Expires) in memory, up to SIZE bytes in all (e.g. 64MB; 0: no
-    /// cache); one response at most an eighth of it.
+    /// cache), shared equally by the worker threads (each has its own
+    /// cache); one response at most an eighth of a worker's share.
     #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "0", requires = "upstream")]
     cache_size: u64,
     /// Seconds an origin may take to answer a request's head (then 504) or

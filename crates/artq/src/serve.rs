@@ -105,9 +105,11 @@ pub struct EdgeArgs {
 }
 
 impl EdgeArgs {
-    /// The edge: parses the upstreams and resolves their hosts (once, now:
-    /// the first address of each name is used).
-    fn build(&self) -> Result<Edge> {
+    /// The edge of one of `workers` worker threads: parses the upstreams
+    /// and resolves their hosts (once, now: the first address of each name
+    /// is used). Each worker's cache holds its share of `--cache-size`, so
+    /// that the flag bounds the server's memory whatever `--threads`.
+    fn build(&self, workers: usize) -> Result<Edge> {
         let mut upstreams = Vec::new();
         for value in &self.upstreams {
             let spec = UpstreamSpec::parse(value).map_err(|e| anyhow::anyhow!("--upstream {e}"))?;
@@ -124,7 +126,7 @@ impl EdgeArgs {
         }
         let routes = Routes::new(upstreams).map_err(|e| anyhow::anyhow!("--upstream {e}"))?;
         let mut options = EdgeOptions::new(routes);
-        options.cache_size = self.cache_size;
+        options.cache_size = self.cache_size / workers.max(1) as u64;
         options.upstream_timeout = self.upstream_timeout;
         Ok(Edge::new(options))
     }
@@ -410,6 +412,19 @@ fn open_append(
     })
 }
 
+/// Appends `line` as one JSON line to `out` (shared by the workers), or
+/// warns that `flag`'s file cannot be written.
+fn write_json_line(out: &Mutex<Box<dyn Write + Send>>, line: &impl serde::Serialize, flag: &str) {
+    let mut out = out.lock().unwrap_or_else(|e| e.into_inner());
+    let written = serde_json::to_string(line)
+        .map_err(io::Error::other)
+        .and_then(|text| writeln!(out, "{text}"))
+        .and_then(|()| out.flush());
+    if let Err(e) = written {
+        eprintln!("warning: cannot write {flag}: {e}");
+    }
+}
+
 /// What every worker shares beside the TLS configuration.
 struct Shared {
     stats_json: Option<Mutex<Box<dyn Write + Send>>>,
@@ -448,7 +463,7 @@ impl Worker {
     fn app(&self, announce: bool, index: usize) -> Result<(Box<dyn App>, String)> {
         Ok(match &self.app {
             ServeApp::Http { root, edge } => {
-                let edge = edge.as_ref().map(EdgeArgs::build).transpose()?;
+                let edge = edge.as_ref().map(|e| e.build(self.threads)).transpose()?;
                 let directory = root
                     .as_ref()
                     .map(|root| Directory::new(root).map_err(|e| anyhow::anyhow!("--root {e}")))
@@ -527,14 +542,7 @@ impl Worker {
                 connection: r.connection.0,
                 worker,
             };
-            let mut out = out.lock().unwrap_or_else(|e| e.into_inner());
-            let written = serde_json::to_string(&line)
-                .map_err(io::Error::other)
-                .and_then(|text| writeln!(out, "{text}"))
-                .and_then(|()| out.flush());
-            if let Err(e) = written {
-                eprintln!("warning: cannot write --access-log: {e}");
-            }
+            write_json_line(out, &line, "--access-log");
         })
     }
 
@@ -905,14 +913,7 @@ impl Observer for ServeObserver {
                 quic_version: conn.version().name(),
                 stats: &s,
             };
-            let mut out = out.lock().unwrap_or_else(|e| e.into_inner());
-            let written = serde_json::to_string(&line)
-                .map_err(io::Error::other)
-                .and_then(|text| writeln!(out, "{text}"))
-                .and_then(|()| out.flush());
-            if let Err(e) = written {
-                eprintln!("warning: cannot write --stats-json: {e}");
-            }
+            write_json_line(out, &line, "--stats-json");
         }
         let retried = if conn.was_retried() {
             ", after Retry"
