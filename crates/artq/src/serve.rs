@@ -350,6 +350,12 @@ impl TlsSource {
         Ok(tls)
     }
 
+    /// The generation of the configuration in use: one atomic load, for
+    /// the workers' every turn (the lock is taken only when it changed).
+    fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
     /// The configuration in use and its generation.
     fn current(&self) -> (u64, Arc<rustls::ServerConfig>) {
         let config = self.current.lock().unwrap_or_else(|e| e.into_inner());
@@ -584,8 +590,8 @@ impl Worker {
         let mut host = Host::new(Endpoint::new(config), app).with_observer(Box::new(observer));
         let tls = &self.tls;
         let each_turn = |host: &mut Host, forwarded: u64| {
-            let (g, config) = tls.current();
-            if g != generation {
+            if tls.generation() != generation {
+                let (g, config) = tls.current();
                 generation = g;
                 host.endpoint_mut().set_server_tls(config);
             }
