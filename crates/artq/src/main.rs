@@ -141,6 +141,13 @@ struct TransportArgs {
     /// either way.
     #[arg(long)]
     no_ecn: bool,
+    /// Close a connection after this many seconds without a packet from
+    /// the peer (the max_idle_timeout transport parameter, RFC 9000
+    /// §10.1; the smaller of the two peers' values applies). It also
+    /// bounds how long a server keeps a connection whose client left
+    /// without a CONNECTION_CLOSE reaching it.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0, value_parser = parse_idle_timeout)]
+    idle_timeout: f64,
     /// Fix the seed of connection IDs, stateless reset tokens, token keys
     /// and every random choice of the stack, for reproducible tests. It
     /// makes all of them guessable: without it they come from the OS RNG.
@@ -165,6 +172,7 @@ impl TransportArgs {
             congestion: self.cc,
             ecn: !self.no_ecn,
             max_datagram_size: self.max_datagram_size,
+            max_idle_timeout: wire::time::Duration::from_micros((self.idle_timeout * 1e6) as u64),
             ..TransportConfig::default()
         };
         schemes::scheme(recovery)?.configure(&mut c);
@@ -443,6 +451,22 @@ fn main() -> ExitCode {
 }
 
 /// `--size`-style values: the one size grammar (`apps::size`).
+/// `--idle-timeout`: positive seconds, at most a day (the transport
+/// parameter is in milliseconds; a longer timeout is a leak, not a
+/// setting).
+fn parse_idle_timeout(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number of seconds"))?;
+    if v.is_finite() && (0.001..=86_400.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!(
+            "`{s}`: the idle timeout must be between 0.001 and 86400 seconds"
+        ))
+    }
+}
+
 pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
     apps::size::parse_size(s).map_err(|e| e.to_string())
 }

@@ -480,3 +480,54 @@ fn serve_shuts_down_gracefully_on_sigterm() {
         server.stderr_tail()
     );
 }
+
+/// `--idle-timeout`: a client that vanishes mid-download (its path cut, no
+/// CONNECTION_CLOSE) is let go after the server's idle timeout, here 1 s,
+/// not the default 30 s; a timeout that is not a positive number of
+/// seconds is refused by name.
+#[test]
+fn serve_lets_a_vanished_client_go_at_its_idle_timeout() {
+    let scratch = Scratch::new();
+    scratch.served_file("big", 20_000_000, 9);
+    let (mut server, server_addr) = common::spawn_artq_serve(
+        &scratch.root(),
+        &scratch.logs(),
+        &["--idle-timeout", "1", "--threads", "1"],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let (link, addr) = common::spawn_link(
+        &scratch,
+        server_addr,
+        &["--bw".into(), "2".into(), "--rtt".into(), "20".into()],
+    );
+    let mut get = artq();
+    get.arg("get")
+        .arg(format!("https://{addr}/big"))
+        .args(["--insecure", "--timeout", "60", "-o"])
+        .arg(scratch.out("big"));
+    let _get = process::spawn_guarded(get, "artq-get", &scratch.logs()).unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(
+        !server.stderr_tail().contains(" ended ("),
+        "the download ended before its path was cut: {}",
+        server.describe()
+    );
+    // Cut the path: from now on the server hears nothing from its client.
+    let cut = std::time::Instant::now();
+    drop(link);
+    let line = common::serve_stats_line(&mut server);
+    let took = cut.elapsed();
+    assert!(line.contains("idle"), "{line}");
+    assert!(took < Duration::from_secs(10), "took {took:?}: {line}");
+
+    for bad in ["0", "-1", "nan", "1e9", "soon"] {
+        let mut cmd = artq();
+        cmd.args(["serve", "--listen", "127.0.0.1:0"])
+            .arg(format!("--idle-timeout={bad}"))
+            .arg("--root")
+            .arg(scratch.root());
+        let out = process::run_with_deadline(cmd, DEADLINE).unwrap();
+        assert!(!out.status.success(), "--idle-timeout {bad} accepted");
+        assert!(out.stderr.contains("--idle-timeout"), "{}", out.stderr);
+    }
+}
