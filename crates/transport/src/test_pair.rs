@@ -105,6 +105,9 @@ pub struct Pair {
     /// At this time the client's NAT binding moves it to this address
     /// ([`Pair::rebind_client`]).
     pub rebind: Option<(Instant, SocketAddr)>,
+    /// From the first time given on, the client's NAT binding moves it to
+    /// the next port every period (`artq link --rebind-every`).
+    pub rebind_every: Option<(Instant, Duration)>,
     /// The network clears every datagram's ECN bits.
     pub bleach_ecn: bool,
     /// The client's connection.
@@ -314,6 +317,7 @@ impl Pair {
             rng: ChaCha8Rng::seed_from_u64(rng_seed),
             handshake_limit: Duration::from_secs(10),
             rebind: None,
+            rebind_every: None,
             bleach_ecn: false,
             client_conn: None,
             server_conn: None,
@@ -495,7 +499,12 @@ impl Pair {
             .into_iter()
             .flatten()
             .min();
-        let Some(next) = [next_packet, next_timer].into_iter().flatten().min() else {
+        let next_rebind = self.rebind_every.map(|(at, _)| at);
+        let Some(next) = [next_packet, next_timer, next_rebind]
+            .into_iter()
+            .flatten()
+            .min()
+        else {
             return false;
         };
         self.now = self.now.max(next.min(limit));
@@ -503,6 +512,14 @@ impl Pair {
             if self.now >= at {
                 self.rebind = None;
                 self.rebind_client(addr);
+            }
+        }
+        if let Some((at, every)) = self.rebind_every {
+            if self.now >= at {
+                let mut next = self.client_addr;
+                next.set_port(next.port().wrapping_add(1).max(1024));
+                self.rebind_client(next);
+                self.rebind_every = Some((at + every, every));
             }
         }
         while self.queue.peek().is_some_and(|Reverse(p)| p.at <= self.now) {

@@ -195,17 +195,86 @@ impl Connection {
         for chunk in chunks {
             self.streams.unacked_parts(chunk, &mut parts);
             for p in &parts {
-                let need =
-                    frame::stream_header_len(p.id, p.offset, p.len as usize) + p.len as usize;
-                if buf.len() + need > max_end {
-                    continue;
-                }
-                if self.streams.write_chunk(p, buf) {
-                    record.stream_chunks.push(*p);
+                let Some(p) = fitting_part(p, max_end.saturating_sub(buf.len())) else {
+                    // Not one byte of it fits: the packet is full.
+                    return wrote;
+                };
+                if self.streams.write_chunk(&p, buf) {
+                    record.stream_chunks.push(p);
                     wrote = true;
                 }
             }
         }
         wrote
+    }
+}
+
+/// What of `part` a STREAM frame within `room` bytes carries: all of it,
+/// or its first bytes (without the FIN) when the whole does not fit; `None`
+/// when not even one byte does. A copy is never skipped for want of a few
+/// bytes: a replica packet's header can be longer than the original's (a
+/// longer packet number, a smaller budget on an unvalidated path), and a
+/// replica that carried nothing would leave its data unsent for good. The
+/// rest of a shortened replica is still unacknowledged when it arrives, so
+/// its item runs another round for it.
+fn fitting_part(part: &StreamChunk, room: usize) -> Option<StreamChunk> {
+    let whole =
+        frame::stream_header_len(part.id, part.offset, part.len as usize) + part.len as usize;
+    if whole <= room {
+        return Some(*part);
+    }
+    let fits = frame::stream_data_capacity(part.id, part.offset, room)?;
+    let len = u32::try_from(fits).ok()?.min(part.len);
+    (len > 0).then_some(StreamChunk {
+        len,
+        fin: false,
+        ..*part
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use wire::StreamId;
+
+    use super::*;
+
+    const PART: StreamChunk = StreamChunk {
+        id: StreamId(0),
+        offset: 2_677_379,
+        len: 1313,
+        fin: true,
+    };
+
+    #[test]
+    fn a_part_that_fits_goes_whole() {
+        let whole = frame::stream_header_len(PART.id, PART.offset, 1313) + 1313;
+        assert_eq!(fitting_part(&PART, whole), Some(PART));
+    }
+
+    /// One byte short of the whole part (a longer packet number), or a
+    /// budget of a few hundred bytes (an unvalidated path): the copy
+    /// carries the first bytes that fit, without the FIN, and fills the
+    /// room exactly.
+    #[test]
+    fn a_part_that_does_not_fit_is_cut_to_the_room() {
+        let whole = frame::stream_header_len(PART.id, PART.offset, 1313) + 1313;
+        for room in [whole - 1, 300, 40] {
+            let p = fitting_part(&PART, room).expect("some of it fits");
+            assert_eq!((p.id, p.offset, p.fin), (PART.id, PART.offset, false));
+            assert!(p.len > 0 && p.len < PART.len, "{room}: {p:?}");
+            let used = frame::stream_header_len(p.id, p.offset, p.len as usize) + p.len as usize;
+            assert!(used <= room, "{room}: {used}");
+            assert!(
+                used + 1 >= room || p.len == PART.len,
+                "{room}: {used} wastes room"
+            );
+        }
+    }
+
+    #[test]
+    fn no_room_for_a_byte_is_none() {
+        let header = frame::stream_header_len(PART.id, PART.offset, 1);
+        assert_eq!(fitting_part(&PART, header), None);
+        assert_eq!(fitting_part(&PART, 0), None);
     }
 }

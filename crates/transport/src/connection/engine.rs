@@ -89,7 +89,7 @@ pub(crate) struct Remaining {
 }
 
 impl Remaining {
-    fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.stream == 0 && self.datagram == 0
     }
 }
@@ -420,7 +420,10 @@ impl Engine {
 
     /// A packet of the item from `round` (0 = its original transmission;
     /// `index` its replica index), declared lost earlier, was acknowledged
-    /// after all: that round delivered the data.
+    /// after all; `remaining` is what of the item is still unacknowledged
+    /// after that. With nothing left, that round delivered the data. A
+    /// replica that carried only part of the data (shortened to fit its
+    /// packet) leaves the rest to the item's current round.
     pub fn on_late_ack(
         &mut self,
         now: Instant,
@@ -428,8 +431,9 @@ impl Engine {
         round: u32,
         index: u16,
         sent_at: Instant,
+        remaining: Remaining,
     ) {
-        if self.items.contains_key(&item) {
+        if self.items.contains_key(&item) && remaining.is_empty() {
             self.deliver(now, item, round, index, sent_at);
         }
     }
@@ -495,6 +499,23 @@ impl Engine {
         item.outstanding += 1;
         item.sent += 1;
         r.round == item.round && r.index >= item.decided
+    }
+
+    /// A replica popped by [`Engine::pop_due`] could not be written (its
+    /// packet had no room for a byte of it): due again at `now`.
+    pub fn put_back(&mut self, now: Instant, r: &ReplicaRef) {
+        if !self.items.get(&r.item).is_some_and(|i| i.round == r.round) {
+            return;
+        }
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.queue.insert(QueuedReplica {
+            send_at: now,
+            seq,
+            item: r.item,
+            round: r.round,
+            index: r.index,
+        });
     }
 
     /// A replica popped by [`Engine::pop_due`] found nothing left to carry:

@@ -12,8 +12,11 @@
 //!
 //! - it sends to the new address at once, and validates it with a
 //!   PATH_CHALLENGE (8 random bytes from the connection's RNG) in a datagram
-//!   padded to at least 1200 bytes when the budget allows (§8.2.1),
-//!   resent at every PTO until the PATH_RESPONSE echoes it;
+//!   padded to at least 1200 bytes when the budget allows (§8.2.1). The
+//!   challenge goes first in its packet, ahead of replicas (which would
+//!   otherwise fill every packet while losses are recovered), and is sent
+//!   again when its packet is declared lost or a PTO fires, until the
+//!   PATH_RESPONSE echoes it;
 //! - until then it sends at most three times what it received from the new
 //!   address (§9.3, §8.1 applied to the new path);
 //! - an address change (not only a port) resets congestion control and the
@@ -35,6 +38,7 @@ use rand::RngCore;
 use wire::frame::Frame;
 use wire::time::Instant;
 
+use super::spaces::{Retransmit, SentPacket};
 use super::timer::Timer;
 use super::{Connection, SpaceId};
 
@@ -193,14 +197,34 @@ impl Connection {
         }
     }
 
+    /// A packet carrying the challenge `data` was declared lost: it goes
+    /// out again if the path is still being validated with it. Waiting for
+    /// a PTO instead left it unsent while acknowledgements kept coming (no
+    /// PTO fires then), until validation timed out.
+    pub(super) fn on_path_challenge_lost(&mut self, data: [u8; 8]) {
+        if let Some(v) = self
+            .path_validation
+            .as_mut()
+            .filter(|v| v.challenge == data)
+        {
+            v.send_pending = true;
+        }
+    }
+
     /// Whether a PATH_CHALLENGE waits to be sent.
     pub(super) fn path_challenge_pending(&self) -> bool {
         self.path_validation.is_some_and(|v| v.send_pending)
     }
 
-    /// Write the pending PATH_CHALLENGE, then PADDING up to 1200 bytes of
-    /// datagram when `max_end` allows (§8.2.1). Returns whether it wrote.
-    pub(super) fn write_path_challenge(&mut self, buf: &mut Vec<u8>, max_end: usize) -> bool {
+    /// Write the pending PATH_CHALLENGE and note it in `record`, so that
+    /// its loss sends it again and [`Connection::pad_challenge_datagram`]
+    /// pads its datagram. Returns whether it wrote.
+    pub(super) fn write_path_challenge(
+        &mut self,
+        buf: &mut Vec<u8>,
+        max_end: usize,
+        record: &mut SentPacket,
+    ) -> bool {
         let Some(v) = self.path_validation.as_mut() else {
             return false;
         };
@@ -209,11 +233,31 @@ impl Connection {
         }
         Frame::PathChallenge(v.challenge).encode(buf);
         v.send_pending = false;
-        let pad_to = max_end.min(CHALLENGE_DATAGRAM);
-        if buf.len() < pad_to {
-            buf.resize(pad_to, 0);
-        }
+        record
+            .retransmits
+            .push(Retransmit::PathChallenge(v.challenge));
         true
+    }
+
+    /// A packet that carries a PATH_CHALLENGE is padded so that its
+    /// datagram reaches 1200 bytes when `max_end` (the path's budget)
+    /// allows (§8.2.1). Done once the packet's frames are in, so that a
+    /// replica travelling with the challenge counts toward the 1200 bytes
+    /// instead of being squeezed by padding.
+    pub(super) fn pad_challenge_datagram(
+        &self,
+        buf: &mut Vec<u8>,
+        max_end: usize,
+        record: &SentPacket,
+    ) {
+        let challenged = record
+            .retransmits
+            .iter()
+            .any(|r| matches!(r, Retransmit::PathChallenge(_)));
+        let pad_to = max_end.min(CHALLENGE_DATAGRAM);
+        if challenged && buf.len() < pad_to {
+            buf.resize(pad_to, 0); // PADDING frames
+        }
     }
 
     /// A datagram of `len` bytes left for the peer: count it against the

@@ -145,6 +145,7 @@ impl Connection {
                 Retransmit::NewConnectionId(seq) => self.cids.pending_new.push_back(*seq),
                 Retransmit::RetireConnectionId(seq) => self.cids.pending_retire.push_back(*seq),
                 Retransmit::NewToken => self.on_new_token_lost(),
+                Retransmit::PathChallenge(data) => self.on_path_challenge_lost(*data),
             }
         }
     }

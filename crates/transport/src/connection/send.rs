@@ -241,8 +241,19 @@ impl Connection {
             ecn_marked: self.outgoing_ecn().is_some(),
         };
 
-        // A replica packet carries its data first so it always fits; other
-        // frames only fill what is left. A replica whose data was
+        // A path under validation gets its PATH_CHALLENGE first (RFC 9000
+        // §8.2.1): replicas fill their packets, so behind them the
+        // challenge stayed unsent for as long as losses were being
+        // recovered, validation timed out, and the server went back to an
+        // address the client had left.
+        if space == SpaceId::Data
+            && self.handshake_complete
+            && self.write_path_challenge(buf, max_end, &mut record)
+        {
+            record.ack_eliciting = true;
+        }
+        // A replica packet carries its data first (after a challenge), cut
+        // to the room there is; other frames only fill what is left. A replica whose data was
         // acknowledged meanwhile (through a probe's or another copy)
         // carries nothing: the next due one takes its place, or a replica
         // left in the queue would wait for a timer that nothing arms.
@@ -251,6 +262,13 @@ impl Connection {
             if self.write_replica(buf, max_end, &r, &mut record) {
                 record.replica = Some(r);
                 record.ack_eliciting = true;
+                break;
+            }
+            if !self.remaining(r.item).is_empty() {
+                // Data is left but not a byte of it fit this packet: the
+                // replica waits for the next one (abandoning it here would
+                // leave that data unsent for good).
+                self.engine.put_back(now, &r);
                 break;
             }
             self.engine.on_replica_empty(now, &r);
@@ -355,6 +373,7 @@ impl Connection {
                 s.crypto_send.requeue_unacked();
             }
         }
+        self.pad_challenge_datagram(buf, max_end, &record);
         if buf.len() == start + (pn_offset - start) + pn_len {
             // Nothing but a header: undo.
             buf.truncate(start);
@@ -440,7 +459,7 @@ impl Connection {
                 Frame::PathResponse(r.data).encode(buf);
                 self.path_responses.pop_front();
             }
-            self.write_path_challenge(buf, max_end);
+            self.write_path_challenge(buf, max_end, record);
             while let Some(&seq) = self.cids.pending_new.front() {
                 let Some(issued) = self.cids.issued(seq) else {
                     self.cids.pending_new.pop_front();

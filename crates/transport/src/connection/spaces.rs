@@ -53,6 +53,9 @@ pub(crate) enum Retransmit {
     RetireConnectionId(u64),
     /// NEW_TOKEN (the server's one token for this client).
     NewToken,
+    /// PATH_CHALLENGE with this data (sent again if the path is still
+    /// being validated with it).
+    PathChallenge([u8; 8]),
 }
 
 /// What we remember about a packet in flight.

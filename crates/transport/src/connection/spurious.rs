@@ -85,13 +85,16 @@ impl Connection {
                     }
                     if let Some(item) = e.item {
                         // The packet got through after all: the round it was
-                        // sent in delivered the data (0 for the original).
+                        // sent in delivered the data (0 for the original),
+                        // if it carried all that was left of it.
+                        let remaining = self.remaining(item);
                         self.engine.on_late_ack(
                             now,
                             item,
                             e.round,
                             e.fate.replica.map_or(0, |r| r.index),
                             e.fate.time_sent,
+                            remaining,
                         );
                     }
                 }

@@ -119,8 +119,50 @@ fn rounds_advance_and_delivery_records_n_and_k() {
     assert_eq!(recs[0].retransmissions, 3);
     assert_eq!(recs[0].delivered_round(), Some(2));
     // ...and a late acknowledgement of it finds the item gone: no record.
-    e.on_late_ack(at(70), id, 1, 1, at(15));
+    e.on_late_ack(at(70), id, 1, 1, at(15), NONE);
     assert!(e.take_records().is_empty());
+}
+
+/// A replica popped for a packet with no room for a byte of it goes back
+/// to the queue, due at once, and still counts as queued: the round does
+/// not end for want of it.
+#[test]
+fn a_replica_put_back_is_due_again() {
+    let mut e = Engine::default();
+    let id = e.create(at(0), at(10), chunk(), Vec::new());
+    e.start_round(at(10), id, LEFT, one_now);
+    let r = e.pop_due(at(10), true).expect("due");
+    assert!(!e.has_due(at(10), true));
+    e.put_back(at(12), &r);
+    assert_eq!(e.next_send_at(), Some(at(12)));
+    let again = e.pop_due(at(12), true).expect("due again");
+    assert_eq!(again, r);
+    e.on_replica_sent(&again);
+    assert_eq!(e.on_replica_lost(&again), ReplicaLoss::RoundOver);
+    // A stale one (its round over) is not put back.
+    e.start_round(at(13), id, LEFT, one_now);
+    e.put_back(at(13), &r);
+    let next = e.pop_due(at(13), true).expect("round 2's replica");
+    assert_eq!(next.round, 2);
+    assert!(!e.has_queued());
+}
+
+/// A late acknowledgement of a packet that carried only part of an item
+/// (a replica cut to fit its packet) does not deliver it while the rest
+/// is unacknowledged; once nothing is left, it does.
+#[test]
+fn a_late_ack_of_part_of_an_item_does_not_deliver_it() {
+    let mut e = Engine::default();
+    let id = e.create(at(0), at(10), chunk(), Vec::new());
+    e.start_round(at(10), id, LEFT, one_now);
+    let r = e.pop_due(at(10), true).expect("due");
+    e.on_replica_sent(&r);
+    let half = Remaining { stream: 50, ..LEFT };
+    e.on_late_ack(at(40), id, 1, 0, at(10), half);
+    assert!(e.take_records().is_empty(), "delivered with 50 bytes left");
+    assert!(e.is_live(id));
+    e.on_late_ack(at(45), id, 1, 0, at(10), NONE);
+    assert_eq!(e.take_records()[0].delivered_round(), Some(1));
 }
 
 #[test]
@@ -365,7 +407,7 @@ impl World {
             Op::LateAck(i) if !self.lost.is_empty() => {
                 let (item, round, sent_at) = self.lost.remove(i % self.lost.len());
                 self.remaining.insert(item, NONE);
-                self.e.on_late_ack(now, item, round, 0, sent_at);
+                self.e.on_late_ack(now, item, round, 0, sent_at, NONE);
             }
             Op::Reset(i) if !self.created.is_empty() => {
                 let id = self.created[i % self.created.len()];
