@@ -504,7 +504,7 @@ impl Engine {
     /// A replica popped by [`Engine::pop_due`] could not be written (its
     /// packet had no room for a byte of it): due again at `now`.
     pub fn put_back(&mut self, now: Instant, r: &ReplicaRef) {
-        if !self.items.get(&r.item).is_some_and(|i| i.round == r.round) {
+        if self.items.get(&r.item).is_none_or(|i| i.round != r.round) {
             return;
         }
         let seq = self.next_seq;
