@@ -194,7 +194,8 @@ pub fn run(opts: ServeOptions) -> Result<()> {
             receivers.push(rx);
         }
         for (i, (d, rx)) in drivers.iter_mut().zip(receivers).enumerate() {
-            let cid_len = transport::EndpointConfig::new(RngSeed::Fixed(0), None).local_cid_len;
+            // The workers' endpoints issue IDs of the default length.
+            let cid_len = transport::DEFAULT_LOCAL_CID_LEN;
             let owner =
                 Box::new(move |data: &[u8]| transport::datagram_owner(data, cid_len, threads));
             d.link(WorkerLink::new(i, owner, inboxes.clone(), rx));
@@ -644,29 +645,12 @@ struct WorkerSummary {
 
 impl WorkerSummary {
     fn add(mut self, o: &WorkerSummary) -> WorkerSummary {
-        let (a, b) = (&mut self.endpoint, &o.endpoint);
-        a.initials_dropped += b.initials_dropped;
-        a.refused += b.refused;
-        a.retries_sent += b.retries_sent;
-        a.tokens_accepted += b.tokens_accepted;
-        a.tokens_rejected += b.tokens_rejected;
-        a.half_open_expired += b.half_open_expired;
-        a.stateless_resets_sent += b.stateless_resets_sent;
+        self.endpoint += &o.endpoint;
         self.edge = match (self.edge, o.edge) {
-            (Some(a), Some(b)) => Some(EdgeCounters {
-                requests: a.requests + b.requests,
-                origin_requests: a.origin_requests + b.origin_requests,
-                cache_hits: a.cache_hits + b.cache_hits,
-                coalesced: a.coalesced + b.coalesced,
-                cache_stores: a.cache_stores + b.cache_stores,
-                live_cut: a.live_cut + b.live_cut,
-                bad_gateway: a.bad_gateway + b.bad_gateway,
-                gateway_timeout: a.gateway_timeout + b.gateway_timeout,
-                unavailable: a.unavailable + b.unavailable,
-                aborted: a.aborted + b.aborted,
-                connections_opened: a.connections_opened + b.connections_opened,
-                connections_reused: a.connections_reused + b.connections_reused,
-            }),
+            (Some(mut a), Some(b)) => {
+                a += &b;
+                Some(a)
+            }
             (a, b) => a.or(b),
         };
         self.forwarded += o.forwarded;

@@ -205,13 +205,19 @@ pub struct EndpointConfig {
     pub static_keys: Option<StaticKeys>,
 }
 
+/// Length of the connection IDs an endpoint issues unless told otherwise:
+/// what a driver that routes datagrams between workers by their
+/// connection ID ([`crate::datagram_owner`]) must parse them with.
+pub const DEFAULT_LOCAL_CID_LEN: usize = 8;
+
 impl EndpointConfig {
     /// An endpoint with randomness from `rng_seed` that accepts connections
-    /// when `server` is given; 8-byte connection IDs, default admission.
+    /// when `server` is given; [`DEFAULT_LOCAL_CID_LEN`]-byte connection
+    /// IDs, default admission.
     pub fn new(rng_seed: RngSeed, server: Option<ServerConfig>) -> Self {
         EndpointConfig {
             rng_seed,
-            local_cid_len: 8,
+            local_cid_len: DEFAULT_LOCAL_CID_LEN,
             server,
             admission: AdmissionConfig::default(),
             transmit_burst: 1,

@@ -50,7 +50,7 @@ pub mod test_pair;
 pub use cid_issuer::{datagram_owner, CidIssuer};
 pub use config::{
     AdmissionConfig, CidWorkers, ClientConfig, EndpointConfig, InvalidWorkers, PreferredAddresses,
-    RetryMode, ServerConfig, StaticKeys, TransportConfig,
+    RetryMode, ServerConfig, StaticKeys, TransportConfig, DEFAULT_LOCAL_CID_LEN,
 };
 pub use connection::{Connection, ConnectionError, Event, Transmit, ZeroRttStatus};
 pub use endpoint::{ConnectionHandle, Endpoint, EndpointStats};

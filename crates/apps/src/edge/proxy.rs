@@ -145,6 +145,39 @@ pub struct EdgeCounters {
     pub connections_reused: u64,
 }
 
+impl core::ops::AddAssign<&EdgeCounters> for EdgeCounters {
+    /// Adds another edge's counts: a server of several workers, each with
+    /// its own edge, reports their sum.
+    fn add_assign(&mut self, o: &EdgeCounters) {
+        let EdgeCounters {
+            requests,
+            origin_requests,
+            cache_hits,
+            coalesced,
+            cache_stores,
+            live_cut,
+            bad_gateway,
+            gateway_timeout,
+            unavailable,
+            aborted,
+            connections_opened,
+            connections_reused,
+        } = o;
+        self.requests += requests;
+        self.origin_requests += origin_requests;
+        self.cache_hits += cache_hits;
+        self.coalesced += coalesced;
+        self.cache_stores += cache_stores;
+        self.live_cut += live_cut;
+        self.bad_gateway += bad_gateway;
+        self.gateway_timeout += gateway_timeout;
+        self.unavailable += unavailable;
+        self.aborted += aborted;
+        self.connections_opened += connections_opened;
+        self.connections_reused += connections_reused;
+    }
+}
+
 /// A request ready for an origin.
 #[derive(Clone, Debug)]
 struct OriginRequest {

@@ -130,6 +130,46 @@ pub struct EndpointStats {
     pub stateless_resets_sent: u64,
 }
 
+impl core::ops::AddAssign<&EndpointStats> for EndpointStats {
+    /// Adds another endpoint's figures: a server of several workers
+    /// reports the sum of its endpoints (gauges as totals, counters as
+    /// totals).
+    fn add_assign(&mut self, o: &EndpointStats) {
+        let EndpointStats {
+            connections,
+            routes,
+            initial_routes,
+            unvalidated,
+            half_open,
+            stored_tokens,
+            initials_dropped,
+            refused,
+            retries_sent,
+            tokens_accepted,
+            tokens_rejected,
+            stateless_closes,
+            half_open_expired,
+            responses_dropped,
+            stateless_resets_sent,
+        } = o;
+        self.connections += connections;
+        self.routes += routes;
+        self.initial_routes += initial_routes;
+        self.unvalidated += unvalidated;
+        self.half_open += half_open;
+        self.stored_tokens += stored_tokens;
+        self.initials_dropped += initials_dropped;
+        self.refused += refused;
+        self.retries_sent += retries_sent;
+        self.tokens_accepted += tokens_accepted;
+        self.tokens_rejected += tokens_rejected;
+        self.stateless_closes += stateless_closes;
+        self.half_open_expired += half_open_expired;
+        self.responses_dropped += responses_dropped;
+        self.stateless_resets_sent += stateless_resets_sent;
+    }
+}
+
 /// One connection and what routes to it.
 struct Slot {
     conn: Box<Connection>,
