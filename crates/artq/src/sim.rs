@@ -414,11 +414,12 @@ fn summary(link: &str, r: &RunResult) -> String {
         "replicas", m.replicas, "extra replicas", m.extra_replicas, m.retransmission_ratio
     ));
     line(format!(
-        "  {:<22}{:>12}         {:<14}{:>8}   (n >= 2: {:.2}%)",
+        "  {:<22}{:>12}         {:<14}{:>8}   (n >= 2: {:.2}%, latency >= T_unit: {:.2}%)",
         "n_max",
         m.n_max,
         "k_max",
         m.k_max,
+        m.share_n_ge_2 * 100.0,
         m.recovery_deterioration_rate * 100.0
     ));
     line(format!(

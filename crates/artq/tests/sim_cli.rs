@@ -87,6 +87,7 @@ fn json_has_the_design_fields_and_is_deterministic() {
         "t_wait_ms",
         "recovery_latency_ms",
         "recovery_deterioration_rate",
+        "share_n_ge_2",
         "retransmission_ratio",
         "spurious_retransmissions",
     ] {

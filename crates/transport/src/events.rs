@@ -11,7 +11,7 @@
 use std::io::Write;
 
 use serde_json::json;
-use wire::time::Instant;
+use wire::time::{Duration, Instant};
 
 use wire::StreamId;
 
@@ -32,6 +32,12 @@ pub struct RecoveryRecord {
     pub first_sent: Instant,
     /// First loss detection.
     pub first_lost: Instant,
+    /// AutoRec's T_unit (§2.3, "the time elapsed for a data packet from
+    /// being sent to being retransmitted") measured on the item's first
+    /// retransmission: from its send to its loss detection. `None` when
+    /// that retransmission was never declared lost (it got through, or the
+    /// item left first).
+    pub t_unit: Option<Duration>,
     /// Retransmissions (replicas) sent for it (`k`).
     pub retransmissions: u32,
     /// Delivered or abandoned.
@@ -44,6 +50,40 @@ impl RecoveryRecord {
         match self.outcome {
             RecoveryOutcome::Delivered { round, .. } => Some(round),
             RecoveryOutcome::Abandoned { .. } => None,
+        }
+    }
+
+    /// `recovery_latency` (AutoRec §2.3): from the first loss detection to
+    /// the send of the copy whose acknowledgement delivered the data.
+    /// `None` when it was not delivered, or delivered by its original
+    /// (`n = 0`: no recovery packet exists).
+    pub fn recovery_latency(&self) -> Option<Duration> {
+        match self.outcome {
+            RecoveryOutcome::Delivered {
+                round,
+                recovery_sent,
+                ..
+            } if round > 0 => Some(recovery_sent.saturating_duration_since(self.first_lost)),
+            _ => None,
+        }
+    }
+
+    /// Whether the recovery *deteriorated* (AutoRec §5, the recovery
+    /// deterioration rate): the data was delivered, and its recovery
+    /// latency is at least T_unit ("takes two or more T_unit", the first
+    /// being the original's). Recovery latency is made of the T_units of
+    /// the retransmissions lost before the one that got through (§2.3,
+    /// Fig. 6), so T_unit is measured on the item's own first
+    /// retransmission ([`RecoveryRecord::t_unit`]): ARQ's retransmission
+    /// in the next round is sent at its loss detection, one T_unit later,
+    /// and counts whatever the jitter of T_unit from one packet to the
+    /// next; a reinjection that got through before that does not. Data
+    /// whose first retransmission was never declared lost was recovered
+    /// within one T_unit.
+    pub fn deteriorated(&self) -> bool {
+        match (self.recovery_latency(), self.t_unit) {
+            (Some(latency), Some(t_unit)) => latency >= t_unit,
+            _ => false,
         }
     }
 }

@@ -15,7 +15,8 @@
 //!   next [`RecoveryPolicy::on_data_lost`] call then has `round + 1`;
 //! - replica losses reach congestion control only when they end a round (ART
 //!   journal §6.4, "Interaction with congestion controller"), so plain QUIC
-//!   (one replica per round) keeps RFC 9002 behaviour exactly;
+//!   (one replica per round) keeps RFC 9002 behaviour exactly; a
+//!   reinjection's loss always does (see "Reinjection and off-mode");
 //! - the number of replicas is capped at [`MAX_REPLICAS`] and `send_at` times
 //!   earlier than `now` mean "now";
 //! - `Drop` gives up DATAGRAM payloads (RFC 9221: unreliable by nature, so
@@ -36,13 +37,20 @@
 //! - [`RecoveryPolicy::on_reinjection_timer`]: the time the policy gave in
 //!   [`RecoveryPolicy::next_reinjection`] has come (on-mode included).
 //!
-//! Either returns the [`ItemId`] to reinject, or `None`. The replica joins
-//! the item's current round (the round ends when it too is declared lost)
-//! and leaves before new data, through the same path as every replica
-//! ([`RecoveryPolicy::on_packet_sent`] reports it). The transport refuses
-//! silently an item that has left recovery or still has a replica queued;
-//! [`RecoveryPolicy::on_recovery_ended`] tells the policy when an item
-//! leaves, so it can forget it. A policy that implements none of these
+//! Either returns the [`ItemId`] to reinject, or `None`. The replica is
+//! tagged with the item's current round and the next index
+//! ([`ReplicaRef`]), and leaves before new data, through the same path as
+//! every replica ([`RecoveryPolicy::on_packet_sent`] reports it). It is not
+//! part of the round: the round ends when the replicas of the policy's
+//! decision are declared lost, whatever reinjections are still in flight,
+//! so the next [`RecoveryPolicy::on_data_lost`] comes exactly when it
+//! would without them (AutoRec is an add-on beside ARQ). An acknowledged
+//! reinjection delivers the item (in the round it was sent in); a lost one
+//! changes no round and is reported to congestion control as any lost
+//! packet is in a stack without rounds (LSQUIC, AutoRec's base). The
+//! transport refuses silently an item that has left recovery or still has
+//! a replica queued; [`RecoveryPolicy::on_recovery_ended`] tells the policy
+//! when an item leaves, so it can forget it. A policy that implements none of these
 //! methods (every scheme but AutoRec) is asked nothing that changes what it
 //! sends.
 //!

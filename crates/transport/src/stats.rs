@@ -124,6 +124,9 @@ pub struct RecoveryTally {
     /// `n_hist[n]`: items delivered in round n (0 = the original got through
     /// after all, i.e. a spurious loss).
     pub n_hist: Vec<u64>,
+    /// Delivered items whose recovery latency was at least T_unit
+    /// ([`RecoveryRecord::deteriorated`]).
+    pub deteriorated_items: u64,
 }
 
 impl RecoveryTally {
@@ -138,20 +141,36 @@ impl RecoveryTally {
             self.n_hist.resize(idx + 1, 0);
         }
         self.n_hist[idx] += 1;
+        if record.deteriorated() {
+            self.deteriorated_items += 1;
+        }
         self.n_max = self.n_max.max(round);
         self.k_max = self.k_max.max(record.retransmissions);
         self.recovered_items += 1;
     }
 
-    /// Share of delivered items that needed two rounds or more (AutoRec's
-    /// recovery deterioration rate); 0 when nothing was delivered.
+    /// AutoRec's recovery deterioration rate (§5, DESIGN.md
+    /// `recovery_deterioration_rate`): the share of delivered items whose
+    /// recovery latency was at least T_unit; 0 when nothing was delivered.
     pub fn deterioration_rate(&self) -> f64 {
-        let deteriorated: u64 = self.n_hist.iter().skip(2).sum();
-        if self.recovered_items == 0 {
-            0.0
-        } else {
-            deteriorated as f64 / self.recovered_items as f64
-        }
+        share(self.deteriorated_items, self.recovered_items)
+    }
+
+    /// Share of delivered items that needed two rounds or more (DESIGN.md
+    /// `share_n_ge_2`); 0 when nothing was delivered. It counts rounds, not
+    /// time: an item that a reinjection sent in round 1 delivered counts
+    /// as round 1 whenever it arrived.
+    pub fn share_n_ge_2(&self) -> f64 {
+        share(self.n_hist.iter().skip(2).sum(), self.recovered_items)
+    }
+}
+
+/// `part / whole`, 0 when `whole` is 0.
+fn share(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 / whole as f64
     }
 }
 
@@ -168,8 +187,29 @@ mod tests {
             chunks: Vec::new(),
             first_sent: Instant::ZERO,
             first_lost: Instant::ZERO,
+            t_unit: None,
             retransmissions: k,
             outcome,
+        }
+    }
+
+    /// Delivered in `round` by a copy sent `latency` ms after the first
+    /// loss detection (at 100 ms), with the first retransmission declared
+    /// lost `t_unit` ms after it left, if it was.
+    fn recovered(round: u32, latency: u64, t_unit: Option<u64>) -> RecoveryRecord {
+        let lost = Instant::from_millis(100);
+        RecoveryRecord {
+            first_lost: lost,
+            t_unit: t_unit.map(Duration::from_millis),
+            ..rec(
+                RecoveryOutcome::Delivered {
+                    round,
+                    recovery_sent: lost + Duration::from_millis(latency),
+                    acked_at: lost + Duration::from_millis(latency + 50),
+                    needed: round,
+                },
+                round,
+            )
         }
     }
 
@@ -207,7 +247,46 @@ mod tests {
         assert_eq!(t.n_hist, vec![1, 2, 0, 1]);
         assert_eq!((t.n_max, t.k_max), (3, 3), "abandoned k is not k_max");
         assert_eq!((t.recovered_items, t.abandoned_items), (4, 1));
-        assert!((t.deterioration_rate() - 0.25).abs() < 1e-12);
+        assert!((t.share_n_ge_2() - 0.25).abs() < 1e-12);
+        assert_eq!(RecoveryTally::default().share_n_ge_2(), 0.0);
         assert_eq!(RecoveryTally::default().deterioration_rate(), 0.0);
+    }
+
+    #[test]
+    fn deterioration_is_counted_by_latency_against_t_unit() {
+        // AutoRec §5's example (Fig. 6): one packet recovered by its first
+        // retransmission, one whose retransmission was lost (T_unit 60 ms)
+        // and recovered by the next, sent 60 ms after the loss: 50%.
+        let mut t = RecoveryTally::default();
+        t.observe(&recovered(1, 0, None));
+        t.observe(&recovered(2, 60, Some(60)));
+        assert_eq!(t.deteriorated_items, 1);
+        assert!((t.deterioration_rate() - 0.5).abs() < 1e-12);
+        // Rescued by a reinjection half a T_unit after the loss, while the
+        // first retransmission was lost: not deteriorated.
+        t.observe(&recovered(1, 30, Some(60)));
+        // A round-1 copy that left a whole T_unit after the loss is: rounds
+        // do not measure time (`share_n_ge_2` misses it).
+        t.observe(&recovered(1, 70, Some(60)));
+        // Round 2, a little later than one T_unit: deteriorated.
+        t.observe(&recovered(2, 65, Some(58)));
+        // The original got through after all: no recovery latency.
+        t.observe(&recovered(0, 0, Some(60)));
+        assert_eq!(t.recovered_items, 6);
+        assert_eq!(t.deteriorated_items, 3);
+        assert!((t.deterioration_rate() - 0.5).abs() < 1e-12);
+        assert!((t.share_n_ge_2() - 2.0 / 6.0).abs() < 1e-12);
+        // Abandoned items are not part of the rate.
+        t.observe(&RecoveryRecord {
+            t_unit: Some(Duration::from_millis(1)),
+            ..rec(
+                RecoveryOutcome::Abandoned {
+                    reason: AbandonReason::ConnectionClosed,
+                    at: Instant::from_millis(500),
+                },
+                4,
+            )
+        });
+        assert_eq!((t.recovered_items, t.deteriorated_items), (6, 3));
     }
 }

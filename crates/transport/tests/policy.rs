@@ -530,6 +530,141 @@ fn a_policy_reinjects_in_off_mode_and_on_its_timer() {
     }
 }
 
+/// What the eager reinjector saw: ARQ's copies lost, reinjections and
+/// their fates, decisions and ends.
+#[derive(Debug, Default)]
+struct EagerLog {
+    /// Items whose ARQ copy just left, to reinject at once: (item, sent).
+    to_reinject: Vec<(transport::policy::ItemId, Instant)>,
+    /// When `on_data_lost` was asked for (item, round).
+    decided: std::collections::BTreeMap<(u64, u32), Instant>,
+    /// Reinjections by packet number: (item, round, sent, fate reported).
+    reinjections: std::collections::BTreeMap<u64, (u64, u32, Instant, Option<Instant>)>,
+    /// ARQ's copies declared lost: (item, round, when).
+    arq_lost: Vec<(u64, u32, Instant)>,
+    /// When each item's recovery ended.
+    ended: std::collections::BTreeMap<u64, Instant>,
+}
+
+/// ARQ plus one reinjection of each retransmission, half an RTT of the test
+/// pair (10 ms) after it left: in flight when ARQ's copy is declared lost.
+#[derive(Debug, Clone)]
+struct EagerReinjector {
+    log: Arc<Mutex<EagerLog>>,
+}
+
+impl RecoveryPolicy for EagerReinjector {
+    fn name(&self) -> String {
+        "eager-reinjector".into()
+    }
+
+    fn on_data_lost(&mut self, cx: &mut PolicyContext<'_>, lost: &LostData) -> Decision {
+        let mut log = self.log.lock().unwrap();
+        log.decided.insert((lost.item.0, lost.round), cx.now);
+        Decision::single(cx.now)
+    }
+
+    fn on_packet_sent(&mut self, cx: &mut PolicyContext<'_>, sent: &SentView) -> Option<PacketTag> {
+        if let Some(r) = sent.replica {
+            let mut log = self.log.lock().unwrap();
+            if r.index == 0 {
+                log.to_reinject.push((r.item, cx.now));
+            } else {
+                log.reinjections
+                    .insert(sent.pn, (r.item.0, r.round, cx.now, None));
+            }
+        }
+        None
+    }
+
+    fn on_packet_acked(&mut self, cx: &mut PolicyContext<'_>, fate: &PacketFate) {
+        let mut log = self.log.lock().unwrap();
+        if let Some(e) = log.reinjections.get_mut(&fate.pn) {
+            e.3 = Some(cx.now);
+        }
+    }
+
+    fn on_packet_lost(&mut self, cx: &mut PolicyContext<'_>, fate: &PacketFate) {
+        let Some(r) = fate.replica else { return };
+        let mut log = self.log.lock().unwrap();
+        if r.index == 0 {
+            log.arq_lost.push((r.item.0, r.round, cx.now));
+        } else if let Some(e) = log.reinjections.get_mut(&fate.pn) {
+            e.3 = Some(cx.now);
+        }
+    }
+
+    fn on_app_limited(&mut self, cx: &mut PolicyContext<'_>) -> Option<transport::policy::ItemId> {
+        self.on_reinjection_timer(cx)
+    }
+
+    fn next_reinjection(&self) -> Option<Instant> {
+        let log = self.log.lock().unwrap();
+        log.to_reinject
+            .first()
+            .map(|(_, t)| *t + Duration::from_millis(10))
+    }
+
+    fn on_reinjection_timer(
+        &mut self,
+        cx: &mut PolicyContext<'_>,
+    ) -> Option<transport::policy::ItemId> {
+        let due = self.next_reinjection().is_some_and(|t| t <= cx.now);
+        let mut log = self.log.lock().unwrap();
+        due.then(|| log.to_reinject.remove(0).0)
+    }
+
+    fn on_recovery_ended(
+        &mut self,
+        cx: &mut PolicyContext<'_>,
+        record: &transport::events::RecoveryRecord,
+    ) {
+        let mut log = self.log.lock().unwrap();
+        log.ended.insert(record.item.0, cx.now);
+        log.to_reinject.retain(|(i, _)| *i != record.item);
+    }
+}
+
+#[test]
+fn a_reinjection_in_flight_does_not_postpone_arqs_retransmission() {
+    let log = Arc::new(Mutex::new(EagerLog::default()));
+    let policy = EagerReinjector { log: log.clone() };
+    let mut pair = Pair::new(transport_with(Arc::new(policy)), TransportConfig::default());
+    pair.drop = Some(Box::new(|_, to_server, _, rng| {
+        use rand::Rng;
+        !to_server && rng.gen::<f64>() < 0.15
+    }));
+    let data = content(600_000, 25);
+    let got = pair.download(&data, Duration::from_secs(120));
+    assert!(got == data, "corrupted transfer");
+    let stats = pair.server().stats();
+    assert!(stats.reinjections > 0, "{stats:?}");
+    let log = log.lock().unwrap();
+    // Every loss of ARQ's copy of round n starts round n + 1 at once (the
+    // same instant), unless the item had already left, reinjections in
+    // flight or not; count the losses that found one in flight.
+    let mut with_reinjection_in_flight = 0;
+    for &(item, round, at) in &log.arq_lost {
+        let in_flight = log.reinjections.values().any(|&(i, r, sent, fate)| {
+            (i, r) == (item, round) && sent <= at && fate.is_none_or(|f| f > at)
+        });
+        with_reinjection_in_flight += u32::from(in_flight);
+        if log.ended.get(&item).is_some_and(|&end| end <= at) {
+            continue;
+        }
+        assert_eq!(
+            log.decided.get(&(item, round + 1)),
+            Some(&at),
+            "item {item}: round {round}'s retransmission lost at {at:?}, in flight: {in_flight}"
+        );
+    }
+    assert!(
+        with_reinjection_in_flight > 0,
+        "no retransmission was lost while its reinjection was in flight ({} lost)",
+        log.arq_lost.len()
+    );
+}
+
 #[test]
 fn plain_quic_never_reinjects() {
     let mut pair =

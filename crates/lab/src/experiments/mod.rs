@@ -252,6 +252,10 @@ pub const METRICS: &[(&str, &str)] = &[
         "live: largest such latency, ms",
     ),
     (
+        "recovery_deterioration_rate",
+        "live: share of recovered data whose recovery latency was >= T_unit (AutoRec §5; T_unit measured on the data's first retransmission)",
+    ),
+    (
         "retransmission_ratio",
         "live: replicas / data_packets (AutoRec's retran_ratio)",
     ),
@@ -298,6 +302,7 @@ const OPTIONAL_METRICS: &[&str] = &[
     "recovery_latency_multi_mean_ms",
     "recovery_latency_multi_p95_ms",
     "recovery_latency_multi_max_ms",
+    "recovery_deterioration_rate",
     "retransmission_ratio",
     "t_wait_p50_ms",
     "learn_steps",
@@ -350,7 +355,7 @@ impl RunRow {
             Some(ratio),
             Some(f64::from(m.n_max)),
             Some(m.n_max_file_mean.unwrap_or(f64::from(m.n_max))),
-            Some(m.recovery_deterioration_rate),
+            Some(m.share_n_ge_2),
             Some(m.t_wait_ms.map_or(0.0, |s| s.p99)),
             m.avg_bitrate_kbps,
             m.startup_ms,
@@ -400,6 +405,7 @@ impl RunRow {
                 put("recovery_latency_multi_p95_ms", l.p95);
                 put("recovery_latency_multi_max_ms", l.max);
             }
+            put("recovery_deterioration_rate", m.recovery_deterioration_rate);
             put("retransmission_ratio", m.retransmission_ratio);
         }
         RunRow {

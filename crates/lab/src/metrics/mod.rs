@@ -78,13 +78,7 @@ impl ItemRecord {
     /// Builds the record for `r`, reading first arrivals from `arrivals`;
     /// `None` for an item that was abandoned (no `n`, no `t_wait`).
     pub fn from_record(r: &RecoveryRecord, arrivals: &ArrivalMap) -> Option<ItemRecord> {
-        let RecoveryOutcome::Delivered {
-            round,
-            recovery_sent,
-            needed,
-            ..
-        } = r.outcome
-        else {
+        let RecoveryOutcome::Delivered { round, needed, .. } = r.outcome else {
             return None;
         };
         let first = r
@@ -104,8 +98,6 @@ impl ItemRecord {
         let t_wait = latest
             .filter(|_| complete)
             .map(|at| at.saturating_duration_since(r.first_sent));
-        let recovery_latency =
-            (round > 0).then(|| recovery_sent.saturating_duration_since(r.first_lost));
         Some(ItemRecord {
             item: r.item.0,
             stream: first.map_or(0, |c| c.id.0),
@@ -117,7 +109,7 @@ impl ItemRecord {
             first_sent: r.first_sent,
             first_lost: r.first_lost,
             t_wait,
-            recovery_latency,
+            recovery_latency: r.recovery_latency(),
         })
     }
 }
@@ -353,8 +345,13 @@ pub struct RunMetrics {
     /// `recovery_latency` of the items recovered by a retransmission;
     /// `null` when there were none.
     pub recovery_latency_ms: Option<Summary>,
-    /// Share of recovered items that needed two rounds or more.
+    /// AutoRec's recovery deterioration rate (§5): the share of recovered
+    /// items whose recovery latency was at least T_unit
+    /// ([`transport::events::RecoveryRecord::deteriorated`]).
     pub recovery_deterioration_rate: f64,
+    /// Share of recovered items that needed two rounds or more (counts
+    /// rounds, not time).
+    pub share_n_ge_2: f64,
     /// Live: `recovery_latency` of the items whose recovery needed two or
     /// more retransmissions (`needed >= 2`), what AutoRec reports (§5);
     /// absent for other workloads and when there were none.
@@ -485,6 +482,7 @@ impl RunMetrics {
             t_wait_ms: Summary::of(&mut t_wait),
             recovery_latency_ms: Summary::of(&mut latency),
             recovery_deterioration_rate: tally.deterioration_rate(),
+            share_n_ge_2: tally.share_n_ge_2(),
             recovery_latency_multi_ms: None,
             retransmission_ratio: ratio(stats.replicas, stats.data_packets),
             spurious_retransmissions: stats.spurious_retransmissions,
@@ -617,6 +615,7 @@ mod tests {
             chunks,
             first_sent: Instant::from_millis(100),
             first_lost: Instant::from_millis(150),
+            t_unit: None,
             retransmissions: round,
             outcome: RecoveryOutcome::Delivered {
                 round,
@@ -696,6 +695,7 @@ mod tests {
         stats.replicas = 5;
         stats.recovery.n_hist = vec![1, 3, 1];
         stats.recovery.recovered_items = 5;
+        stats.recovery.deteriorated_items = 2;
         stats.recovery.n_max = 2;
         stats.recovery.k_max = 2;
         let items =
@@ -718,7 +718,8 @@ mod tests {
         let m = RunMetrics::compute(facts, &stats, &items);
         assert_eq!(m.fct_ms, 800.0);
         assert!((m.goodput_mbps - 10.0).abs() < 1e-9);
-        assert!((m.recovery_deterioration_rate - 0.2).abs() < 1e-12);
+        assert!((m.recovery_deterioration_rate - 0.4).abs() < 1e-12);
+        assert!((m.share_n_ge_2 - 0.2).abs() < 1e-12);
         assert!((m.retransmission_ratio - 0.025).abs() < 1e-12);
         assert_eq!(m.fct_ms_per_file.map(|s| s.max), Some(500.0));
         // One file's worst item took round 1, the other file lost nothing.

@@ -213,10 +213,23 @@ impl Adapter {
             self.last_utility = u;
         }
         self.last_e_waiting = e_waiting(m.loss_rate, m.srtt, m.max_round);
-        let next = if self.config.gate && self.last_e_waiting < self.config.theta.as_secs_f64() {
+        if self.config.gate && self.last_e_waiting < self.config.theta.as_secs_f64() {
+            // §4.1: "if E_waiting < Θ_thres ... we will set A^{i+1} equal
+            // to 0 (i.e., do not perform reinjection). Else, ... eq. 5".
+            // The gate is absolute: the next interval reinjects nothing.
+            // It is no choice of eq. 5's, so it is not an "unchangeable"
+            // level for the exploration (which would draw a level in 1..4
+            // after 10 gated intervals and reinject in a gated interval):
+            // the run of unchanged levels starts again, and an exploration
+            // under way ends. Once the gate lifts, eq. 5 goes on from
+            // A^i = 0.
             self.explored_from = None;
-            0
-        } else if let Some(old) = self.explored_from.take() {
+            self.unchanged = 0;
+            self.a_prev = self.a;
+            self.a = 0;
+            return;
+        }
+        let next = if let Some(old) = self.explored_from.take() {
             // The interval after a random jump: keep exploring only if it
             // clearly paid off (§4.1).
             if rd <= self.config.r_nor {
@@ -357,6 +370,39 @@ mod tests {
         );
         b.decide(&calm, &mut rng);
         assert_eq!(b.level(), 3);
+    }
+
+    #[test]
+    fn a_gated_interval_never_reinjects_and_never_explores() {
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let calm = Interval {
+            srtt: 0.020,
+            ..interval(0.030)
+        };
+        assert!(e_waiting(calm.loss_rate, calm.srtt, calm.max_round) < 0.050);
+        let mut a = Adapter::new(AdapterConfig::default(), 2);
+        // Far more than the 10 unchanged intervals that start an
+        // exploration: a gated 0 is not an unchanged level.
+        for i in 0..100 {
+            a.decide(&calm, &mut rng);
+            assert_eq!(a.level(), 0, "gated interval {i} reinjects");
+        }
+        // The gate lifts: eq. 5 goes on from 0, and only then do unchanged
+        // intervals count toward an exploration.
+        // (The same latency, minRTT and goodput as the calm intervals: the
+        // same utility, R_Δ = 0.)
+        let mut b = a.clone();
+        for _ in 0..9 {
+            b.decide(&interval(0.030), &mut rng);
+            assert_eq!(b.a_thres(), 0);
+        }
+        b.decide(&interval(0.030), &mut rng);
+        assert_ne!(b.a_thres(), 0, "ten unchanged ungated intervals explore");
+        // An exploration under way ends at the gate.
+        b.decide(&calm, &mut rng);
+        assert_eq!(b.level(), 0);
+        b.decide(&calm, &mut rng);
+        assert_eq!(b.level(), 0);
     }
 
     #[test]

@@ -34,7 +34,17 @@
 //!   declared lost over ack-eliciting packets sent in the interval.
 //! - A_thres starts at 1 (eq. 1's x ≥ 1).
 //! - Reinjections are regular packets: congestion control and pacing apply
-//!   (the transport only offers the chance when a packet may go).
+//!   (the transport only offers the chance when a packet may go). They sit
+//!   beside ARQ, not in its rounds (the transport's policy seam,
+//!   "Reinjection and off-mode"): ARQ retransmits as soon as its own
+//!   retransmission is declared lost, whatever reinjections are in flight,
+//!   as an add-on over LSQUIC would; a reinjection that gets through first
+//!   delivers the data; every reinjection's loss reaches congestion control
+//!   (LSQUIC reports every lost packet to it) and starts no ARQ
+//!   retransmission (ARQ sends one per loss of its own copy; the queue
+//!   alone decides on further reinjections).
+//! - The E_waiting gate is absolute (see [`adapter`]): a gated interval
+//!   never reinjects, and its 0 is no "unchanged" level for the exploration.
 
 pub mod adapter;
 mod steered;

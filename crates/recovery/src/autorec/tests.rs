@@ -56,6 +56,7 @@ fn delivered(item: u64, first_lost: u64, sent: u64) -> RecoveryRecord {
         chunks: Vec::new(),
         first_sent: at(0),
         first_lost: at(first_lost),
+        t_unit: None,
         retransmissions: 1,
         outcome: RecoveryOutcome::Delivered {
             round: 1,
@@ -227,4 +228,69 @@ fn the_adapter_decides_once_per_interval_from_measured_recoveries() {
         p.on_data_lost(cx, &lost(2, 1, 900, 1000))
     });
     assert_eq!(p.level(), 0);
+}
+
+#[test]
+fn a_gated_interval_never_reinjects() {
+    // A calm path (SRTT 20 ms, no loss counted): E_waiting < Θ at every
+    // decision. One item stays unacknowledged in the queue throughout.
+    let mut rng = ChaCha8Rng::seed_from_u64(9);
+    let mut p = AutorecPolicy::new(AutorecConfig::default()).unwrap();
+    let calm = PathView {
+        srtt: Duration::from_millis(20),
+        min_rtt: Duration::from_millis(20),
+        ..PathView::default()
+    };
+    with_context(at(0), &calm, &mut rng, |cx| {
+        p.on_data_lost(cx, &lost(1000, 1, 0, 0))
+    });
+    with_context(at(0), &calm, &mut rng, |cx| {
+        p.on_packet_sent(cx, &replica_sent(1000, 0))
+    });
+    // The first interval (A_thres = 1 before any decision) has a recovery,
+    // so its end decides.
+    with_context(at(100), &calm, &mut rng, |cx| {
+        p.on_recovery_ended(cx, &delivered(999, 50, 51))
+    });
+    // 40 decision intervals, each with traffic and one recovered item:
+    // four times the run of unchanged intervals that starts an exploration.
+    for k in 1..=40u64 {
+        let t = k * 1000;
+        for i in 0..20u64 {
+            let sent = SentView {
+                pn: k * 100 + i,
+                size: 1200,
+                replica: None,
+                carries_new_data: true,
+            };
+            with_context(at(t - 500 + i), &calm, &mut rng, |cx| {
+                p.on_packet_sent(cx, &sent)
+            });
+        }
+        // This loss closes the interval: the adapter decides.
+        with_context(at(t), &calm, &mut rng, |cx| {
+            p.on_data_lost(cx, &lost(k, 1, t - 30, t))
+        });
+        assert_eq!(p.level(), 0, "interval {k} is gated");
+        with_context(at(t), &calm, &mut rng, |cx| {
+            p.on_packet_sent(cx, &replica_sent(k, 0))
+        });
+        assert_eq!(p.next_reinjection(), None, "interval {k}");
+        for dt in [1, 200, 900] {
+            assert_eq!(
+                with_context(at(t + dt), &calm, &mut rng, |cx| p.on_app_limited(cx)),
+                None,
+                "interval {k} reinjects in off-mode"
+            );
+            assert_eq!(
+                with_context(at(t + dt), &calm, &mut rng, |cx| p.on_reinjection_timer(cx)),
+                None,
+                "interval {k} reinjects on its timer"
+            );
+        }
+        with_context(at(t + 100), &calm, &mut rng, |cx| {
+            p.on_recovery_ended(cx, &delivered(k, t, t + 1))
+        });
+    }
+    assert_eq!(p.queue().get(ItemId(1000)).map(|e| e.reinjections), Some(0));
 }

@@ -121,7 +121,7 @@ impl Connection {
         }
         wrote |= self.write_unacked(buf, max_end, &chunks, record);
         if wrote {
-            self.on_replica_sent(r);
+            record.reinjection = self.on_replica_sent(r);
         }
         wrote
     }

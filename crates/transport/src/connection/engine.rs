@@ -8,6 +8,14 @@
 //! When a packet carrying the item's data is acknowledged, the item is
 //! delivered; queued replicas are cancelled.
 //!
+//! A *reinjection* ([`Engine::reinject`], AutoRec) is a replica the policy
+//! asks for outside its decisions. It carries the round it was sent in (its
+//! [`ReplicaRef`]) and delivers the item like any replica, but it is not
+//! part of the round: the round ends when the replicas the policy decided
+//! are lost, whatever reinjections are still in flight, so that AutoRec's
+//! ARQ retransmits exactly when plain ARQ would (autorec.md §4.2: AutoRec
+//! is a sender add-on beside ARQ; docs/recovery.md "AutoRec").
+//!
 //! This module is the one place where an item is created, advances a
 //! round, is delivered or is given up, and every exit leaves exactly one
 //! [`RecoveryRecord`] in the outbox ([`Engine::take_records`]): delivered,
@@ -18,7 +26,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use wire::time::Instant;
+use wire::time::{Duration, Instant};
 
 use crate::events::{AbandonReason, RecoveryOutcome, RecoveryRecord};
 use crate::policy::{
@@ -34,14 +42,21 @@ struct Item {
     datagrams: Vec<u64>,
     first_sent: Instant,
     first_lost: Instant,
+    /// T_unit of the item's first retransmission (round 1's first
+    /// replica): from its send to its loss detection
+    /// ([`RecoveryRecord::t_unit`]).
+    t_unit: Option<Duration>,
     /// Current round (0 until the first round starts).
     round: u32,
-    /// Replicas sent so far, all rounds (`k`).
+    /// Replicas sent so far, all rounds, reinjections included (`k`).
     sent: u32,
-    /// Replicas of the current round sent and not yet declared lost.
+    /// Replicas the policy decided for the current round, sent and not yet
+    /// declared lost (reinjections are not counted: they hold no round).
     outstanding: u32,
-    /// Replicas of the current round still queued.
+    /// Replicas the policy decided for the current round, still queued.
     queued: u32,
+    /// A reinjection of the current round is queued.
+    reinjection_queued: bool,
     /// Replicas the current round has had so far (the policy's, then any
     /// reinjections): the next replica's index.
     round_replicas: u16,
@@ -138,7 +153,8 @@ pub(crate) enum ReplicaLoss {
     RoundOver,
     /// Other replicas of the round are still queued or in flight.
     RoundGoesOn,
-    /// An older round's straggler, or its item is gone.
+    /// An older round's straggler, a reinjection (it holds no round), or
+    /// its item is gone.
     Stale,
 }
 
@@ -185,10 +201,12 @@ impl Engine {
                 datagrams,
                 first_sent,
                 first_lost,
+                t_unit: None,
                 round: 0,
                 sent: 0,
                 outstanding: 0,
                 queued: 0,
+                reinjection_queued: false,
                 round_replicas: 0,
                 decided: 0,
                 round_starts: Vec::new(),
@@ -307,6 +325,7 @@ impl Engine {
             Decision::Defer => {
                 item.deferred = true;
                 item.queued = 0;
+                item.reinjection_queued = false;
                 item.round_replicas = 0;
                 item.decided = 0;
                 item.outstanding = 0;
@@ -319,6 +338,9 @@ impl Engine {
         }
         times.truncate(MAX_REPLICAS);
         item.queued = times.len() as u32;
+        // A reinjection still queued from the round before is stale now
+        // (`pop_due` drops it): this round's replicas carry the data.
+        item.reinjection_queued = false;
         item.round_replicas = times.len() as u16;
         item.decided = times.len() as u16;
         item.outstanding = 0;
@@ -342,11 +364,13 @@ impl Engine {
     }
 
     /// A policy asks to reinject `id` (AutoRec, autorec.md §4.2): one more
-    /// replica of its current round, due now. Refused (false) when the item
-    /// is gone, no round has started, a replica of the round is still
-    /// queued (it will carry the data anyway), or the round reached
-    /// [`MAX_REPLICAS`]. The replica joins the round: the round ends only
-    /// when it too is declared lost.
+    /// copy of its data, due now, tagged with the current round and the
+    /// next replica index. Refused (false) when the item is gone, no round
+    /// has started, a replica of the round (decided or reinjected) is
+    /// still queued (it will carry the data anyway), or the round reached
+    /// [`MAX_REPLICAS`]. The reinjection holds no round (module doc): its
+    /// loss never delays the next round, its acknowledgement delivers the
+    /// item.
     pub fn reinject(&mut self, now: Instant, id: ItemId) -> bool {
         let Some(item) = self.items.get_mut(&id) else {
             return false;
@@ -354,13 +378,14 @@ impl Engine {
         if item.round == 0
             || item.deferred
             || item.queued > 0
+            || item.reinjection_queued
             || usize::from(item.round_replicas) >= MAX_REPLICAS
         {
             return false;
         }
         let index = item.round_replicas;
         item.round_replicas += 1;
-        item.queued += 1;
+        item.reinjection_queued = true;
         let seq = self.next_seq;
         self.next_seq += 1;
         self.queue.insert(QueuedReplica {
@@ -373,12 +398,22 @@ impl Engine {
         true
     }
 
-    /// A replica packet was declared lost.
-    pub fn on_replica_lost(&mut self, r: &ReplicaRef) -> ReplicaLoss {
+    /// A replica packet sent at `sent_at` was declared lost at `now`.
+    pub fn on_replica_lost(
+        &mut self,
+        now: Instant,
+        r: &ReplicaRef,
+        sent_at: Instant,
+    ) -> ReplicaLoss {
         let Some(item) = self.items.get_mut(&r.item) else {
             return ReplicaLoss::Stale;
         };
-        if item.round != r.round {
+        if (r.round, r.index) == (1, 0) && item.t_unit.is_none() {
+            item.t_unit = Some(now.saturating_duration_since(sent_at));
+        }
+        if item.round != r.round || r.index >= item.decided {
+            // An older round's straggler, or a reinjection (no round waits
+            // for one).
             return ReplicaLoss::Stale;
         }
         item.outstanding = item.outstanding.saturating_sub(1);
@@ -408,7 +443,7 @@ impl Engine {
         // the data was split by other acknowledgements) does not finish the
         // item: another round for what is left, once nothing else of this
         // one is pending.
-        if item.round == r.round {
+        if item.round == r.round && r.index < item.decided {
             item.outstanding = item.outstanding.saturating_sub(1);
         }
         if item.queued == 0 && item.outstanding == 0 && !item.deferred {
@@ -495,10 +530,15 @@ impl Engine {
         let Some(item) = self.items.get_mut(&r.item) else {
             return false;
         };
-        item.queued = item.queued.saturating_sub(1);
-        item.outstanding += 1;
         item.sent += 1;
-        r.round == item.round && r.index >= item.decided
+        let reinjection = r.round == item.round && r.index >= item.decided;
+        if reinjection {
+            item.reinjection_queued = false;
+        } else {
+            item.queued = item.queued.saturating_sub(1);
+            item.outstanding += 1;
+        }
+        reinjection
     }
 
     /// A replica popped by [`Engine::pop_due`] could not be written (its
@@ -595,6 +635,7 @@ impl Engine {
             chunks: it.chunks,
             first_sent: it.first_sent,
             first_lost: it.first_lost,
+            t_unit: it.t_unit,
             retransmissions: it.sent,
             outcome,
         });

@@ -166,15 +166,23 @@ impl Connection {
             entry.item = Some(r.item);
             entry.round = r.round;
             self.lost_history.remember(pn, entry);
-            return match self.engine.on_replica_lost(&r) {
-                ReplicaLoss::Stale | ReplicaLoss::RoundGoesOn => false,
-                // Every replica of the round is lost: next round (and, per
-                // ART journal §6.4, only now a congestion signal).
-                ReplicaLoss::RoundOver => {
-                    self.start_round(now, r.item);
-                    true
-                }
-            };
+            let round_over =
+                self.engine.on_replica_lost(now, &r, p.time_sent) == ReplicaLoss::RoundOver;
+            if round_over {
+                // Every replica the policy decided for the round is lost:
+                // next round, whatever reinjections are in flight.
+                self.start_round(now, r.item);
+            }
+            // Congestion control hears a replica's loss when it ends a
+            // round (ART journal §6.4: one signal per round, so plain QUIC
+            // keeps RFC 9002 exactly), and always for a reinjection:
+            // AutoRec is an add-on over LSQUIC, whose reinjected copies are
+            // ordinary packets, and LSQUIC's loss detection reports every
+            // lost packet to congestion control (`cci_lost`, and a loss
+            // event when it was sent after the last cut-back). Congestion
+            // controllers here take one reduction per recovery period
+            // (RFC 9002 §7.3.2), as LSQUIC's cut-back rule does.
+            return round_over || p.reinjection;
         }
         if p.early_copy {
             // The data's own packets still carry it: their loss, if it
@@ -333,15 +341,18 @@ impl Connection {
         }
     }
 
-    /// Called by the send path when a replica leaves.
-    pub(super) fn on_replica_sent(&mut self, r: &ReplicaRef) {
-        if self.engine.on_replica_sent(r) {
+    /// Called by the send path when a replica leaves. Returns whether it
+    /// was a reinjection.
+    pub(super) fn on_replica_sent(&mut self, r: &ReplicaRef) -> bool {
+        let reinjection = self.engine.on_replica_sent(r);
+        if reinjection {
             self.stats.reinjections += 1;
         }
         self.stats.replicas += 1;
         if r.index > 0 {
             self.stats.extra_replicas += 1;
         }
+        reinjection
     }
 
     /// Call the policy with a [`PolicyContext`]; then hand what it published

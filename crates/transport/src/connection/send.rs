@@ -235,6 +235,7 @@ impl Connection {
             retransmits: Vec::new(),
             rate: self.rate.on_packet_sent(now, self.bytes_in_flight),
             replica: None,
+            reinjection: false,
             new_data: false,
             early_copy: false,
             tag: None,

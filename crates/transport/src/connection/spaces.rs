@@ -75,6 +75,10 @@ pub(crate) struct SentPacket {
     pub rate: PacketRateState,
     /// Set when this packet carried a replica of lost data.
     pub replica: Option<ReplicaRef>,
+    /// The replica was a reinjection (`Engine::reinject`, AutoRec): it
+    /// holds no round, and its loss is a congestion signal like any lost
+    /// packet's (`Connection::on_data_packet_lost`).
+    pub reinjection: bool,
     /// The packet carries first transmissions of stream data.
     pub new_data: bool,
     /// The packet carries a copy of data sent before any loss of it was

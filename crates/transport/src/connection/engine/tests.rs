@@ -98,16 +98,22 @@ fn rounds_advance_and_delivery_records_n_and_k() {
     let a = e.pop_due(at(10), true).expect("first replica");
     assert_eq!(e.pop_due(at(10), true), None, "second not due yet");
     e.on_replica_sent(&a);
-    assert_eq!(e.on_replica_lost(&a), ReplicaLoss::RoundGoesOn);
+    assert_eq!(
+        e.on_replica_lost(at(25), &a, at(10)),
+        ReplicaLoss::RoundGoesOn
+    );
     let b = e.pop_due(at(15), true).expect("second replica");
     e.on_replica_sent(&b);
-    assert_eq!(e.on_replica_lost(&b), ReplicaLoss::RoundOver);
+    assert_eq!(
+        e.on_replica_lost(at(30), &b, at(15)),
+        ReplicaLoss::RoundOver
+    );
     assert!(matches!(
         e.start_round(at(30), id, LEFT, one_now),
         RoundStart::Scheduled { round: 2, .. }
     ));
     // The first round's straggler is stale for the round count...
-    assert_eq!(e.on_replica_lost(&a), ReplicaLoss::Stale);
+    assert_eq!(e.on_replica_lost(at(35), &a, at(10)), ReplicaLoss::Stale);
     let c = e.pop_due(at(30), true).expect("round 2");
     e.on_replica_sent(&c);
     assert_eq!(
@@ -138,7 +144,10 @@ fn a_replica_put_back_is_due_again() {
     let again = e.pop_due(at(12), true).expect("due again");
     assert_eq!(again, r);
     e.on_replica_sent(&again);
-    assert_eq!(e.on_replica_lost(&again), ReplicaLoss::RoundOver);
+    assert_eq!(
+        e.on_replica_lost(at(20), &again, at(12)),
+        ReplicaLoss::RoundOver
+    );
     // A stale one (its round over) is not put back.
     e.start_round(at(13), id, LEFT, one_now);
     e.put_back(at(13), &r);
@@ -166,25 +175,34 @@ fn a_late_ack_of_part_of_an_item_does_not_deliver_it() {
 }
 
 #[test]
-fn a_reinjection_joins_the_current_round() {
+fn a_reinjection_in_flight_does_not_postpone_the_next_round() {
     let mut e = Engine::default();
     let id = e.create(at(0), at(10), chunk(), Vec::new());
     assert!(!e.reinject(at(10), id), "no round yet");
     e.start_round(at(10), id, LEFT, one_now);
     assert!(!e.reinject(at(10), id), "its replica is still queued");
-    let a = e.pop_due(at(10), true).expect("first replica");
+    let a = e.pop_due(at(10), true).expect("ARQ's retransmission");
     assert!(!e.on_replica_sent(&a), "the policy's own replica");
     assert!(e.reinject(at(20), id));
+    assert!(!e.reinject(at(20), id), "a reinjection is already queued");
     let b = e.pop_due(at(20), true).expect("the reinjection");
     assert_eq!((b.round, b.index), (1, 1));
     assert!(e.on_replica_sent(&b), "a reinjection");
-    // The round ends only when both are lost.
-    assert_eq!(e.on_replica_lost(&a), ReplicaLoss::RoundGoesOn);
-    assert_eq!(e.on_replica_lost(&b), ReplicaLoss::RoundOver);
-    e.start_round(at(40), id, LEFT, one_now);
+    // ARQ's copy is lost while the reinjection is in flight: the round is
+    // over at once (ARQ retransmits now, not when `b` is lost too).
+    assert_eq!(
+        e.on_replica_lost(at(40), &a, at(10)),
+        ReplicaLoss::RoundOver
+    );
+    assert!(matches!(
+        e.start_round(at(40), id, LEFT, one_now),
+        RoundStart::Scheduled { round: 2, .. }
+    ));
     let c = e.pop_due(at(40), true).expect("round 2");
     assert_eq!((c.round, c.index), (2, 0));
-    e.on_replica_sent(&c);
+    assert!(!e.on_replica_sent(&c));
+    // The reinjection's loss changes no round.
+    assert_eq!(e.on_replica_lost(at(60), &b, at(20)), ReplicaLoss::Stale);
     assert_eq!(
         e.on_replica_acked(at(90), &c, at(40), NONE),
         ReplicaAck::Delivered
@@ -199,7 +217,77 @@ fn a_reinjection_joins_the_current_round() {
             ..
         }
     ));
+    // T_unit of the first retransmission: sent at 10, declared lost at 40.
+    assert_eq!(rec.t_unit, Some(Duration::from_millis(30)));
+    assert!(
+        rec.deteriorated(),
+        "recovered 30 ms (one T_unit) after the loss"
+    );
     assert!(!e.reinject(at(100), id), "delivered items are gone");
+}
+
+#[test]
+fn a_reinjection_that_arrives_first_delivers_the_item() {
+    let mut e = Engine::default();
+    let id = e.create(at(0), at(10), chunk(), Vec::new());
+    e.start_round(at(10), id, LEFT, one_now);
+    let a = e.pop_due(at(10), true).expect("ARQ's retransmission");
+    e.on_replica_sent(&a);
+    assert!(e.reinject(at(25), id));
+    let b = e.pop_due(at(25), true).expect("the reinjection");
+    e.on_replica_sent(&b);
+    assert_eq!(
+        e.on_replica_lost(at(70), &a, at(10)),
+        ReplicaLoss::RoundOver
+    );
+    e.start_round(at(70), id, LEFT, one_now);
+    let c = e.pop_due(at(70), true).expect("round 2");
+    e.on_replica_sent(&c);
+    // The reinjection, sent in round 1, gets through before round 2's copy.
+    assert_eq!(
+        e.on_replica_acked(at(80), &b, at(25), NONE),
+        ReplicaAck::Delivered
+    );
+    let rec = &e.take_records()[0];
+    assert_eq!(rec.retransmissions, 3);
+    assert_eq!(
+        rec.outcome,
+        RecoveryOutcome::Delivered {
+            round: 1,
+            recovery_sent: at(25),
+            needed: 2,
+            acked_at: at(80),
+        }
+    );
+    assert_eq!(rec.t_unit, Some(Duration::from_millis(60)));
+    assert!(!rec.deteriorated(), "rescued 15 ms after the loss");
+    // Round 2's copy finds the item gone.
+    assert_eq!(
+        e.on_replica_acked(at(120), &c, at(70), NONE),
+        ReplicaAck::Nothing
+    );
+    assert!(e.take_records().is_empty());
+}
+
+#[test]
+fn a_queued_reinjection_holds_no_round_either() {
+    let mut e = Engine::default();
+    let id = e.create(at(0), at(10), chunk(), Vec::new());
+    e.start_round(at(10), id, LEFT, one_now);
+    let a = e.pop_due(at(10), true).expect("ARQ's retransmission");
+    e.on_replica_sent(&a);
+    assert!(e.reinject(at(20), id), "queued, not sent yet");
+    assert_eq!(
+        e.on_replica_lost(at(30), &a, at(10)),
+        ReplicaLoss::RoundOver
+    );
+    e.start_round(at(30), id, LEFT, one_now);
+    // The reinjection of round 1 is stale: round 2's copy goes instead.
+    let c = e.pop_due(at(30), true).expect("round 2");
+    assert_eq!((c.round, c.index), (2, 0));
+    assert_eq!(e.pop_due(at(30), true), None);
+    e.on_replica_sent(&c);
+    assert!(e.reinject(at(35), id), "round 2 may be reinjected");
 }
 
 #[test]
@@ -388,7 +476,7 @@ impl World {
             Op::LoseReplica(i) if !self.in_flight.is_empty() => {
                 let (r, sent_at) = self.in_flight.remove(i % self.in_flight.len());
                 self.lost.push((r.item, r.round, sent_at));
-                if self.e.on_replica_lost(&r) == ReplicaLoss::RoundOver {
+                if self.e.on_replica_lost(now, &r, sent_at) == ReplicaLoss::RoundOver {
                     self.start_round(r.item);
                 }
             }
