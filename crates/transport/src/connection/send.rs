@@ -460,7 +460,6 @@ impl Connection {
                 Frame::PathResponse(r.data).encode(buf);
                 self.path_responses.pop_front();
             }
-            self.write_path_challenge(buf, max_end, record);
             while let Some(&seq) = self.cids.pending_new.front() {
                 let Some(issued) = self.cids.issued(seq) else {
                     self.cids.pending_new.pop_front();
