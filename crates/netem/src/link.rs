@@ -11,7 +11,8 @@
 //! 4. **drop-tail queue** ([`QueueLimit`]): a full queue drops the arrival;
 //! 5. **capacity** ([`Capacity`]): a Mahimahi trace of delivery opportunities,
 //!    a constant rate, or none; a datagram leaves when its last byte has been
-//!    served (serialization);
+//!    served (serialization); or the slotted delay line of RCP's authors
+//!    ([`Slotted`]: a packet count per slot, after a minimum sojourn);
 //! 6. **propagation delay**: a constant one-way delay added on departure;
 //! 7. **corruption** ([`Corruption`]): a delivered datagram may arrive
 //!    damaged.
@@ -41,8 +42,10 @@
 
 mod schedule;
 mod server;
+mod slotted;
 
 pub use schedule::RateSchedule;
+pub use slotted::{SlotRates, Slotted, MAX_PER_SLOT};
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -145,6 +148,11 @@ pub enum Capacity {
     /// of an opportunity that find the queue empty are lost. A packet leaves
     /// when the opportunity that completes it occurs.
     Trace(Arc<Trace>),
+    /// The slotted delay line of the RCP authors' simulator (rcp.md Table
+    /// I): at each slot boundary at most a number of packets leave, each
+    /// after a minimum sojourn in the link, whatever their size; the
+    /// queue limit counts every packet in the channel. See [`Slotted`].
+    Slotted(Slotted),
     /// No capacity limit: arrivals leave at once and the queue never fills.
     Unlimited,
 }
@@ -157,7 +165,9 @@ pub enum Capacity {
 /// --downlink-queue-args=packets=N` or `bytes=N`). With a trace, service
 /// starts only at an opportunity, so a burst at one instant into a trace link
 /// keeps exactly `N` packets; an idle constant-rate link starts serializing
-/// the first arrival at once, so it keeps `N + 1`.
+/// the first arrival at once, so it keeps `N + 1`. A slotted link
+/// ([`Capacity::Slotted`]) serves nothing on arrival, so its queue holds
+/// every packet in the channel, sojourning or not (the authors' buffer).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum QueueLimit {
@@ -240,6 +250,9 @@ impl LinkConfig {
     /// invalid one still never panics.
     pub fn validate(&self) -> Result<(), String> {
         self.loss.validate()?;
+        if let Capacity::Slotted(s) = &self.capacity {
+            s.validate()?;
+        }
         if self.loss_max_burst == Some(0) {
             return Err("loss_max_burst must be at least 1".into());
         }
@@ -280,11 +293,15 @@ pub struct LinkStats {
     pub ce_marked: u64,
 }
 
-/// A datagram with its size on the wire, as stages hold it.
+/// A datagram with its size on the wire and its arrival time, as stages
+/// hold it.
 #[derive(Debug)]
 struct Queued {
     datagram: Datagram,
     wire_len: u64,
+    /// When it was offered to the link (the slotted stage's sojourn counts
+    /// from it).
+    arrived: Instant,
 }
 
 /// The drop-tail queue: datagrams waiting for service.
@@ -440,7 +457,11 @@ impl Link {
                 self.stats.ce_marked = self.stats.ce_marked.saturating_add(1);
             }
         }
-        let q = Queued { datagram, wire_len };
+        let q = Queued {
+            datagram,
+            wire_len,
+            arrived: now,
+        };
         let q = match self.server.start_if_idle(now, q, &mut self.line) {
             Ok(()) => return,
             Err(q) => q,
@@ -519,5 +540,7 @@ impl Link {
 
 #[cfg(test)]
 mod fault_tests;
+#[cfg(test)]
+mod slotted_tests;
 #[cfg(test)]
 mod tests;
