@@ -27,8 +27,12 @@ pub mod arrivals;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use apps::messages::{MessageParams, MessageReport};
 use apps::workload::Playback;
+use recovery::rcp::model::Utility;
+use recovery::rcp::policy::SharedArrivalLog;
 use serde::{Deserialize, Serialize};
+use transport::connection::SpaceId;
 use transport::events::{RecoveryOutcome, RecoveryRecord, Subscriber};
 use transport::ConnectionStats;
 use wire::time::{Duration, Instant};
@@ -131,18 +135,32 @@ struct Shared {
     /// When each timed-out datagram-only item that was retransmitted ended,
     /// with its retransmissions.
     retransmit_times: Vec<(Instant, u32)>,
+    /// Where the receiver's packet arrivals go for the sender's message
+    /// policy to measure one-way latency (message schemes only).
+    packet_arrivals: Option<SharedArrivalLog>,
 }
 
 /// The sender's decisions on timed-out DATAGRAM-only data, counted from
 /// the retransmission engine's records: every replica sent is one decision
 /// to retransmit, every item the policy gave up one decision to drop.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct MessageDecisions {
     /// Retransmissions of datagram-only items.
     pub retransmit: u64,
     /// Datagram-only items given up by the policy.
     pub drop: u64,
+    /// The decisions' exponentially weighted average (1 retransmit, 0
+    /// drop; weight [`DECISION_EWMA_WEIGHT`], from 0): the authors' running
+    /// `retranProb` (`_RL_retransUpdate` in their `mcp_v2.py`). Each item's
+    /// decisions enter when its recovery ends (its retransmissions, then
+    /// its drop if it was given up), so items interleave by their end, not
+    /// by the instant of each decision: a difference of about one RTT in
+    /// an average over the last hundred or so decisions.
+    pub ewma: f64,
 }
+
+/// The weight of the decisions' running average (rcp.md §IV-B's 0.01).
+pub const DECISION_EWMA_WEIGHT: f64 = 0.01;
 
 impl MessageDecisions {
     /// The share of timeouts answered with a retransmission (rcp.md Fig.
@@ -150,6 +168,23 @@ impl MessageDecisions {
     pub fn retransmission_probability(&self) -> Option<f64> {
         let all = self.retransmit + self.drop;
         (all > 0).then(|| self.retransmit as f64 / all as f64)
+    }
+
+    /// The running average at the end of the run; `None` when nothing
+    /// timed out.
+    pub fn retransmission_probability_ewma(&self) -> Option<f64> {
+        (self.retransmit + self.drop > 0).then_some(self.ewma)
+    }
+
+    /// Records one decision.
+    fn observe(&mut self, retransmitted: bool) {
+        if retransmitted {
+            self.retransmit += 1;
+        } else {
+            self.drop += 1;
+        }
+        let x = if retransmitted { 1.0 } else { 0.0 };
+        self.ewma = (1.0 - DECISION_EWMA_WEIGHT) * self.ewma + DECISION_EWMA_WEIGHT * x;
     }
 }
 
@@ -167,6 +202,14 @@ impl Recorder {
     /// A recorder with nothing recorded yet.
     pub fn new() -> Self {
         Recorder::default()
+    }
+
+    /// Also log the receiver's 1-RTT packet arrivals into `log`, which the
+    /// sender's message policy reads to measure one-way latency
+    /// (`recovery::parse_scheme_measuring`).
+    pub fn with_packet_arrivals(self, log: SharedArrivalLog) -> Self {
+        self.lock().packet_arrivals = Some(log);
+        self
     }
 
     fn lock(&self) -> MutexGuard<'_, Shared> {
@@ -229,7 +272,9 @@ impl Subscriber for SenderSubscriber {
     fn recovery_ended(&mut self, now: Instant, record: &RecoveryRecord) {
         let mut shared = self.recorder.lock();
         if record.chunks.is_empty() {
-            shared.decisions.retransmit += u64::from(record.retransmissions);
+            for _ in 0..record.retransmissions {
+                shared.decisions.observe(true);
+            }
             if record.retransmissions > 0 {
                 shared.retransmit_times.push((now, record.retransmissions));
             }
@@ -238,7 +283,7 @@ impl Subscriber for SenderSubscriber {
                 ..
             } = record.outcome
             {
-                shared.decisions.drop += 1;
+                shared.decisions.observe(false);
             }
         }
         if let Some(item) = ItemRecord::from_record(record, &shared.arrivals) {
@@ -247,7 +292,8 @@ impl Subscriber for SenderSubscriber {
     }
 }
 
-/// Receiver side: first arrival of every stream byte.
+/// Receiver side: first arrival of every stream byte, and of every 1-RTT
+/// packet when the sender measures one-way latency from them.
 struct ReceiverSubscriber {
     recorder: Recorder,
 }
@@ -255,6 +301,48 @@ struct ReceiverSubscriber {
 impl Subscriber for ReceiverSubscriber {
     fn stream_data_received(&mut self, now: Instant, id: StreamId, offset: u64, len: u64) {
         self.recorder.lock().arrivals.record(id.0, offset, len, now);
+    }
+
+    fn packet_received(&mut self, now: Instant, space: SpaceId, pn: u64, _size: usize) {
+        if space != SpaceId::Data {
+            return;
+        }
+        let log = self.recorder.lock().packet_arrivals.clone();
+        if let Some(log) = log {
+            log.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .record(pn, now);
+        }
+    }
+}
+
+/// Delivery and mean latency of the messages arriving in a window.
+struct Window {
+    /// Arrivals in the window over the messages it is measured against.
+    delivery: f64,
+    /// Their mean latency; `None` when none arrived.
+    latency: Option<Duration>,
+}
+
+/// The first arrivals of `r` at instants in `[from, to]`, against
+/// `messages` messages: rcp.md's windows count by arrival time, as the
+/// authors' receiver counts the packets it received in the window's
+/// slots, whenever they were generated.
+fn window(r: &MessageReport, from: Instant, to: Instant, messages: u64) -> Window {
+    let (mut n, mut sum) = (0u64, 0u128);
+    for a in r.arrivals.iter().filter(|a| a.at >= from && a.at <= to) {
+        n += 1;
+        sum += a.latency.as_nanos();
+    }
+    Window {
+        delivery: if messages == 0 {
+            0.0
+        } else {
+            n as f64 / messages as f64
+        },
+        latency: (n > 0).then(|| {
+            Duration::from_nanos(u64::try_from(sum / u128::from(n)).unwrap_or(u64::MAX))
+        }),
     }
 }
 
@@ -412,6 +500,23 @@ pub struct RunMetrics {
     /// retransmitted (rcp.md Fig. 6); absent when none timed out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retransmission_probability: Option<f64>,
+    /// messages workload: the running average of those decisions at the
+    /// end of the run (weight 0.01, the authors' `retranProb`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retransmission_probability_ewma: Option<f64>,
+    /// messages workload: ε over the last 25% of the generation period
+    /// (rcp.md Table IV's "Final"): one minus the messages arriving in it
+    /// over the messages generated in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss_final: Option<f64>,
+    /// messages workload: mean latency of the messages arriving in the
+    /// last 25% of the generation period, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_latency_final_ms: Option<f64>,
+    /// messages workload: the utility of `loss_final` and
+    /// `mean_latency_final_ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub utility_final: Option<f64>,
     /// ECN runs only: packets the receiver reported CE-marked to the
     /// sender (RFC 9000 §13.4), each a congestion signal without a loss.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -501,6 +606,10 @@ impl RunMetrics {
             mean_latency_ms: None,
             utility: None,
             retransmission_probability: None,
+            retransmission_probability_ewma: None,
+            loss_final: None,
+            mean_latency_final_ms: None,
+            utility_final: None,
             ecn_ce_reported: None,
         }
     }
@@ -515,21 +624,48 @@ impl RunMetrics {
 
     /// Adds the messages workload's metrics: the receiver's `report`, the
     /// sender's `decisions`, and the utility if the scheme defines one.
+    /// With `schedule` (the sender's start and the workload's parameters)
+    /// the run ends at the sender's close, `drain` after the last period:
+    /// a message arriving later is not delivered (with no drain, the
+    /// authors' end of simulation), and the last 25% of the generation
+    /// period gives the `*_final` figures. Without it (or when the report
+    /// could not list every arrival) every arrival counts and there are no
+    /// final figures.
     pub fn with_messages(
         mut self,
-        report: Option<&apps::messages::MessageReport>,
+        report: Option<&MessageReport>,
         decisions: MessageDecisions,
-        utility: Option<&recovery::rcp::model::Utility>,
+        utility: Option<&Utility>,
+        schedule: Option<(Instant, MessageParams)>,
     ) -> RunMetrics {
         let Some(r) = report else {
             return self;
         };
-        let delivered = r.delivery_ratio();
-        let latency = r.mean_latency();
+        let schedule = schedule.filter(|_| r.arrivals_complete);
+        let (delivered, latency) = match schedule {
+            Some((start, p)) => {
+                let end = p.closes_at(start);
+                let w = window(r, start, end, p.messages);
+                (w.delivery, w.latency)
+            }
+            None => (r.delivery_ratio(), r.mean_latency()),
+        };
         self.delivery_ratio = Some(delivered);
         self.mean_latency_ms = latency.map(ms);
         self.utility = utility.map(|u| u.value(1.0 - delivered, latency.unwrap_or(Duration::ZERO)));
         self.retransmission_probability = decisions.retransmission_probability();
+        self.retransmission_probability_ewma = decisions.retransmission_probability_ewma();
+        if let Some((start, p)) = schedule {
+            let first = p.messages - p.messages / 4;
+            let from = p.generated_at(start, first);
+            let to = p.generated_at(start, p.messages);
+            let w = window(r, from, to, p.messages - first);
+            self.loss_final = Some(1.0 - w.delivery);
+            self.mean_latency_final_ms = w.latency.map(ms);
+            self.utility_final = w
+                .latency
+                .and_then(|l| utility.map(|u| u.value(1.0 - w.delivery, l)));
+        }
         self
     }
 
