@@ -73,7 +73,7 @@ pub const SCHEMES: &[(&str, &str)] = &[
     ),
     (
         "rcp",
-        "RCP: a Double DQN decides per timed-out message whether to retransmit (rcp.md); rcp:beta=B,alpha=A,norm=simple|tuned,... sets the utility; no congestion control",
+        "RCP: a Double DQN decides per timed-out message whether to retransmit (rcp.md); rcp:beta=B,alpha=A,norm=simple|tuned|asrun,...,rto=rfc6298|eq9 sets the utility and the timer; no congestion control",
     ),
     (
         "udp",

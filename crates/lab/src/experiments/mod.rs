@@ -240,6 +240,10 @@ pub const METRICS: &[(&str, &str)] = &[
         "messages: running average (weight 0.01) of the retransmit-or-drop decisions at the end of the run (the authors' retranProb)",
     ),
     (
+        "retransmission_probability_tenths",
+        "messages: share of retransmissions among the decisions of the even tenths of the run (what Table IV's Retrans Prob holds, as the authors' script computes it)",
+    ),
+    (
         "loss_final",
         "messages: epsilon over the last 25% of the slots (Table IV's Final): messages arriving in them over messages generated in them",
     ),
@@ -311,6 +315,7 @@ const OPTIONAL_METRICS: &[&str] = &[
     "utility",
     "retransmission_probability",
     "retransmission_probability_ewma",
+    "retransmission_probability_tenths",
     "loss_final",
     "mean_latency_final_ms",
     "utility_final",
@@ -405,6 +410,10 @@ impl RunRow {
             (
                 "retransmission_probability_ewma",
                 m.retransmission_probability_ewma,
+            ),
+            (
+                "retransmission_probability_tenths",
+                m.retransmission_probability_tenths,
             ),
             ("loss_final", m.loss_final),
             ("mean_latency_final_ms", m.mean_latency_final_ms),

@@ -132,9 +132,8 @@ struct Shared {
     arrivals: ArrivalMap,
     items: Vec<ItemRecord>,
     decisions: MessageDecisions,
-    /// When each timed-out datagram-only item that was retransmitted ended,
-    /// with its retransmissions.
-    retransmit_times: Vec<(Instant, u32)>,
+    /// How and when each timed-out datagram-only item's recovery ended.
+    message_endings: Vec<MessageEnding>,
     /// Where the receiver's packet arrivals go for the sender's message
     /// policy to measure one-way latency (message schemes only).
     packet_arrivals: Option<SharedArrivalLog>,
@@ -157,6 +156,50 @@ pub struct MessageDecisions {
     /// by the instant of each decision: a difference of about one RTT in
     /// an average over the last hundred or so decisions.
     pub ewma: f64,
+}
+
+/// The end of one timed-out message's recovery: its decisions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MessageEnding {
+    /// When its recovery ended.
+    pub at: Instant,
+    /// Retransmissions sent for it (decisions to retransmit).
+    pub retransmissions: u32,
+    /// Whether the policy gave it up (a decision to drop).
+    pub dropped: bool,
+}
+
+/// The retransmission probability as the authors' Table IV prints it: the
+/// share of retransmissions among the decisions of the even tenths of the
+/// generation period `[start, end)` (the 2nd, 4th, ..., 10th).
+///
+/// Their `SimulationEnvironment2.py` overwrites the running average with
+/// `retrans / (retrans + ignored)` every tenth of the run, the two counts
+/// taken as `count(t) - previous`, where `previous` is the value the same
+/// assignment left a tenth earlier: an alternating sum, which at the last
+/// tenth is the decisions of the even tenths. That overwritten value is
+/// what their `summary_all.py` reads for the table. `None` without any
+/// decision in them.
+pub fn even_tenths_retransmission(
+    endings: &[MessageEnding],
+    start: Instant,
+    end: Instant,
+) -> Option<f64> {
+    let span = end.saturating_duration_since(start).as_nanos();
+    let (mut retx, mut drops) = (0u64, 0u64);
+    for e in endings {
+        if e.at < start {
+            continue;
+        }
+        let since = e.at.saturating_duration_since(start);
+        let tenth = since.as_nanos() * 10 / span.max(1);
+        // Tenths 1, 3, ..., 9 counted from 0 are the 2nd, 4th, ..., 10th.
+        if tenth < 10 && tenth % 2 == 1 {
+            retx += u64::from(e.retransmissions);
+            drops += u64::from(e.dropped);
+        }
+    }
+    (retx + drops > 0).then(|| retx as f64 / (retx + drops) as f64)
 }
 
 /// The weight of the decisions' running average (rcp.md §IV-B's 0.01).
@@ -254,7 +297,18 @@ impl Recorder {
     /// delivery acknowledged, or given up), with its retransmissions, in
     /// that order: RCP's retransmission attempts over time (rcp.md Fig. 13).
     pub fn message_retransmissions(&self) -> Vec<(Instant, u32)> {
-        self.lock().retransmit_times.clone()
+        self.lock()
+            .message_endings
+            .iter()
+            .filter(|e| e.retransmissions > 0)
+            .map(|e| (e.at, e.retransmissions))
+            .collect()
+    }
+
+    /// How and when each timed-out datagram-only item's recovery ended, in
+    /// that order.
+    pub fn message_endings(&self) -> Vec<MessageEnding> {
+        self.lock().message_endings.clone()
     }
 
     /// Arrival segments held now (for memory checks).
@@ -275,15 +329,22 @@ impl Subscriber for SenderSubscriber {
             for _ in 0..record.retransmissions {
                 shared.decisions.observe(true);
             }
-            if record.retransmissions > 0 {
-                shared.retransmit_times.push((now, record.retransmissions));
-            }
-            if let RecoveryOutcome::Abandoned {
-                reason: transport::events::AbandonReason::Dropped,
-                ..
-            } = record.outcome
-            {
+            let dropped = matches!(
+                record.outcome,
+                RecoveryOutcome::Abandoned {
+                    reason: transport::events::AbandonReason::Dropped,
+                    ..
+                }
+            );
+            if dropped {
                 shared.decisions.observe(false);
+            }
+            if dropped || record.retransmissions > 0 {
+                shared.message_endings.push(MessageEnding {
+                    at: now,
+                    retransmissions: record.retransmissions,
+                    dropped,
+                });
             }
         }
         if let Some(item) = ItemRecord::from_record(record, &shared.arrivals) {
@@ -504,6 +565,11 @@ pub struct RunMetrics {
     /// end of the run (weight 0.01, the authors' `retranProb`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retransmission_probability_ewma: Option<f64>,
+    /// messages workload: the share of retransmissions among the decisions
+    /// of the even tenths of the generation period: what Table IV's
+    /// "Retrans Prob" column holds ([`even_tenths_retransmission`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retransmission_probability_tenths: Option<f64>,
     /// messages workload: ε over the last 25% of the generation period
     /// (rcp.md Table IV's "Final"): one minus the messages arriving in it
     /// over the messages generated in it.
@@ -607,6 +673,7 @@ impl RunMetrics {
             utility: None,
             retransmission_probability: None,
             retransmission_probability_ewma: None,
+            retransmission_probability_tenths: None,
             loss_final: None,
             mean_latency_final_ms: None,
             utility_final: None,
@@ -635,6 +702,7 @@ impl RunMetrics {
         mut self,
         report: Option<&MessageReport>,
         decisions: MessageDecisions,
+        endings: &[MessageEnding],
         utility: Option<&Utility>,
         schedule: Option<(Instant, MessageParams)>,
     ) -> RunMetrics {
@@ -656,6 +724,11 @@ impl RunMetrics {
         self.retransmission_probability = decisions.retransmission_probability();
         self.retransmission_probability_ewma = decisions.retransmission_probability_ewma();
         if let Some((start, p)) = schedule {
+            self.retransmission_probability_tenths = even_tenths_retransmission(
+                endings,
+                start,
+                p.generated_at(start, p.messages),
+            );
             let first = p.messages - p.messages / 4;
             let from = p.generated_at(start, first);
             let to = p.generated_at(start, p.messages);
@@ -869,5 +942,131 @@ mod tests {
         );
         let back: RunMetrics = serde_json::from_str(&json).expect("parses back");
         assert_eq!(back, m);
+    }
+
+    /// A run of 400 one-ms messages from 10 ms, drain 5 ms (the sender
+    /// closes at 414 ms): messages 0-299 arrive 100 ms after generation,
+    /// the others are lost, except message 349, which arrives 300 ms late,
+    /// after the close.
+    fn message_run() -> (MessageReport, Instant, MessageParams) {
+        let p = MessageParams {
+            messages: 400,
+            size: 100,
+            rate: 1000,
+            drain_ms: 5,
+        };
+        let start = Instant::ZERO + d(10);
+        let mut arrivals: Vec<apps::messages::Arrival> = (0..300)
+            .map(|i| apps::messages::Arrival {
+                at: p.generated_at(start, i) + d(100),
+                latency: d(100),
+            })
+            .collect();
+        // Message 349, 300 ms late: after the close.
+        arrivals.push(apps::messages::Arrival {
+            at: p.generated_at(start, 349) + d(300),
+            latency: d(300),
+        });
+        arrivals.sort_by_key(|a| a.at);
+        let report = MessageReport {
+            generated: 400,
+            delivered: arrivals.len() as u64,
+            latency_sum: arrivals.iter().map(|a| a.latency).sum(),
+            arrivals,
+            arrivals_complete: true,
+            ..MessageReport::default()
+        };
+        (report, start, p)
+    }
+
+    fn metrics_of(report: &MessageReport, schedule: Option<(Instant, MessageParams)>) -> RunMetrics {
+        use recovery::rcp::model::Normalisation;
+        let utility = Utility {
+            beta: 0.5,
+            alpha: 2.0,
+            normalisation: Normalisation::Simple {
+                tau_r_max: d(1000),
+            },
+        };
+        let facts = RunFacts {
+            scheme: "arq".into(),
+            seed: 1,
+            cc: "none".into(),
+            files: 1,
+            bytes: 0,
+            started: Instant::ZERO,
+            finished: Instant::ZERO + d(500),
+            per_file: Vec::new(),
+            cpu: None,
+            rpc: false,
+        };
+        RunMetrics::compute(facts, &ConnectionStats::default(), &[]).with_messages(
+            Some(report),
+            MessageDecisions::default(),
+            &[],
+            Some(&utility),
+            schedule,
+        )
+    }
+
+    #[test]
+    fn the_final_window_counts_arrivals_in_the_last_quarter_of_the_slots() {
+        let (report, start, p) = message_run();
+        let m = metrics_of(&report, Some((start, p)));
+        // The run ends at the close (414 ms): messages 0-299 arrived by
+        // then (at 110-409 ms); 349 did not.
+        assert!((m.delivery_ratio.unwrap_or(0.0) - 300.0 / 400.0).abs() < 1e-12);
+        // Last quarter: messages 300-399's slots, [310, 410] ms. Arrivals
+        // in it: messages 200-299 (100 of the 100 generated there), all
+        // 100 ms late: epsilon 0, l 100 ms.
+        assert_eq!(m.loss_final, Some(0.0));
+        assert_eq!(m.mean_latency_final_ms, Some(100.0));
+        // U(0, 100 ms) with the simple normalisation, beta 0.5, alpha 2:
+        // -0.5 x 0 - 0.5 x 0.1^2.
+        let u = m.utility_final.expect("final utility");
+        assert!((u + 0.005).abs() < 1e-12, "{u}");
+        // The whole run's utility uses the whole run's figures.
+        let whole = m.utility.expect("utility");
+        assert!((whole - (-0.5 * 0.25f64.powi(2) - 0.5 * 0.01)).abs() < 1e-12, "{whole}");
+        // Without the schedule: every arrival counts, no final figures.
+        let m = metrics_of(&report, None);
+        assert!((m.delivery_ratio.unwrap_or(0.0) - 301.0 / 400.0).abs() < 1e-12);
+        assert_eq!((m.loss_final, m.utility_final), (None, None));
+    }
+
+    #[test]
+    fn the_decisions_running_average_and_the_even_tenths() {
+        let mut d8 = MessageDecisions::default();
+        assert_eq!(d8.retransmission_probability_ewma(), None);
+        d8.observe(true);
+        assert!((d8.ewma - 0.01).abs() < 1e-15, "it starts from 0");
+        for _ in 0..2000 {
+            d8.observe(false);
+            d8.observe(true);
+            d8.observe(true);
+        }
+        // Two retransmissions in three decisions.
+        let e = d8.retransmission_probability_ewma().expect("set");
+        assert!((e - 2.0 / 3.0).abs() < 0.01, "{e}");
+        // Even tenths of [0, 100 ms): decisions ending in [10, 20), [30,
+        // 40), ... count; the others do not.
+        let at = |ms| Instant::ZERO + d(ms);
+        let ending = |ms, retransmissions, dropped| MessageEnding {
+            at: at(ms),
+            retransmissions,
+            dropped,
+        };
+        let endings = [
+            ending(5, 7, true),
+            ending(15, 1, false),
+            ending(35, 0, true),
+            ending(55, 2, true),
+            ending(95, 0, true),
+            ending(105, 9, false),
+        ];
+        let p = even_tenths_retransmission(&endings, at(0), at(100)).expect("some");
+        // Counted: 1 + 0 + 2 retransmissions, 0 + 1 + 1 + 1 drops.
+        assert!((p - 3.0 / 6.0).abs() < 1e-12, "{p}");
+        assert_eq!(even_tenths_retransmission(&endings[..1], at(0), at(100)), None);
     }
 }

@@ -56,7 +56,19 @@ use crate::steer::{self, DecisionPoint, SharedDesk};
 /// original).
 pub const MAX_PENDING: usize = 65_536;
 
-/// Table III and Fig. 3: the Double DQN RCP trains.
+/// Table III and Fig. 3: the learner RCP trains.
+///
+/// The paper names a "Double Q-learning Network" and describes an
+/// evaluation and a target network; the authors' code (`RL_Brain.py`)
+/// trains a plain two-network DQN: the target is `r + γ max_a
+/// Q_target(s', a)`, and every transition bootstraps, a delivered or
+/// dropped message's included (there are no terminal states). artq trains
+/// a Double DQN (the online network picks the next action, the target
+/// network values it: van Hasselt's correction of max's overestimation,
+/// which the paper's name asks for) and ends a message's episode when it
+/// is delivered or dropped: its reward is then final, and bootstrapping
+/// from a state the message never reaches again would add a value that
+/// belongs to other messages (docs/recovery.md, "RCP").
 pub fn table3_dqn() -> DqnConfig {
     DqnConfig {
         state_dim: 5,
