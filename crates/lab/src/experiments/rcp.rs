@@ -196,8 +196,9 @@ impl Dumbbell {
                     ..LinkSpec::default()
                 };
                 if let Some((slot, service)) = self.change {
-                    link.slot_rate_change =
-                        format!("{}:{}", slot as f64 * SLOT_MS, service as u64).parse().ok();
+                    link.slot_rate_change = format!("{}:{}", slot as f64 * SLOT_MS, service as u64)
+                        .parse()
+                        .ok();
                 }
                 link.up.instant = true;
                 link
@@ -797,17 +798,72 @@ fn judge_rcp_best(rows: &[AggRow]) -> (Verdict, String) {
 /// ("Average") and over its last 25% of slots ("Final"), then the
 /// retransmission probability.
 pub const TABLE_IV: [(f64, [f64; 3], [f64; 3], f64); 11] = [
-    (0.0, [0.401, 108.151, -0.001], [0.395, 101.960, 0.000], 0.030),
-    (0.1, [0.379, 120.276, -0.073], [0.408, 104.967, -0.080], 0.124),
-    (0.2, [0.332, 152.928, -0.122], [0.394, 101.895, -0.150], 0.304),
-    (0.3, [0.297, 176.941, -0.155], [0.322, 151.357, -0.167], 0.475),
-    (0.4, [0.229, 210.283, -0.148], [0.249, 191.906, -0.158], 0.676),
-    (0.5, [0.209, 220.929, -0.158], [0.205, 209.509, -0.150], 0.699),
-    (0.6, [0.209, 223.975, -0.181], [0.237, 198.449, -0.207], 0.715),
-    (0.7, [0.191, 239.361, -0.182], [0.196, 209.534, -0.182], 0.757),
-    (0.8, [0.186, 246.981, -0.192], [0.184, 217.140, -0.184], 0.766),
-    (0.9, [0.158, 305.936, -0.171], [0.188, 215.276, -0.209], 0.850),
-    (1.0, [0.076, 483.942, -0.069], [0.028, 541.687, -0.029], 0.969),
+    (
+        0.0,
+        [0.401, 108.151, -0.001],
+        [0.395, 101.960, 0.000],
+        0.030,
+    ),
+    (
+        0.1,
+        [0.379, 120.276, -0.073],
+        [0.408, 104.967, -0.080],
+        0.124,
+    ),
+    (
+        0.2,
+        [0.332, 152.928, -0.122],
+        [0.394, 101.895, -0.150],
+        0.304,
+    ),
+    (
+        0.3,
+        [0.297, 176.941, -0.155],
+        [0.322, 151.357, -0.167],
+        0.475,
+    ),
+    (
+        0.4,
+        [0.229, 210.283, -0.148],
+        [0.249, 191.906, -0.158],
+        0.676,
+    ),
+    (
+        0.5,
+        [0.209, 220.929, -0.158],
+        [0.205, 209.509, -0.150],
+        0.699,
+    ),
+    (
+        0.6,
+        [0.209, 223.975, -0.181],
+        [0.237, 198.449, -0.207],
+        0.715,
+    ),
+    (
+        0.7,
+        [0.191, 239.361, -0.182],
+        [0.196, 209.534, -0.182],
+        0.757,
+    ),
+    (
+        0.8,
+        [0.186, 246.981, -0.192],
+        [0.184, 217.140, -0.184],
+        0.766,
+    ),
+    (
+        0.9,
+        [0.158, 305.936, -0.171],
+        [0.188, 215.276, -0.209],
+        0.850,
+    ),
+    (
+        1.0,
+        [0.076, 483.942, -0.069],
+        [0.028, 541.687, -0.029],
+        0.969,
+    ),
 ];
 
 /// The paper's own Table IV, column by column: at each beta, whether its
@@ -854,8 +910,7 @@ fn judge_like_table_iv(rows: &[AggRow]) -> (Verdict, String) {
         let mut paper_good = Vec::new();
         for (g, ok, _) in &ours {
             let Some(ok) = ok else { continue };
-            let Some(&(beta, a, f)) = paper.iter().find(|(b, _, _)| format!("{b:.1}") == *g)
-            else {
+            let Some(&(beta, a, f)) = paper.iter().find(|(b, _, _)| format!("{b:.1}") == *g) else {
                 continue;
             };
             let p = if col == 0 { a } else { f };
@@ -870,8 +925,16 @@ fn judge_like_table_iv(rows: &[AggRow]) -> (Verdict, String) {
         }
         words.push(format!(
             "{label}: ours at least the better baseline at beta {}; the paper's table at {}",
-            if ours_good.is_empty() { "none".into() } else { ours_good.join(", ") },
-            if paper_good.is_empty() { "none".into() } else { paper_good.join(", ") }
+            if ours_good.is_empty() {
+                "none".into()
+            } else {
+                ours_good.join(", ")
+            },
+            if paper_good.is_empty() {
+                "none".into()
+            } else {
+                paper_good.join(", ")
+            }
         ));
     }
     if all == 0 {
@@ -1109,13 +1172,16 @@ mod tests {
             panic!("messages")
         };
         assert_eq!(params.drain_ms, 3000);
-        assert_eq!(
-            net.scenario("tcp").cc,
-            CongestionAlgorithm::NewReno
-        );
+        assert_eq!(net.scenario("tcp").cc, CongestionAlgorithm::NewReno);
         assert_eq!(Variant::of("rcp-fig5-dumbbell"), Variant::Dumbbell);
-        assert_eq!(variant_name("rcp-fig5", Variant::Dumbbell), "rcp-fig5-dumbbell");
-        assert_eq!(variant_name("rcp-exp4", Variant::AuthorsDrain), "rcp-exp4-drain");
+        assert_eq!(
+            variant_name("rcp-fig5", Variant::Dumbbell),
+            "rcp-fig5-dumbbell"
+        );
+        assert_eq!(
+            variant_name("rcp-exp4", Variant::AuthorsDrain),
+            "rcp-exp4-drain"
+        );
     }
 
     #[test]

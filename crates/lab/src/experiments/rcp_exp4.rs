@@ -233,7 +233,10 @@ pub fn exp4(scale: Scale, variant: Variant) -> Experiment {
         let scheme = |base: &str| {
             net.scheme(
                 base,
-                &format!("alpha=2,beta={beta},initial_rto={},{options}", 30.0 * SLOT_MS),
+                &format!(
+                    "alpha=2,beta={beta},initial_rto={},{options}",
+                    30.0 * SLOT_MS
+                ),
             )
         };
         for measured in CLIENTS {

@@ -401,9 +401,8 @@ fn window(r: &MessageReport, from: Instant, to: Instant, messages: u64) -> Windo
         } else {
             n as f64 / messages as f64
         },
-        latency: (n > 0).then(|| {
-            Duration::from_nanos(u64::try_from(sum / u128::from(n)).unwrap_or(u64::MAX))
-        }),
+        latency: (n > 0)
+            .then(|| Duration::from_nanos(u64::try_from(sum / u128::from(n)).unwrap_or(u64::MAX))),
     }
 }
 
@@ -724,11 +723,8 @@ impl RunMetrics {
         self.retransmission_probability = decisions.retransmission_probability();
         self.retransmission_probability_ewma = decisions.retransmission_probability_ewma();
         if let Some((start, p)) = schedule {
-            self.retransmission_probability_tenths = even_tenths_retransmission(
-                endings,
-                start,
-                p.generated_at(start, p.messages),
-            );
+            self.retransmission_probability_tenths =
+                even_tenths_retransmission(endings, start, p.generated_at(start, p.messages));
             let first = p.messages - p.messages / 4;
             let from = p.generated_at(start, first);
             let to = p.generated_at(start, p.messages);
@@ -979,14 +975,15 @@ mod tests {
         (report, start, p)
     }
 
-    fn metrics_of(report: &MessageReport, schedule: Option<(Instant, MessageParams)>) -> RunMetrics {
+    fn metrics_of(
+        report: &MessageReport,
+        schedule: Option<(Instant, MessageParams)>,
+    ) -> RunMetrics {
         use recovery::rcp::model::Normalisation;
         let utility = Utility {
             beta: 0.5,
             alpha: 2.0,
-            normalisation: Normalisation::Simple {
-                tau_r_max: d(1000),
-            },
+            normalisation: Normalisation::Simple { tau_r_max: d(1000) },
         };
         let facts = RunFacts {
             scheme: "arq".into(),
@@ -1027,7 +1024,10 @@ mod tests {
         assert!((u + 0.005).abs() < 1e-12, "{u}");
         // The whole run's utility uses the whole run's figures.
         let whole = m.utility.expect("utility");
-        assert!((whole - (-0.5 * 0.25f64.powi(2) - 0.5 * 0.01)).abs() < 1e-12, "{whole}");
+        assert!(
+            (whole - (-0.5 * 0.25f64.powi(2) - 0.5 * 0.01)).abs() < 1e-12,
+            "{whole}"
+        );
         // Without the schedule: every arrival counts, no final figures.
         let m = metrics_of(&report, None);
         assert!((m.delivery_ratio.unwrap_or(0.0) - 301.0 / 400.0).abs() < 1e-12);
@@ -1067,6 +1067,9 @@ mod tests {
         let p = even_tenths_retransmission(&endings, at(0), at(100)).expect("some");
         // Counted: 1 + 0 + 2 retransmissions, 0 + 1 + 1 + 1 drops.
         assert!((p - 3.0 / 6.0).abs() < 1e-12, "{p}");
-        assert_eq!(even_tenths_retransmission(&endings[..1], at(0), at(100)), None);
+        assert_eq!(
+            even_tenths_retransmission(&endings[..1], at(0), at(100)),
+            None
+        );
     }
 }

@@ -137,7 +137,11 @@ fn config(name: &str, rule: Rule, param: Option<&str>) -> Result<MessageConfig, 
                 l_udp,
                 l_arq,
             },
-            _ => return Err(format!("norm={norm} needs eps_udp, eps_arq, l_udp and l_arq")),
+            _ => {
+                return Err(format!(
+                    "norm={norm} needs eps_udp, eps_arq, l_udp and l_arq"
+                ))
+            }
         }
     } else {
         if eps_udp.or(eps_arq).is_some() || l_udp.or(l_arq).is_some() {

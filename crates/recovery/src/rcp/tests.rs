@@ -294,7 +294,10 @@ fn the_simulator_measures_one_way_latency_and_a_real_network_estimates_it() {
     config.latency = policy::LatencySource::Measured(log.clone());
     let mut measured = MessagePolicy::new(config);
     assert!((latency_after_one_delivery(&mut measured) - 290.0).abs() < 1e-6);
-    assert!(log.lock().expect("log").is_empty(), "read once, then forgotten");
+    assert!(
+        log.lock().expect("log").is_empty(),
+        "read once, then forgotten"
+    );
     // A packet the log never saw falls back to the estimate.
     let mut config = parse("arq").expect("message scheme").expect("valid");
     config.latency = policy::LatencySource::Measured(policy::SharedArrivalLog::default());
