@@ -56,10 +56,11 @@ use wire::time::{Duration, Instant};
 
 use crate::faults::{Blackholes, Corrupter, Corruption, DropList};
 use crate::loss::{LossModel, LossProcess};
-use crate::seed::{derive_seed, CORRUPT, LOSS};
+use crate::seed::{derive_seed, CORRUPT, LOSS, ORDER};
 use crate::trace::Trace;
 
 use server::Server;
+use slotted::SlotStage;
 
 /// IPv4 (20) + UDP (8) header bytes.
 const IPV4_UDP_OVERHEAD: u64 = 28;
@@ -386,6 +387,9 @@ pub struct Link {
     corrupter: Option<Corrupter>,
     ce_threshold: Option<u64>,
     queue: WaitQueue,
+    /// A slotted link's arrivals of the current slot, not yet offered to
+    /// the queue (`None` for the other capacities).
+    stage: Option<SlotStage>,
     server: Server,
     line: DelayLine,
     stats: LinkStats,
@@ -395,8 +399,13 @@ pub struct Link {
 
 impl Link {
     /// Builds a link; its loss process uses `derive_seed(seed, "loss")`,
-    /// its corruption `derive_seed(seed, "corrupt")`.
+    /// its corruption `derive_seed(seed, "corrupt")`, a slotted link's
+    /// admission order `derive_seed(seed, "order")`.
     pub fn new(config: LinkConfig, seed: u64) -> Link {
+        let stage = match &config.capacity {
+            Capacity::Slotted(s) => Some(SlotStage::new(s, derive_seed(seed, ORDER))),
+            _ => None,
+        };
         let corrupter = config
             .corrupt
             .filter(|c| c.probability > 0.0)
@@ -414,6 +423,7 @@ impl Link {
                 bytes: 0,
                 limit: config.queue,
             },
+            stage,
             server: Server::new(&config.capacity),
             line: DelayLine {
                 delay: config.delay,
@@ -448,7 +458,7 @@ impl Link {
         self.lost_in_a_row = 0;
         // Serve the link up to `now` first: capacity that passed before the
         // arrival is not available to it.
-        self.server.advance(now, &mut self.queue, &mut self.line);
+        self.serve(now);
         let wire_len = datagram.wire_len();
         let mut datagram = datagram;
         if let (Some(k), Some(Ecn::Ect0 | Ecn::Ect1)) = (self.ce_threshold, datagram.ecn) {
@@ -462,6 +472,11 @@ impl Link {
             wire_len,
             arrived: now,
         };
+        if let Some(stage) = &mut self.stage {
+            // A slotted link offers the slot's arrivals at its end.
+            stage.push(now, q);
+            return;
+        }
         let q = match self.server.start_if_idle(now, q, &mut self.line) {
             Ok(()) => return,
             Err(q) => q,
@@ -475,7 +490,7 @@ impl Link {
     /// of arrival at the far end.
     pub fn poll_deliver(&mut self, now: Instant) -> Option<Datagram> {
         let now = self.tick(now);
-        self.server.advance(now, &mut self.queue, &mut self.line);
+        self.serve(now);
         let (at, _) = self.line.items.front()?;
         if *at > now {
             return None;
@@ -506,10 +521,28 @@ impl Link {
     pub fn next_event(&self) -> Option<Instant> {
         let arrival = self.line.items.front().map(|(at, _)| *at);
         let service = self.server.next_change(&self.queue);
-        match (arrival, service) {
-            (Some(a), Some(s)) => Some(a.min(s)),
-            (a, s) => a.or(s),
+        let admission = self.stage.as_ref().and_then(SlotStage::due);
+        [arrival, service, admission].into_iter().flatten().min()
+    }
+
+    /// Serves the link up to and including `now`. A slotted link first
+    /// offers the held slot's arrivals to the queue at that slot's end,
+    /// after the departures of the boundaries before it.
+    fn serve(&mut self, now: Instant) {
+        if let Some(stage) = self.stage.as_mut() {
+            if let Some(due) = stage.due().filter(|&d| d <= now) {
+                let held = stage.take_in_order();
+                // `due` is a boundary k >= 1: the ones before it first.
+                let before = Instant::from_nanos(due.as_nanos().saturating_sub(1));
+                self.server.advance(before, &mut self.queue, &mut self.line);
+                for q in held {
+                    if self.queue.try_push(q, &mut self.stats).is_err() {
+                        self.stats.dropped_queue = self.stats.dropped_queue.saturating_add(1);
+                    }
+                }
+            }
         }
+        self.server.advance(now, &mut self.queue, &mut self.line);
     }
 
     /// Counters so far.
@@ -522,11 +555,13 @@ impl Link {
         self.queue.items.len()
     }
 
-    /// Datagrams somewhere in the link: queued, in service or propagating.
+    /// Datagrams somewhere in the link: held for their slot's end
+    /// (slotted), queued, in service or propagating.
     pub fn in_link(&self) -> usize {
         self.queue
             .items
             .len()
+            .saturating_add(self.stage.as_ref().map_or(0, SlotStage::len))
             .saturating_add(usize::from(self.server.is_busy()))
             .saturating_add(self.line.items.len())
     }

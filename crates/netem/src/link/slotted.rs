@@ -29,13 +29,28 @@
 //!
 //! Their loop puts a slot's packets into the buffer before it takes that
 //! slot's departures out, so a packet arriving in slot `k` (the interval
-//! `((k-1) · slot, k · slot]` here) sees the buffer as the departures of
+//! `((k-1) · slot, k · slot)` here) sees the buffer as the departures of
 //! boundary `k - 1` left it and may leave at boundary `k + sojourn / slot`
 //! at the earliest: exactly `sojourn` slots in their slot counting. A
 //! packet arriving exactly on a boundary counts as arriving just after it
 //! (it joins the next slot, for the buffer and for its departure alike):
 //! that makes the outcome independent of the order in which the simulator
 //! runs simultaneous events.
+//!
+//! **The order in which a slot's packets reach the buffer** ([`SlotStage`]).
+//! Their loop asks the clients for their packets in a random order (a
+//! fresh permutation of the clients every slot) and puts each client's
+//! packets into the buffer one after the other: a client that sends two
+//! packets in a slot (a retransmission and a new message) offers them as
+//! one block, whose second packet finds the buffer fuller than a lone
+//! packet would. So a slotted link holds a slot's arrivals (those that
+//! survived the random drop) until the slot's end, then offers them to
+//! the buffer sender by sender (by source address), the senders in a
+//! random order drawn from the link's own stream
+//! (`derive_seed(link seed, "order")`), each sender's packets in the order
+//! they arrived. Ordering packets one by one instead changes the numbers:
+//! their ARQ's latency is about 440 slots instead of Table II's 611
+//! (docs/reproduce.md, "RCP").
 //!
 //! Departures then cross the link's propagation delay (0 for the authors'
 //! channel) and are delivered. The per-slot rate may change during a run
@@ -45,10 +60,15 @@
 use std::fmt;
 use std::str::FromStr;
 
+use std::net::SocketAddr;
+
+use rand::Rng;
+use rand_chacha::rand_core::SeedableRng;
+use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use wire::time::{Duration, Instant};
 
-use super::{DelayLine, WaitQueue};
+use super::{DelayLine, Queued, WaitQueue};
 
 /// Most rate changes one [`SlotRates`] may hold.
 pub const MAX_SLOT_RATE_CHANGES: usize = 10_000;
@@ -185,6 +205,70 @@ impl fmt::Display for SlotRates {
             write!(f, "{}:{pkts}", at.as_secs_f64() * 1e3)?;
         }
         Ok(())
+    }
+}
+
+/// The arrivals of the current slot of a slotted link, waiting for the
+/// slot's end to be offered to the buffer sender by sender (see the module
+/// doc).
+#[derive(Debug)]
+pub(super) struct SlotStage {
+    slot_ns: u64,
+    /// The slot the held arrivals belong to (their boundary index).
+    slot: u64,
+    items: Vec<Queued>,
+    rng: ChaCha8Rng,
+}
+
+impl SlotStage {
+    pub(super) fn new(config: &Slotted, seed: u64) -> SlotStage {
+        SlotStage {
+            slot_ns: u64::try_from(config.slot.as_nanos())
+                .unwrap_or(u64::MAX)
+                .max(1),
+            slot: 0,
+            items: Vec::new(),
+            rng: ChaCha8Rng::seed_from_u64(seed),
+        }
+    }
+
+    /// Holds `q`, which arrived at `now`; the caller has offered every
+    /// earlier slot's arrivals already ([`SlotStage::due`]).
+    pub(super) fn push(&mut self, now: Instant, q: Queued) {
+        let slot = now.as_nanos() / self.slot_ns + 1;
+        debug_assert!(self.items.is_empty() || self.slot == slot);
+        self.slot = slot;
+        self.items.push(q);
+    }
+
+    /// The boundary at which the held arrivals are offered, if any.
+    pub(super) fn due(&self) -> Option<Instant> {
+        (!self.items.is_empty())
+            .then(|| Instant::from_nanos(self.slot.saturating_mul(self.slot_ns)))
+    }
+
+    /// Datagrams held.
+    pub(super) fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// The held arrivals in the order they reach the buffer: grouped by
+    /// sender, the senders in a random order, each sender's in arrival
+    /// order.
+    pub(super) fn take_in_order(&mut self) -> Vec<Queued> {
+        let mut groups: Vec<(SocketAddr, Vec<Queued>)> = Vec::new();
+        for q in self.items.drain(..) {
+            match groups.iter_mut().find(|(src, _)| *src == q.datagram.src) {
+                Some((_, g)) => g.push(q),
+                None => groups.push((q.datagram.src, vec![q])),
+            }
+        }
+        // Fisher-Yates, as a permutation of the senders.
+        for i in (1..groups.len()).rev() {
+            let j = self.rng.gen_range(0..=i);
+            groups.swap(i, j);
+        }
+        groups.into_iter().flat_map(|(_, g)| g).collect()
     }
 }
 
