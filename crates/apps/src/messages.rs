@@ -14,8 +14,10 @@
 //!
 //! **Roles**: the server is the sender (it runs the recovery scheme, as in
 //! every artq workload), the client the receiver. Message `i` is generated
-//! at the start of its period, `start + i / rate` (`start` being the moment
-//! the handshake completed), and stamped with that instant; it is handed
+//! at the start of its period, `start + i / rate` (`start` being the first
+//! multiple of the period, counted from the clock's epoch, at or after the
+//! moment the handshake completed: concurrent senders share their
+//! periods), and stamped with that instant; it is handed
 //! to the transport at a uniformly random instant of the period, drawn
 //! from the workload's seed. That is the slot model of rcp.md §V-A: every
 //! client generates its packet at the beginning of the slot, and the
@@ -308,7 +310,13 @@ impl App for MessageSender {
         };
         match event {
             Event::Connected => {
-                out.start.get_or_insert(now);
+                // The schedule starts on the period grid of the clock:
+                // concurrent senders share their periods, as the clients
+                // of the authors' slotted simulator share slots.
+                let period = (1_000_000_000 / self.params.rate.max(1)).max(1);
+                let grid =
+                    Instant::from_nanos(now.as_nanos().div_ceil(period).saturating_mul(period));
+                out.start.get_or_insert(grid);
             }
             Event::ConnectionLost(_) => out.closed = true,
             _ => {}

@@ -159,12 +159,15 @@ impl Dumbbell {
     }
 
     /// The scheme name of `base` with `options` on this network: the
-    /// authors' channel runs their timer (eq. 9 as printed) in the
-    /// message schemes that retransmit; `tcp` takes no options.
+    /// authors' channel runs their timer (eq. 9 as printed) and their
+    /// slotted sending (a slot's retransmissions leave at its start,
+    /// before its new message) in the message schemes that retransmit;
+    /// `tcp` takes no options.
     pub fn scheme(&self, base: &str, options: &str) -> String {
         let mut opts: Vec<&str> = options.split(',').filter(|o| !o.is_empty()).collect();
         if self.channel == Channel::Authors && matches!(base, "arq" | "rcp") {
             opts.push("rto=eq9");
+            opts.push("align=slot");
         }
         if base == "tcp" || opts.is_empty() {
             base.to_string()
@@ -271,7 +274,8 @@ impl Dumbbell {
             Channel::Authors => format!(
                 "the authors' channel: one {}-packet buffer, at most {} packets leave per slot, \
                  each after at least {} slots in it; drop probability {} before the buffer; \
-                 acknowledgements return at once; eq. 9 timer as printed (rto=eq9)",
+                 acknowledgements return at once; eq. 9 timer as printed and retransmissions \
+                 at slot starts (rto=eq9,align=slot)",
                 self.queue, self.service, self.delay_slots, self.drop
             ),
             Channel::Queue => format!(
@@ -1138,7 +1142,7 @@ mod tests {
     fn the_authors_channel_is_table_1_as_their_simulator_runs_it() {
         let net = Dumbbell::table1(100, Channel::Authors);
         let s = net.scenario(&net.scheme("arq", ""));
-        assert_eq!(s.scheme, "arq:rto=eq9");
+        assert_eq!(s.scheme, "arq:rto=eq9,align=slot");
         assert_eq!(s.flows.len(), 4);
         assert_eq!(s.cc, CongestionAlgorithm::None);
         assert_eq!((s.link.slot_rate, s.link.sojourn), (Some(3), 100.0));

@@ -14,8 +14,10 @@
 //! `eps_udp=P,eps_arq=P,l_udp=MS,l_arq=MS` (all four required: they need
 //! UDP's and ARQ's measured loss and latency on the same network),
 //! `initial_rto=MS` (default 30, Table V's 30 slots), `slot=MS` (default
-//! 1) and `rto=rfc6298|eq9` (default rfc6298: how eq. 9 updates the
-//! deviation, [`model::RtoRule`]). `tcp` takes none. `udp` and `arq` never
+//! 1), `rto=rfc6298|eq9` (default rfc6298: how eq. 9 updates the
+//! deviation, [`model::RtoRule`]) and `align=slot` (retransmissions leave
+//! at slot boundaries, as the authors' slotted senders act; default: at
+//! their timeout). `tcp` takes none. `udp` and `arq` never
 //! use the utility to decide; they take it so that every run reports the
 //! same `utility` metric.
 
@@ -28,7 +30,7 @@ use self::model::{Normalisation, RtoRule, Utility};
 use self::policy::{table3_dqn, LatencySource, MessageConfig, Rule};
 
 /// The form of the options, for errors and `--help`.
-pub const FORM: &str = "rcp|udp|arq[:alpha=A,beta=B,norm=simple,tau_max=MS | norm=tuned|asrun,eps_udp=P,eps_arq=P,l_udp=MS,l_arq=MS,initial_rto=MS,slot=MS,rto=rfc6298|eq9], or tcp";
+pub const FORM: &str = "rcp|udp|arq[:alpha=A,beta=B,norm=simple,tau_max=MS | norm=tuned|asrun,eps_udp=P,eps_arq=P,l_udp=MS,l_arq=MS,initial_rto=MS,slot=MS,rto=rfc6298|eq9,align=slot|none], or tcp";
 
 /// Default utility exponent (rcp.md §V-B's α = 2).
 pub const DEFAULT_ALPHA: f64 = 2.0;
@@ -68,6 +70,7 @@ fn config(name: &str, rule: Rule, param: Option<&str>) -> Result<MessageConfig, 
     let mut initial_rto = DEFAULT_INITIAL_RTO;
     let mut slot = DEFAULT_SLOT;
     let mut rto = RtoRule::default();
+    let mut align = false;
     if let Some(p) = param {
         if rule == Rule::Reliable {
             return Err("tcp takes no options".into());
@@ -107,6 +110,13 @@ fn config(name: &str, rule: Rule, param: Option<&str>) -> Result<MessageConfig, 
                 "l_arq" => l_arq = Some(ms()?),
                 "initial_rto" => initial_rto = ms()?,
                 "slot" => slot = ms()?,
+                "align" => {
+                    align = match v {
+                        "slot" => true,
+                        "none" => false,
+                        _ => return Err(format!("align = '{v}' is not slot or none")),
+                    }
+                }
                 "rto" => {
                     rto = match v {
                         "rfc6298" => RtoRule::Rfc6298,
@@ -167,6 +177,7 @@ fn config(name: &str, rule: Rule, param: Option<&str>) -> Result<MessageConfig, 
         initial_rto,
         slot,
         rto,
+        align_to_slot: align,
         latency: LatencySource::Estimated,
         dqn: table3_dqn(),
     })

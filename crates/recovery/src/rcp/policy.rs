@@ -224,6 +224,13 @@ pub struct MessageConfig {
     pub slot: Duration,
     /// How eq. 9 updates the timer's deviation.
     pub rto: RtoRule,
+    /// Retransmissions leave at the first slot boundary at or after their
+    /// time (`align=slot`): the authors' senders act once per slot, at its
+    /// start, and send a slot's retransmissions before its new message. On
+    /// a slotted link (`netem::Capacity::Slotted`) a packet sent on a
+    /// boundary joins the next slot ahead of the message the sender hands
+    /// over later in it, so the two reach the buffer in the authors' order.
+    pub align_to_slot: bool,
     /// Where a delivered message's latency comes from.
     pub latency: LatencySource,
     /// The learner (`rcp` only).
@@ -496,8 +503,15 @@ impl RecoveryPolicy for MessagePolicy {
                 last_sent,
             },
         );
+        let mut send_at = (last_sent + self.rto.rto()).max(now);
+        if self.config.align_to_slot {
+            let slot = u64::try_from(self.config.slot.as_nanos())
+                .unwrap_or(u64::MAX)
+                .max(1);
+            send_at = Instant::from_nanos(send_at.as_nanos().div_ceil(slot).saturating_mul(slot));
+        }
         Decision::Retransmit {
-            send_at: vec![(last_sent + self.rto.rto()).max(now)],
+            send_at: vec![send_at],
             opportunistic: false,
         }
     }

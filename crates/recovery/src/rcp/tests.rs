@@ -329,6 +329,13 @@ fn asrun_and_eq9_options_parse() {
         Normalisation::AsRun { l_udp, .. } if l_udp == ms(101)
     ));
     assert_eq!(c.rto, model::RtoRule::Printed);
+    assert!(!c.align_to_slot);
+    // Aligned: the copy waits for the next slot boundary.
+    let mut rng = ChaCha8Rng::seed_from_u64(1);
+    let mut p = policy("arq:align=slot,slot=10");
+    let d = lose(&mut p, at(20), &lost(0, 3, 1, DataKind::Datagram), &mut rng);
+    // First sent at 3 ms, initial timeout 30 ms: due at 33, leaves at 40.
+    assert_eq!(d, Decision::single(at(40)));
     assert_eq!(
         parse("arq").expect("message scheme").expect("valid").rto,
         model::RtoRule::Rfc6298
@@ -336,6 +343,7 @@ fn asrun_and_eq9_options_parse() {
     for bad in [
         "rcp:norm=asrun",
         "rcp:rto=fast",
+        "rcp:align=tick",
         "rcp:norm=asrun,eps_udp=0.4,eps_arq=0.03,l_udp=1000,l_arq=100",
     ] {
         assert!(parse(bad).expect("message scheme").is_err(), "{bad}");
