@@ -575,7 +575,7 @@ fn measure_flow_anyway(
         .with_messages(
             report.messages.as_ref(),
             nodes.recorder.message_decisions(),
-            &nodes.recorder.message_endings(),
+            &nodes.recorder.message_decision_log(),
             utility.as_ref(),
             schedule,
         );

@@ -34,6 +34,7 @@ use recovery::rcp::policy::SharedArrivalLog;
 use serde::{Deserialize, Serialize};
 use transport::connection::SpaceId;
 use transport::events::{RecoveryOutcome, RecoveryRecord, Subscriber};
+use transport::policy::ItemId;
 use transport::ConnectionStats;
 use wire::time::{Duration, Instant};
 use wire::StreamId;
@@ -132,8 +133,13 @@ struct Shared {
     arrivals: ArrivalMap,
     items: Vec<ItemRecord>,
     decisions: MessageDecisions,
-    /// How and when each timed-out datagram-only item's recovery ended.
-    message_endings: Vec<MessageEnding>,
+    /// When each timed-out datagram-only item that was retransmitted ended,
+    /// with its retransmissions.
+    retransmit_times: Vec<(Instant, u32)>,
+    /// Every retransmit-or-drop decision, in the order they were taken.
+    decision_log: Vec<DecisionEvent>,
+    /// Items that carried stream data: their decisions are not RCP's.
+    stream_items: std::collections::BTreeSet<u64>,
     /// Where the receiver's packet arrivals go for the sender's message
     /// policy to measure one-way latency (message schemes only).
     packet_arrivals: Option<SharedArrivalLog>,
@@ -142,36 +148,54 @@ struct Shared {
 /// The sender's decisions on timed-out DATAGRAM-only data, counted from
 /// the retransmission engine's records: every replica sent is one decision
 /// to retransmit, every item the policy gave up one decision to drop.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MessageDecisions {
     /// Retransmissions of datagram-only items.
     pub retransmit: u64,
     /// Datagram-only items given up by the policy.
     pub drop: u64,
-    /// The decisions' exponentially weighted average (1 retransmit, 0
-    /// drop; weight [`DECISION_EWMA_WEIGHT`], from 0): the authors' running
-    /// `retranProb` (`_RL_retransUpdate` in their `mcp_v2.py`). Each item's
-    /// decisions enter when its recovery ends (its retransmissions, then
-    /// its drop if it was given up), so items interleave by their end, not
-    /// by the instant of each decision: a difference of about one RTT in
-    /// an average over the last hundred or so decisions.
-    pub ewma: f64,
 }
 
-/// The end of one timed-out message's recovery: its decisions.
+impl MessageDecisions {
+    /// The share of timeouts answered with a retransmission (rcp.md Fig.
+    /// 6); `None` when nothing timed out.
+    pub fn retransmission_probability(&self) -> Option<f64> {
+        let all = self.retransmit + self.drop;
+        (all > 0).then(|| self.retransmit as f64 / all as f64)
+    }
+}
+
+/// One retransmit-or-drop decision on a timed-out message, when the
+/// policy took it (a replica scheduled, or the item given up).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct MessageEnding {
-    /// When its recovery ended.
+pub struct DecisionEvent {
+    /// When.
     pub at: Instant,
-    /// Retransmissions sent for it (decisions to retransmit).
-    pub retransmissions: u32,
-    /// Whether the policy gave it up (a decision to drop).
-    pub dropped: bool,
+    /// The item decided on.
+    pub item: u64,
+    /// Retransmit (true) or drop.
+    pub retransmit: bool,
+}
+
+/// The weight of the decisions' running average (rcp.md §IV-B's 0.01).
+pub const DECISION_EWMA_WEIGHT: f64 = 0.01;
+
+/// The decisions' running average at the end of `log` (1 retransmit, 0
+/// drop; weight [`DECISION_EWMA_WEIGHT`], from 0, in decision order): the
+/// authors' `retranProb` (`_RL_retransUpdate` in their `mcp_v2.py`).
+/// `None` without decisions.
+pub fn decisions_ewma(log: &[DecisionEvent]) -> Option<f64> {
+    (!log.is_empty()).then(|| {
+        log.iter().fold(0.0, |avg, d| {
+            let x = if d.retransmit { 1.0 } else { 0.0 };
+            (1.0 - DECISION_EWMA_WEIGHT) * avg + DECISION_EWMA_WEIGHT * x
+        })
+    })
 }
 
 /// The retransmission probability as the authors' Table IV prints it: the
-/// share of retransmissions among the decisions of the even tenths of the
-/// generation period `[start, end)` (the 2nd, 4th, ..., 10th).
+/// share of retransmissions among the decisions taken in the even tenths
+/// of the generation period `[start, end)` (the 2nd, 4th, ..., 10th).
 ///
 /// Their `SimulationEnvironment2.py` overwrites the running average with
 /// `retrans / (retrans + ignored)` every tenth of the run, the two counts
@@ -181,54 +205,25 @@ pub struct MessageEnding {
 /// what their `summary_all.py` reads for the table. `None` without any
 /// decision in them.
 pub fn even_tenths_retransmission(
-    endings: &[MessageEnding],
+    log: &[DecisionEvent],
     start: Instant,
     end: Instant,
 ) -> Option<f64> {
     let span = end.saturating_duration_since(start).as_nanos();
     let (mut retx, mut drops) = (0u64, 0u64);
-    for e in endings {
-        if e.at < start {
-            continue;
-        }
-        let since = e.at.saturating_duration_since(start);
+    for d in log.iter().filter(|d| d.at >= start) {
+        let since = d.at.saturating_duration_since(start);
         let tenth = since.as_nanos() * 10 / span.max(1);
         // Tenths 1, 3, ..., 9 counted from 0 are the 2nd, 4th, ..., 10th.
         if tenth < 10 && tenth % 2 == 1 {
-            retx += u64::from(e.retransmissions);
-            drops += u64::from(e.dropped);
+            if d.retransmit {
+                retx += 1;
+            } else {
+                drops += 1;
+            }
         }
     }
     (retx + drops > 0).then(|| retx as f64 / (retx + drops) as f64)
-}
-
-/// The weight of the decisions' running average (rcp.md §IV-B's 0.01).
-pub const DECISION_EWMA_WEIGHT: f64 = 0.01;
-
-impl MessageDecisions {
-    /// The share of timeouts answered with a retransmission (rcp.md Fig.
-    /// 6); `None` when nothing timed out.
-    pub fn retransmission_probability(&self) -> Option<f64> {
-        let all = self.retransmit + self.drop;
-        (all > 0).then(|| self.retransmit as f64 / all as f64)
-    }
-
-    /// The running average at the end of the run; `None` when nothing
-    /// timed out.
-    pub fn retransmission_probability_ewma(&self) -> Option<f64> {
-        (self.retransmit + self.drop > 0).then_some(self.ewma)
-    }
-
-    /// Records one decision.
-    fn observe(&mut self, retransmitted: bool) {
-        if retransmitted {
-            self.retransmit += 1;
-        } else {
-            self.drop += 1;
-        }
-        let x = if retransmitted { 1.0 } else { 0.0 };
-        self.ewma = (1.0 - DECISION_EWMA_WEIGHT) * self.ewma + DECISION_EWMA_WEIGHT * x;
-    }
 }
 
 /// The metric recorder of one run: hands out a subscriber for each end and
@@ -297,18 +292,19 @@ impl Recorder {
     /// delivery acknowledged, or given up), with its retransmissions, in
     /// that order: RCP's retransmission attempts over time (rcp.md Fig. 13).
     pub fn message_retransmissions(&self) -> Vec<(Instant, u32)> {
-        self.lock()
-            .message_endings
-            .iter()
-            .filter(|e| e.retransmissions > 0)
-            .map(|e| (e.at, e.retransmissions))
-            .collect()
+        self.lock().retransmit_times.clone()
     }
 
-    /// How and when each timed-out datagram-only item's recovery ended, in
-    /// that order.
-    pub fn message_endings(&self) -> Vec<MessageEnding> {
-        self.lock().message_endings.clone()
+    /// The retransmit-or-drop decisions on DATAGRAM-only items, in the
+    /// order they were taken.
+    pub fn message_decision_log(&self) -> Vec<DecisionEvent> {
+        let shared = self.lock();
+        shared
+            .decision_log
+            .iter()
+            .filter(|d| !shared.stream_items.contains(&d.item))
+            .copied()
+            .collect()
     }
 
     /// Arrival segments held now (for memory checks).
@@ -323,29 +319,42 @@ struct SenderSubscriber {
 }
 
 impl Subscriber for SenderSubscriber {
+    fn replica_scheduled(
+        &mut self,
+        now: Instant,
+        item: ItemId,
+        _round: u32,
+        _index: u16,
+        _at: Instant,
+    ) {
+        self.recorder.lock().decision_log.push(DecisionEvent {
+            at: now,
+            item: item.0,
+            retransmit: true,
+        });
+    }
+
     fn recovery_ended(&mut self, now: Instant, record: &RecoveryRecord) {
         let mut shared = self.recorder.lock();
         if record.chunks.is_empty() {
-            for _ in 0..record.retransmissions {
-                shared.decisions.observe(true);
+            shared.decisions.retransmit += u64::from(record.retransmissions);
+            if record.retransmissions > 0 {
+                shared.retransmit_times.push((now, record.retransmissions));
             }
-            let dropped = matches!(
-                record.outcome,
-                RecoveryOutcome::Abandoned {
-                    reason: transport::events::AbandonReason::Dropped,
-                    ..
-                }
-            );
-            if dropped {
-                shared.decisions.observe(false);
-            }
-            if dropped || record.retransmissions > 0 {
-                shared.message_endings.push(MessageEnding {
+            if let RecoveryOutcome::Abandoned {
+                reason: transport::events::AbandonReason::Dropped,
+                ..
+            } = record.outcome
+            {
+                shared.decisions.drop += 1;
+                shared.decision_log.push(DecisionEvent {
                     at: now,
-                    retransmissions: record.retransmissions,
-                    dropped,
+                    item: record.item.0,
+                    retransmit: false,
                 });
             }
+        } else {
+            shared.stream_items.insert(record.item.0);
         }
         if let Some(item) = ItemRecord::from_record(record, &shared.arrivals) {
             shared.items.push(item);
@@ -701,7 +710,7 @@ impl RunMetrics {
         mut self,
         report: Option<&MessageReport>,
         decisions: MessageDecisions,
-        endings: &[MessageEnding],
+        log: &[DecisionEvent],
         utility: Option<&Utility>,
         schedule: Option<(Instant, MessageParams)>,
     ) -> RunMetrics {
@@ -721,10 +730,10 @@ impl RunMetrics {
         self.mean_latency_ms = latency.map(ms);
         self.utility = utility.map(|u| u.value(1.0 - delivered, latency.unwrap_or(Duration::ZERO)));
         self.retransmission_probability = decisions.retransmission_probability();
-        self.retransmission_probability_ewma = decisions.retransmission_probability_ewma();
+        self.retransmission_probability_ewma = decisions_ewma(log);
         if let Some((start, p)) = schedule {
             self.retransmission_probability_tenths =
-                even_tenths_retransmission(endings, start, p.generated_at(start, p.messages));
+                even_tenths_retransmission(log, start, p.generated_at(start, p.messages));
             let first = p.messages - p.messages / 4;
             let from = p.generated_at(start, first);
             let to = p.generated_at(start, p.messages);
@@ -797,7 +806,6 @@ fn ratio(a: u64, b: u64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use transport::policy::ItemId;
     use transport::streams::StreamChunk;
 
     fn d(ms: u64) -> Duration {
@@ -1036,40 +1044,36 @@ mod tests {
 
     #[test]
     fn the_decisions_running_average_and_the_even_tenths() {
-        let mut d8 = MessageDecisions::default();
-        assert_eq!(d8.retransmission_probability_ewma(), None);
-        d8.observe(true);
-        assert!((d8.ewma - 0.01).abs() < 1e-15, "it starts from 0");
-        for _ in 0..2000 {
-            d8.observe(false);
-            d8.observe(true);
-            d8.observe(true);
-        }
-        // Two retransmissions in three decisions.
-        let e = d8.retransmission_probability_ewma().expect("set");
-        assert!((e - 2.0 / 3.0).abs() < 0.01, "{e}");
-        // Even tenths of [0, 100 ms): decisions ending in [10, 20), [30,
-        // 40), ... count; the others do not.
         let at = |ms| Instant::ZERO + d(ms);
-        let ending = |ms, retransmissions, dropped| MessageEnding {
+        let decide = |ms, retransmit| DecisionEvent {
             at: at(ms),
-            retransmissions,
-            dropped,
+            item: ms,
+            retransmit,
         };
-        let endings = [
-            ending(5, 7, true),
-            ending(15, 1, false),
-            ending(35, 0, true),
-            ending(55, 2, true),
-            ending(95, 0, true),
-            ending(105, 9, false),
+        assert_eq!(decisions_ewma(&[]), None);
+        let one = decisions_ewma(&[decide(1, true)]).expect("one");
+        assert!((one - 0.01).abs() < 1e-15, "it starts from 0");
+        // Two retransmissions in three decisions; the last ones weigh most.
+        let mut log: Vec<DecisionEvent> = (0..3000).map(|i| decide(i, i % 3 != 0)).collect();
+        let e = decisions_ewma(&log).expect("set");
+        assert!((e - 2.0 / 3.0).abs() < 0.01, "{e}");
+        log.extend((3000..3100).map(|i| decide(i, true)));
+        let e = decisions_ewma(&log).expect("set");
+        assert!(e > 0.85, "the last hundred decisions dominate: {e}");
+        // Even tenths of [0, 100 ms): decisions in [10, 20), [30, 40), ...
+        // count; the others do not.
+        let log = [
+            decide(5, true),
+            decide(15, true),
+            decide(16, false),
+            decide(35, false),
+            decide(55, true),
+            decide(56, true),
+            decide(95, false),
+            decide(105, true),
         ];
-        let p = even_tenths_retransmission(&endings, at(0), at(100)).expect("some");
-        // Counted: 1 + 0 + 2 retransmissions, 0 + 1 + 1 + 1 drops.
+        let p = even_tenths_retransmission(&log, at(0), at(100)).expect("some");
         assert!((p - 3.0 / 6.0).abs() < 1e-12, "{p}");
-        assert_eq!(
-            even_tenths_retransmission(&endings[..1], at(0), at(100)),
-            None
-        );
+        assert_eq!(even_tenths_retransmission(&log[..1], at(0), at(100)), None);
     }
 }
