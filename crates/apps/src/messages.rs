@@ -14,11 +14,20 @@
 //!
 //! **Roles**: the server is the sender (it runs the recovery scheme, as in
 //! every artq workload), the client the receiver. Message `i` is generated
-//! at a uniformly random instant of its period, `[start + i / rate, start +
-//! (i + 1) / rate)`, `start` being the moment the handshake completed, the
-//! instant drawn from the workload's seed: periodic senders sharing a
-//! bottleneck would otherwise arrive in the same order every period, and
-//! a drop-tail queue would always drop the same sender's messages.
+//! at the start of its period, `start + i / rate` (`start` being the first
+//! multiple of the period, counted from the clock's epoch, at or after the
+//! moment the handshake completed: concurrent senders share their
+//! periods), and stamped with that instant; it is handed
+//! to the transport at a uniformly random instant of the period, drawn
+//! from the workload's seed. That is the slot model of rcp.md §V-A: every
+//! client generates its packet at the beginning of the slot, and the
+//! clients reach the channel in a random order within it (the authors'
+//! simulator permutes them every slot). Periodic senders sharing a
+//! bottleneck would otherwise arrive in the same order every period, and a
+//! drop-tail queue would always drop the same sender's messages. A
+//! message's latency runs from its stamp, so it includes the wait until
+//! its send instant, as the authors' latency does (a packet stamped in
+//! slot `t` that stays the channel's 100 slots arrives 101 slots later).
 //! The sender keeps at most [`MAX_BACKLOG`] messages waiting for the
 //! congestion window (the paper's UDP sends at once; ours is still a QUIC
 //! sender): a message generated while the backlog is full is discarded at
@@ -31,7 +40,10 @@
 //! received over messages generated) and the latency of each delivered
 //! message (arrival minus generation, both read from one clock in the
 //! simulator; over real UDP the two ends' clocks differ and only the
-//! delivery counts are meaningful).
+//! delivery counts are meaningful), and the first arrivals in order
+//! ([`MessageReport::arrivals`]), from which a caller that knows when the
+//! sender started computes figures over part of the run (the last 25% of
+//! slots of rcp.md Table IV, or everything up to the sender's close).
 
 use std::collections::BTreeMap;
 
@@ -60,6 +72,10 @@ pub const MAX_BACKLOG: usize = 1000;
 pub const DEFAULT_DRAIN: Duration = Duration::from_secs(3);
 /// Longest drain period a workload may ask for, ms.
 pub const MAX_DRAIN_MS: u32 = 600_000;
+/// Most first arrivals a [`MessageReport`] lists one by one (64 MiB of
+/// them); a longer run keeps its totals but not the list
+/// ([`MessageReport::arrivals_complete`]).
+pub const MAX_LISTED_ARRIVALS: usize = 4 << 20;
 
 /// How messages travel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -194,11 +210,19 @@ impl MessageSender {
         }
     }
 
-    /// When message `seq` is generated: a uniform instant of its period.
+    /// When message `seq` is handed to the transport: a uniform instant of
+    /// its period (it is generated, and stamped, at the period's start).
     fn instant(&self, out: &mut Outgoing, start: Instant, seq: u64) -> Instant {
         let period_ns = 1_000_000_000 / self.params.rate.max(1);
         let jitter = out.rng.next_u64() % period_ns.max(1);
         self.params.generated_at(start, seq) + Duration::from_nanos(jitter)
+    }
+
+    /// When the sender's first connection started generating (its
+    /// handshake completed): the schedule's origin, from which a caller
+    /// finds each period and the close ([`MessageParams::closes_at`]).
+    pub fn started_at(&self) -> Option<Instant> {
+        self.conns.values().filter_map(|o| o.start).min()
     }
 
     /// Messages discarded at the sender because the backlog was full, over
@@ -211,7 +235,7 @@ impl MessageSender {
         let Some(start) = out.start else { return };
         let p = self.params;
         while out.next < p.messages {
-            let generated = match out.due {
+            let send_at = match out.due {
                 Some(t) => t,
                 None => {
                     let t = self.instant(out, start, out.next);
@@ -219,10 +243,10 @@ impl MessageSender {
                     t
                 }
             };
-            if generated > now {
+            if send_at > now {
                 break;
             }
-            let msg = encode(out.next, generated, p.size);
+            let msg = encode(out.next, p.generated_at(start, out.next), p.size);
             out.next += 1;
             out.due = None;
             match out.carriage {
@@ -286,7 +310,13 @@ impl App for MessageSender {
         };
         match event {
             Event::Connected => {
-                out.start.get_or_insert(now);
+                // The schedule starts on the period grid of the clock:
+                // concurrent senders share their periods, as the clients
+                // of the authors' slotted simulator share slots.
+                let period = (1_000_000_000 / self.params.rate.max(1)).max(1);
+                let grid =
+                    Instant::from_nanos(now.as_nanos().div_ceil(period).saturating_mul(period));
+                out.start.get_or_insert(grid);
             }
             Event::ConnectionLost(_) => out.closed = true,
             _ => {}
@@ -373,6 +403,20 @@ pub struct MessageReport {
     pub done_at: Option<Instant>,
     /// Why the connection ended otherwise.
     pub error: Option<ConnectionError>,
+    /// Every distinct message's first arrival, in arrival order (at most
+    /// [`MAX_LISTED_ARRIVALS`]).
+    pub arrivals: Vec<Arrival>,
+    /// Whether `arrivals` lists every delivered message.
+    pub arrivals_complete: bool,
+}
+
+/// One message's first arrival at the receiver.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Arrival {
+    /// When it arrived.
+    pub at: Instant,
+    /// Arrival minus generation.
+    pub latency: Duration,
 }
 
 impl MessageReport {
@@ -420,6 +464,7 @@ impl MessageReceiver {
             seen: vec![0; words],
             report: MessageReport {
                 generated: params.messages,
+                arrivals_complete: true,
                 ..MessageReport::default()
             },
         }
@@ -449,8 +494,14 @@ impl MessageReceiver {
             return;
         }
         *w |= 1 << bit;
+        let latency = now.saturating_duration_since(generated);
         self.report.delivered += 1;
-        self.report.latency_sum += now.saturating_duration_since(generated);
+        self.report.latency_sum += latency;
+        if self.report.arrivals.len() < MAX_LISTED_ARRIVALS {
+            self.report.arrivals.push(Arrival { at: now, latency });
+        } else {
+            self.report.arrivals_complete = false;
+        }
     }
 
     fn read(&mut self, now: Instant, conn: &mut Connection) {
@@ -612,6 +663,20 @@ mod tests {
         assert_eq!((rep.delivered, rep.duplicates, rep.malformed), (2, 1, 2));
         assert_eq!(rep.mean_latency(), Some(Duration::from_millis(40)));
         assert!((rep.delivery_ratio() - 0.02).abs() < 1e-12);
+        assert_eq!(
+            rep.arrivals,
+            vec![
+                Arrival {
+                    at: now,
+                    latency: Duration::from_millis(60)
+                },
+                Arrival {
+                    at: now,
+                    latency: Duration::from_millis(20)
+                }
+            ]
+        );
+        assert!(rep.arrivals_complete);
     }
 
     #[test]

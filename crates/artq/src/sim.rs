@@ -497,6 +497,18 @@ fn describe_links(up: &LinkConfig, down: &LinkConfig) -> String {
             *bits_per_sec as f64 / 1e6
         ),
         Capacity::Trace(t) => format!("trace {}", t.origin()),
+        Capacity::Slotted(s) => {
+            let mut words = format!(
+                "{} packets per {} ms slot after a {} ms sojourn",
+                s.per_slot,
+                s.slot.as_secs_f64() * 1e3,
+                s.sojourn.as_secs_f64() * 1e3
+            );
+            if !s.changes.is_empty() {
+                words.push_str(&format!(", then {} (ms:packets)", s.changes));
+            }
+            words
+        }
         Capacity::Unlimited => "unlimited rate".to_string(),
     };
     let loss = |l: &LossModel| match l {

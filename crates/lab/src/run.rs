@@ -382,8 +382,18 @@ fn add_flow(
 ) -> Result<PlacedFlow, ScenarioError> {
     let MeasuredFlowExtras { qlog, policy } = extras;
     let seed = scenario.seed;
+    let recorder = Recorder::new();
+    // Both ends share the simulator's clock: a message scheme measures its
+    // messages' one-way latency from the receiver's packet arrivals rather
+    // than estimating it (recovery::rcp::policy::LatencySource).
     let scheme = match policy {
         Some(f) => recovery::Scheme::from_policy(f),
+        None if recovery::rcp::parse(&flow.scheme).is_some() => {
+            let log = recovery::rcp::policy::SharedArrivalLog::default();
+            recorder.clone().with_packet_arrivals(log.clone());
+            recovery::parse_scheme_measuring(&flow.scheme, &log)
+                .map_err(|e| ScenarioError::Scheme(e.to_string()))?
+        }
         None => recovery::parse_scheme(&flow.scheme)
             .map_err(|e| ScenarioError::Scheme(e.to_string()))?,
     };
@@ -416,7 +426,6 @@ fn add_flow(
         client_transport.streams = client_transport.streams.with_receive_window(w);
     }
     let content_seed = derive_seed(seed, &flow_label(index, "workload/content"));
-    let recorder = Recorder::new();
     let sender = Rc::new(RefCell::new(SenderFacts::default()));
     let server_endpoint = Endpoint::new(EndpointConfig::server(
         derive_seed(seed, &flow_label(index, "endpoint/server")),
@@ -550,13 +559,25 @@ fn measure_flow_anyway(
     let utility = recovery::rcp::parse(&flow.scheme)
         .and_then(Result::ok)
         .map(|c| c.utility);
+    // The message sender's schedule: when the run of messages ends, and
+    // its last quarter.
+    let schedule = match workload {
+        apps::workload::Workload::Messages { params } => server
+            .host()
+            .app::<apps::messages::MessageSender>()
+            .and_then(apps::messages::MessageSender::started_at)
+            .map(|start| (start, params)),
+        _ => None,
+    };
     let metrics = RunMetrics::compute(facts, &stats, &items)
         .with_playback(report.playback.as_ref(), &items)
         .with_ecn(ecn, &stats)
         .with_messages(
             report.messages.as_ref(),
             nodes.recorder.message_decisions(),
+            &nodes.recorder.message_decision_log(),
             utility.as_ref(),
+            schedule,
         );
     Ok(FlowResult {
         metrics,

@@ -377,6 +377,41 @@ mod tests {
     }
 
     #[test]
+    fn the_rcp_authors_channel_reads_from_toml_and_bad_values_say_which() {
+        let text = "[link]\nslot_rate = 3\nsojourn = 100\nrtt = 0\nqueue = 300\nloss = 0\n\
+                    [link.down]\nloss = 0.1\n[link.up]\ninstant = true\n";
+        let s = Scenario::from_toml_str(text, "<test>").expect("parses");
+        let (up, down) = s.link.configs().expect("valid");
+        assert_eq!(up, netem::LinkConfig::ideal());
+        assert!(matches!(
+            down.capacity,
+            Capacity::Slotted(netem::Slotted { per_slot: 3, .. })
+        ));
+        let again = Scenario::from_toml_str(&s.to_toml(), "<again>").expect("round trip");
+        assert_eq!(again, s);
+        for (bad, words) in [
+            ("[link]\nslot_rate = 0\n", "slot_rate 0"),
+            ("[link]\nsojourn = 100\n", "give slot_rate"),
+            ("[link]\nslot_rate = 3\nslot = -1\n", "slot -1"),
+            (
+                "[link]\nslot_rate = 3\nslot_rate_change = \"5000:0\"\n",
+                "5000:0",
+            ),
+            (
+                "[link.up]\ninstant = true\nloss = 0.1\n",
+                "excludes up.loss",
+            ),
+        ] {
+            let err = Scenario::from_toml_str(bad, "x.toml")
+                .map_err(|e| e.to_string())
+                .and_then(|s| s.link.configs().map(|_| ()).map_err(|e| e.to_string()))
+                .expect_err(bad);
+            assert!(err.contains(words), "{bad}: {err}");
+        }
+        assert!(Scenario::from_toml_str("[link]\nslot_rate = -3\n", "x").is_err());
+    }
+
+    #[test]
     fn bad_scenarios_are_errors_with_a_message() {
         let err = Scenario::from_toml_str("sceme = \"quic\"", "x.toml").unwrap_err();
         assert!(

@@ -15,8 +15,8 @@
 //! - [`faults`]: the interop runner's faults: blackhole windows, drop lists,
 //!   corruption.
 //! - [`link`]: one link direction: faults, loss, drop-tail queue, capacity
-//!   (trace, constant or unlimited), propagation delay, corruption. Sans-IO:
-//!   time is an argument.
+//!   (trace, constant, the RCP authors' slotted delay line, or unlimited),
+//!   propagation delay, corruption. Sans-IO: time is an argument.
 //! - [`sim`]: the discrete-event simulator: nodes, links, routes, an
 //!   event heap keyed by `(time, seq)`; single-threaded, no sleeping.
 //! - [`spec`]: [`LinkSpec`], the path as users describe it (flags, TOML),
@@ -54,7 +54,10 @@ pub mod spec;
 pub mod trace;
 
 pub use faults::{Blackholes, Corruption, DropList};
-pub use link::{Capacity, Datagram, Ecn, Link, LinkConfig, LinkStats, QueueLimit, RateSchedule};
+pub use link::{
+    Capacity, Datagram, Ecn, Link, LinkConfig, LinkStats, QueueLimit, RateSchedule, SlotRates,
+    Slotted,
+};
 pub use loss::{LossModel, LossProcess};
 pub use relay::{ecn_from_udp, ecn_to_udp};
 pub use relay::{RelayConfig, RelayHandle, RelayStats};

@@ -11,7 +11,8 @@
 //! 4. **drop-tail queue** ([`QueueLimit`]): a full queue drops the arrival;
 //! 5. **capacity** ([`Capacity`]): a Mahimahi trace of delivery opportunities,
 //!    a constant rate, or none; a datagram leaves when its last byte has been
-//!    served (serialization);
+//!    served (serialization); or the slotted delay line of RCP's authors
+//!    ([`Slotted`]: a packet count per slot, after a minimum sojourn);
 //! 6. **propagation delay**: a constant one-way delay added on departure;
 //! 7. **corruption** ([`Corruption`]): a delivered datagram may arrive
 //!    damaged.
@@ -41,8 +42,10 @@
 
 mod schedule;
 mod server;
+mod slotted;
 
 pub use schedule::RateSchedule;
+pub use slotted::{SlotRates, Slotted, MAX_PER_SLOT};
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -53,10 +56,11 @@ use wire::time::{Duration, Instant};
 
 use crate::faults::{Blackholes, Corrupter, Corruption, DropList};
 use crate::loss::{LossModel, LossProcess};
-use crate::seed::{derive_seed, CORRUPT, LOSS};
+use crate::seed::{derive_seed, CORRUPT, LOSS, ORDER};
 use crate::trace::Trace;
 
 use server::Server;
+use slotted::SlotStage;
 
 /// IPv4 (20) + UDP (8) header bytes.
 const IPV4_UDP_OVERHEAD: u64 = 28;
@@ -145,6 +149,11 @@ pub enum Capacity {
     /// of an opportunity that find the queue empty are lost. A packet leaves
     /// when the opportunity that completes it occurs.
     Trace(Arc<Trace>),
+    /// The slotted delay line of the RCP authors' simulator (rcp.md Table
+    /// I): at each slot boundary at most a number of packets leave, each
+    /// after a minimum sojourn in the link, whatever their size; the
+    /// queue limit counts every packet in the channel. See [`Slotted`].
+    Slotted(Slotted),
     /// No capacity limit: arrivals leave at once and the queue never fills.
     Unlimited,
 }
@@ -157,7 +166,9 @@ pub enum Capacity {
 /// --downlink-queue-args=packets=N` or `bytes=N`). With a trace, service
 /// starts only at an opportunity, so a burst at one instant into a trace link
 /// keeps exactly `N` packets; an idle constant-rate link starts serializing
-/// the first arrival at once, so it keeps `N + 1`.
+/// the first arrival at once, so it keeps `N + 1`. A slotted link
+/// ([`Capacity::Slotted`]) serves nothing on arrival, so its queue holds
+/// every packet in the channel, sojourning or not (the authors' buffer).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum QueueLimit {
@@ -240,6 +251,9 @@ impl LinkConfig {
     /// invalid one still never panics.
     pub fn validate(&self) -> Result<(), String> {
         self.loss.validate()?;
+        if let Capacity::Slotted(s) = &self.capacity {
+            s.validate()?;
+        }
         if self.loss_max_burst == Some(0) {
             return Err("loss_max_burst must be at least 1".into());
         }
@@ -280,11 +294,15 @@ pub struct LinkStats {
     pub ce_marked: u64,
 }
 
-/// A datagram with its size on the wire, as stages hold it.
+/// A datagram with its size on the wire and its arrival time, as stages
+/// hold it.
 #[derive(Debug)]
 struct Queued {
     datagram: Datagram,
     wire_len: u64,
+    /// When it was offered to the link (the slotted stage's sojourn counts
+    /// from it).
+    arrived: Instant,
 }
 
 /// The drop-tail queue: datagrams waiting for service.
@@ -369,6 +387,9 @@ pub struct Link {
     corrupter: Option<Corrupter>,
     ce_threshold: Option<u64>,
     queue: WaitQueue,
+    /// A slotted link's arrivals of the current slot, not yet offered to
+    /// the queue (`None` for the other capacities).
+    stage: Option<SlotStage>,
     server: Server,
     line: DelayLine,
     stats: LinkStats,
@@ -378,8 +399,13 @@ pub struct Link {
 
 impl Link {
     /// Builds a link; its loss process uses `derive_seed(seed, "loss")`,
-    /// its corruption `derive_seed(seed, "corrupt")`.
+    /// its corruption `derive_seed(seed, "corrupt")`, a slotted link's
+    /// admission order `derive_seed(seed, "order")`.
     pub fn new(config: LinkConfig, seed: u64) -> Link {
+        let stage = match &config.capacity {
+            Capacity::Slotted(s) => Some(SlotStage::new(s, derive_seed(seed, ORDER))),
+            _ => None,
+        };
         let corrupter = config
             .corrupt
             .filter(|c| c.probability > 0.0)
@@ -397,6 +423,7 @@ impl Link {
                 bytes: 0,
                 limit: config.queue,
             },
+            stage,
             server: Server::new(&config.capacity),
             line: DelayLine {
                 delay: config.delay,
@@ -431,7 +458,7 @@ impl Link {
         self.lost_in_a_row = 0;
         // Serve the link up to `now` first: capacity that passed before the
         // arrival is not available to it.
-        self.server.advance(now, &mut self.queue, &mut self.line);
+        self.serve(now);
         let wire_len = datagram.wire_len();
         let mut datagram = datagram;
         if let (Some(k), Some(Ecn::Ect0 | Ecn::Ect1)) = (self.ce_threshold, datagram.ecn) {
@@ -440,7 +467,16 @@ impl Link {
                 self.stats.ce_marked = self.stats.ce_marked.saturating_add(1);
             }
         }
-        let q = Queued { datagram, wire_len };
+        let q = Queued {
+            datagram,
+            wire_len,
+            arrived: now,
+        };
+        if let Some(stage) = &mut self.stage {
+            // A slotted link offers the slot's arrivals at its end.
+            stage.push(now, q);
+            return;
+        }
         let q = match self.server.start_if_idle(now, q, &mut self.line) {
             Ok(()) => return,
             Err(q) => q,
@@ -454,7 +490,7 @@ impl Link {
     /// of arrival at the far end.
     pub fn poll_deliver(&mut self, now: Instant) -> Option<Datagram> {
         let now = self.tick(now);
-        self.server.advance(now, &mut self.queue, &mut self.line);
+        self.serve(now);
         let (at, _) = self.line.items.front()?;
         if *at > now {
             return None;
@@ -485,10 +521,28 @@ impl Link {
     pub fn next_event(&self) -> Option<Instant> {
         let arrival = self.line.items.front().map(|(at, _)| *at);
         let service = self.server.next_change(&self.queue);
-        match (arrival, service) {
-            (Some(a), Some(s)) => Some(a.min(s)),
-            (a, s) => a.or(s),
+        let admission = self.stage.as_ref().and_then(SlotStage::due);
+        [arrival, service, admission].into_iter().flatten().min()
+    }
+
+    /// Serves the link up to and including `now`. A slotted link first
+    /// offers the held slot's arrivals to the queue at that slot's end,
+    /// after the departures of the boundaries before it.
+    fn serve(&mut self, now: Instant) {
+        if let Some(stage) = self.stage.as_mut() {
+            if let Some(due) = stage.due().filter(|&d| d <= now) {
+                let held = stage.take_in_order();
+                // `due` is a boundary k >= 1: the ones before it first.
+                let before = Instant::from_nanos(due.as_nanos().saturating_sub(1));
+                self.server.advance(before, &mut self.queue, &mut self.line);
+                for q in held {
+                    if self.queue.try_push(q, &mut self.stats).is_err() {
+                        self.stats.dropped_queue = self.stats.dropped_queue.saturating_add(1);
+                    }
+                }
+            }
         }
+        self.server.advance(now, &mut self.queue, &mut self.line);
     }
 
     /// Counters so far.
@@ -501,11 +555,13 @@ impl Link {
         self.queue.items.len()
     }
 
-    /// Datagrams somewhere in the link: queued, in service or propagating.
+    /// Datagrams somewhere in the link: held for their slot's end
+    /// (slotted), queued, in service or propagating.
     pub fn in_link(&self) -> usize {
         self.queue
             .items
             .len()
+            .saturating_add(self.stage.as_ref().map_or(0, SlotStage::len))
             .saturating_add(usize::from(self.server.is_busy()))
             .saturating_add(self.line.items.len())
     }
@@ -519,5 +575,7 @@ impl Link {
 
 #[cfg(test)]
 mod fault_tests;
+#[cfg(test)]
+mod slotted_tests;
 #[cfg(test)]
 mod tests;

@@ -31,6 +31,9 @@ pub const LOSS: &str = "loss";
 /// Label of a link's corruption, derived from the link's own seed: its own
 /// stream, so turning corruption on never shifts which datagrams are lost.
 pub const CORRUPT: &str = "corrupt";
+/// Label of a slotted link's admission order (the order in which the
+/// senders of one slot reach its buffer), derived from the link's own seed.
+pub const ORDER: &str = "order";
 
 /// FNV-1a 64-bit offset basis.
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use wire::time::Duration;
 
 use crate::faults::{Blackholes, Corruption, DropList};
-use crate::link::{Capacity, LinkConfig, QueueLimit, RateSchedule};
+use crate::link::{Capacity, LinkConfig, QueueLimit, RateSchedule, SlotRates, Slotted};
 use crate::loss::LossModel;
 use crate::trace::{Trace, TraceError};
 
@@ -40,6 +40,19 @@ const MAX_BURST_RESET_MS: f64 = 3.6e6;
 pub const DEFAULT_LOSS_STD: f64 = 0.01;
 /// Default interval between varying loss-rate draws, ms.
 pub const DEFAULT_LOSS_INTERVAL_MS: f64 = 1000.0;
+/// Default slot of a slotted link (`--slot`), ms: the slot RCP's
+/// experiments map the paper's slots to.
+pub const DEFAULT_SLOT_MS: f64 = 1.0;
+/// Longest slot, sojourn or one-way delay accepted, ms (about 2.8 hours).
+const MAX_MS: f64 = 1e7;
+
+fn is_default_slot(ms: &f64) -> bool {
+    *ms == DEFAULT_SLOT_MS
+}
+
+fn is_zero(ms: &f64) -> bool {
+    *ms == 0.0
+}
 
 /// Why a [`LinkSpec`] cannot become links.
 #[derive(Debug, thiserror::Error)]
@@ -171,7 +184,8 @@ impl<'de> Deserialize<'de> for BurstReset {
 /// own flag names (`--up-bw`, `--down-bw`) and TOML table.
 macro_rules! direction {
     ($name:ident, $which:literal, $bw:literal, $bw_id:literal, $trace:literal, $trace_id:literal, $loss:literal, $loss_id:literal,
-     $corrupt:literal, $corrupt_id:literal, $drop:literal, $drop_id:literal, $blackhole:literal, $blackhole_id:literal) => {
+     $corrupt:literal, $corrupt_id:literal, $drop:literal, $drop_id:literal, $blackhole:literal, $blackhole_id:literal,
+     $instant:literal, $instant_id:literal) => {
         #[doc = concat!("Overrides of the ", $which, " direction of a [`LinkSpec`].")]
         #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
         #[cfg_attr(feature = "cli", derive(clap::Args))]
@@ -201,6 +215,10 @@ macro_rules! direction {
             #[cfg_attr(feature = "cli", arg(long = $blackhole, id = $blackhole_id, value_name = "FROM-TO,..."))]
             #[serde(default, skip_serializing_if = "Option::is_none")]
             pub blackhole: Option<Blackholes>,
+            #[doc = concat!("The ", $which, " direction delivers every datagram the instant it is sent: no delay, rate limit, queue, loss or other fault, whatever the both-ways settings say. The return path of RCP's authors' simulator, whose acknowledgements reach the sender in the slot the data arrived (rcp.md Table I).")]
+            #[cfg_attr(feature = "cli", arg(long = $instant, id = $instant_id))]
+            #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+            pub instant: bool,
         }
 
         impl $name {
@@ -212,6 +230,7 @@ macro_rules! direction {
                     corrupt: self.corrupt,
                     drop: self.drop.as_ref(),
                     blackhole: self.blackhole.as_ref(),
+                    instant: self.instant,
                 }
             }
 
@@ -236,7 +255,9 @@ direction!(
     "up-drop",
     "up_drop",
     "up-blackhole",
-    "up_blackhole"
+    "up_blackhole",
+    "up-instant",
+    "up_instant"
 );
 direction!(
     DownSpec,
@@ -252,7 +273,9 @@ direction!(
     "down-drop",
     "down_drop",
     "down-blackhole",
-    "down_blackhole"
+    "down_blackhole",
+    "down-instant",
+    "down_instant"
 );
 
 /// One direction's overrides, whichever struct they came from.
@@ -263,6 +286,25 @@ struct Overrides<'a> {
     corrupt: Option<f64>,
     drop: Option<&'a DropList>,
     blackhole: Option<&'a Blackholes>,
+    instant: bool,
+}
+
+impl Overrides<'_> {
+    /// The names of the overrides set besides `instant` (which excludes
+    /// them).
+    fn others_set(&self) -> Vec<&'static str> {
+        [
+            ("bw", self.bw.is_some()),
+            ("trace", self.trace.is_some()),
+            ("loss", self.loss.is_some()),
+            ("corrupt", self.corrupt.is_some()),
+            ("drop", self.drop.is_some()),
+            ("blackhole", self.blackhole.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(n, set)| set.then_some(n))
+        .collect()
+    }
 }
 
 /// The emulated path (DESIGN.md link options).
@@ -326,6 +368,32 @@ pub struct LinkSpec {
         arg(long, value_name = "BYTES", conflicts_with = "queue")
     )]
     pub queue_bytes: Option<u64>,
+    /// Serve at most PKTS packets per slot, at slot boundaries, instead of
+    /// a bit rate: the slotted delay line of RCP's authors (rcp.md Table
+    /// I). Each packet stays at least --sojourn ms in the link, and --queue
+    /// counts every packet in it. Overrides --bw (a direction's --up-bw /
+    /// --down-bw still wins); not with --trace.
+    #[cfg_attr(
+        feature = "cli",
+        arg(long, value_name = "PKTS", conflicts_with = "trace")
+    )]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slot_rate: Option<u64>,
+    /// Slot length in ms of --slot-rate.
+    #[cfg_attr(feature = "cli", arg(long, default_value_t = DEFAULT_SLOT_MS, value_name = "MS"))]
+    #[serde(skip_serializing_if = "is_default_slot")]
+    pub slot: f64,
+    /// Least time in ms a packet stays in a --slot-rate link, from arrival
+    /// to departure (the authors' propagation delay, which overlaps the
+    /// queueing instead of adding to it).
+    #[cfg_attr(feature = "cli", arg(long, default_value_t = 0.0, value_name = "MS"))]
+    #[serde(skip_serializing_if = "is_zero")]
+    pub sojourn: f64,
+    /// Change --slot-rate during the run: from MS ms since the start the
+    /// link serves PKTS packets per slot (`5000:3`).
+    #[cfg_attr(feature = "cli", arg(long, value_name = "MS:PKTS,..."))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slot_rate_change: Option<SlotRates>,
     /// At most this many datagrams in a row are lost to the loss model; the
     /// next one gets through (the interop runner's drop-rate burst limit).
     #[cfg_attr(feature = "cli", arg(long, value_name = "PKTS"))]
@@ -383,6 +451,10 @@ impl Default for LinkSpec {
             loss_pattern: None,
             queue: None,
             queue_bytes: None,
+            slot_rate: None,
+            slot: DEFAULT_SLOT_MS,
+            sojourn: 0.0,
+            slot_rate_change: None,
             loss_max_burst: None,
             corrupt: None,
             corrupt_span: None,
@@ -414,6 +486,20 @@ impl LinkSpec {
             return Err(SpecError::Link("ecn_mark must be at least 1 packet".into()));
         }
         let (up, down) = (self.up.overrides(), self.down.overrides());
+        for (name, dir) in [("up", &up), ("down", &down)] {
+            let others = dir.others_set();
+            if dir.instant && !others.is_empty() {
+                return Err(SpecError::Link(format!(
+                    "{name}.instant delivers at once: it excludes {name}.{}",
+                    others.join(&format!(", {name}."))
+                )));
+            }
+        }
+        if up.instant && down.instant {
+            return Err(SpecError::Link(
+                "up.instant and down.instant together leave no link to emulate".into(),
+            ));
+        }
         if self.corrupt_span.is_some() && [self.corrupt, up.corrupt, down.corrupt] == [None; 3] {
             return Err(SpecError::Link(
                 "corrupt_span needs a corruption probability (corrupt)".into(),
@@ -457,7 +543,12 @@ impl LinkSpec {
             .map_err(|e| SpecError::Link(format!("client-to-server: {e}")))?;
         down.validate()
             .map_err(|e| SpecError::Link(format!("server-to-client: {e}")))?;
-        Ok((up, down))
+        let instant =
+            |d: &Overrides<'_>, c: LinkConfig| if d.instant { LinkConfig::ideal() } else { c };
+        Ok((
+            instant(&self.up.overrides(), up),
+            instant(&self.down.overrides(), down),
+        ))
     }
 
     fn capacity(&self, dir: &Overrides<'_>) -> Result<Capacity, SpecError> {
@@ -466,6 +557,10 @@ impl LinkSpec {
             return Err(SpecError::Link(
                 "bw_change changes bw: give bw (a constant rate), not a trace".into(),
             ));
+        }
+        let slotted = self.slotted()?;
+        if let (Some(s), None, None) = (slotted, dir.trace, dir.bw) {
+            return Ok(Capacity::Slotted(s));
         }
         if let Some(path) = dir.trace.or(self.trace.as_ref()) {
             return Ok(Capacity::Trace(Arc::new(Trace::from_file(path)?)));
@@ -487,6 +582,53 @@ impl LinkSpec {
                 "bandwidth {mbps} Mbit/s is out of range (0 < bw <= 1e6)"
             ))),
         }
+    }
+
+    /// The slotted capacity of `slot_rate`, `slot`, `sojourn` and
+    /// `slot_rate_change`; `None` without `slot_rate` (then the other three
+    /// must keep their defaults).
+    fn slotted(&self) -> Result<Option<Slotted>, SpecError> {
+        let ms = |name: &str, v: f64, positive: bool| {
+            let ok = v.is_finite() && v <= MAX_MS && if positive { v > 0.0 } else { v >= 0.0 };
+            if ok {
+                Ok(Duration::from_secs_f64(v / 1e3))
+            } else {
+                Err(SpecError::Link(format!(
+                    "{name} {v} ms is out of range ({} to {MAX_MS} ms)",
+                    if positive { "above 0" } else { "0" }
+                )))
+            }
+        };
+        let slot = ms("slot", self.slot, true)?;
+        let sojourn = ms("sojourn", self.sojourn, false)?;
+        let changes = self.slot_rate_change.clone().unwrap_or_default();
+        let Some(per_slot) = self.slot_rate else {
+            if self.slot != DEFAULT_SLOT_MS || self.sojourn != 0.0 || !changes.is_empty() {
+                return Err(SpecError::Link(
+                    "slot, sojourn and slot_rate_change describe a slotted link: give slot_rate"
+                        .into(),
+                ));
+            }
+            return Ok(None);
+        };
+        if self.trace.is_some() {
+            return Err(SpecError::Link(
+                "slot_rate and trace are two capacities: give one".into(),
+            ));
+        }
+        if self.bw_change.as_ref().is_some_and(|c| !c.is_empty()) {
+            return Err(SpecError::Link(
+                "bw_change changes bw, not slot_rate: use slot_rate_change".into(),
+            ));
+        }
+        let s = Slotted {
+            slot,
+            per_slot,
+            sojourn,
+            changes,
+        };
+        s.validate().map_err(SpecError::Link)?;
+        Ok(Some(s))
     }
 
     fn loss(&self, p: Option<f64>, replay: bool) -> Result<LossModel, SpecError> {
@@ -757,6 +899,115 @@ mod tests {
         assert!("soon".parse::<BurstReset>().is_err());
         assert_eq!(BurstReset::None.to_string(), "none");
         assert_eq!(BurstReset::default().to_string(), "100");
+    }
+
+    #[test]
+    fn slot_rate_makes_the_authors_channel_and_instant_an_ideal_return() {
+        let mut s = LinkSpec {
+            slot_rate: Some(3),
+            sojourn: 100.0,
+            rtt: 0.0,
+            loss: Some(0.0),
+            queue: Some(300),
+            ..LinkSpec::default()
+        };
+        s.down.loss = Some(0.1);
+        s.up.instant = true;
+        let (up, down) = s.configs().expect("valid");
+        assert_eq!(
+            down.capacity,
+            Capacity::Slotted(Slotted {
+                slot: Duration::from_millis(1),
+                per_slot: 3,
+                sojourn: Duration::from_millis(100),
+                changes: SlotRates::default(),
+            })
+        );
+        assert_eq!(down.queue, QueueLimit::Packets(300));
+        assert_eq!(down.loss, LossModel::Bernoulli { p: 0.1 });
+        assert_eq!(down.delay, Duration::ZERO);
+        // The instant direction is the ideal link, whatever the both-ways
+        // settings (queue, slot rate) say.
+        assert_eq!(up, LinkConfig::ideal());
+        // TOML names are the flags'.
+        let json = serde_json::to_value(&s).expect("serialises");
+        assert_eq!(json["slot_rate"], 3);
+        assert_eq!(json["sojourn"], 100.0);
+        assert_eq!(json["up"]["instant"], true);
+        assert!(json.get("slot").is_none() && json["down"].get("instant").is_none());
+        let back: LinkSpec = serde_json::from_value(json).expect("parses");
+        assert_eq!(back, s);
+        // A rate change of the slotted link.
+        s.slot_rate_change = Some("5000:1".parse().expect("schedule"));
+        let (_, down) = s.configs().expect("valid");
+        let Capacity::Slotted(d) = down.capacity else {
+            panic!("not slotted: {:?}", down.capacity)
+        };
+        assert_eq!(d.changes.changes(), &[(Duration::from_secs(5), 1)]);
+    }
+
+    #[test]
+    fn slotted_and_instant_mistakes_say_what() {
+        let slotted = LinkSpec {
+            slot_rate: Some(3),
+            ..LinkSpec::default()
+        };
+        let err = |s: &LinkSpec| s.configs().expect_err("invalid").to_string();
+        for (bad, words) in [
+            (
+                LinkSpec {
+                    sojourn: 100.0,
+                    ..LinkSpec::default()
+                },
+                "give slot_rate",
+            ),
+            (
+                LinkSpec {
+                    slot_rate: Some(0),
+                    ..LinkSpec::default()
+                },
+                "slot_rate 0",
+            ),
+            (
+                LinkSpec {
+                    slot: 0.0,
+                    ..slotted.clone()
+                },
+                "slot 0",
+            ),
+            (
+                LinkSpec {
+                    sojourn: f64::NAN,
+                    ..slotted.clone()
+                },
+                "sojourn NaN",
+            ),
+            (
+                LinkSpec {
+                    trace: Some(PathBuf::from("t")),
+                    ..slotted.clone()
+                },
+                "two capacities",
+            ),
+            (
+                LinkSpec {
+                    bw_change: Some("10:5".parse().expect("schedule")),
+                    ..slotted.clone()
+                },
+                "slot_rate_change",
+            ),
+        ] {
+            let e = err(&bad);
+            assert!(e.contains(words), "{e} (wanted {words})");
+        }
+        let mut s = slotted.clone();
+        s.up.instant = true;
+        s.up.loss = Some(0.5);
+        assert!(err(&s).contains("up.instant delivers at once: it excludes up.loss"));
+        let mut s = slotted;
+        s.up.instant = true;
+        s.down.instant = true;
+        assert!(err(&s).contains("no link"));
     }
 
     #[test]

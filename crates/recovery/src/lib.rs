@@ -51,5 +51,7 @@ pub use art::{ArtConfig, ArtFactory, ArtPolicy, BanditConfig, BanditStrategy};
 pub use autorec::{AutorecConfig, AutorecPolicy};
 pub use fec::FecPolicy;
 pub use fixed::FixedPolicy;
-pub use registry::{parse_art_dqn, parse_scheme, Scheme, SchemeError, SCHEMES};
+pub use registry::{
+    parse_art_dqn, parse_scheme, parse_scheme_measuring, Scheme, SchemeError, SCHEMES,
+};
 pub use rounds::{RoundRule, RoundsPolicy};

@@ -73,7 +73,7 @@ pub const SCHEMES: &[(&str, &str)] = &[
     ),
     (
         "rcp",
-        "RCP: a Double DQN decides per timed-out message whether to retransmit (rcp.md); rcp:beta=B,alpha=A,norm=simple|tuned,... sets the utility; no congestion control",
+        "RCP: a Double DQN decides per timed-out message whether to retransmit (rcp.md); rcp:beta=B,alpha=A,norm=simple|tuned|asrun,...,rto=rfc6298|eq9 sets the utility and the timer; no congestion control",
     ),
     (
         "udp",
@@ -313,7 +313,9 @@ pub fn parse_scheme(name: &str) -> Result<Scheme, SchemeError> {
             None => art(ArtConfig::norand())?,
             Some(_) => art(ArtConfig::fixed_norand(level(name, param, "art-norand")?))?,
         },
-        "rcp" | "udp" | "arq" | "tcp" => return message_scheme(name),
+        "rcp" | "udp" | "arq" | "tcp" => {
+            return message_scheme(name, crate::rcp::policy::LatencySource::Estimated)
+        }
         _ => {
             if let Some((_, reason)) = PLANNED.iter().find(|(n, _)| *n == name) {
                 return Err(SchemeError::NotImplemented {
@@ -330,19 +332,44 @@ pub fn parse_scheme(name: &str) -> Result<Scheme, SchemeError> {
     Ok(Scheme::from_policy(factory))
 }
 
+/// The scheme for a name, as [`parse_scheme`], for a sender whose peer's
+/// packet arrivals `arrivals` logs on the same clock (the simulator): the
+/// message schemes (`rcp`, `udp`, `arq`) then measure each delivered
+/// message's one-way latency instead of estimating it
+/// ([`crate::rcp::policy::LatencySource`]); every other scheme is as
+/// [`parse_scheme`] makes it.
+pub fn parse_scheme_measuring(
+    name: &str,
+    arrivals: &crate::rcp::policy::SharedArrivalLog,
+) -> Result<Scheme, SchemeError> {
+    if crate::rcp::parse(name).is_some() {
+        message_scheme(
+            name,
+            crate::rcp::policy::LatencySource::Measured(arrivals.clone()),
+        )
+    } else {
+        parse_scheme(name)
+    }
+}
+
 /// `rcp`, `udp`, `arq`, `tcp` and their options (parsed in [`crate::rcp`]),
 /// each with the congestion controller of the paper's senders: none for
 /// `rcp`, `udp` and `arq` (the paper's slotted senders send every message
-/// at once), NewReno for `tcp`.
-fn message_scheme(name: &str) -> Result<Scheme, SchemeError> {
+/// at once), NewReno for `tcp`; `latency` says where their latencies come
+/// from.
+fn message_scheme(
+    name: &str,
+    latency: crate::rcp::policy::LatencySource,
+) -> Result<Scheme, SchemeError> {
     let bad = |reason: String| SchemeError::BadParameter {
         name: name.into(),
         reason,
         form: crate::rcp::FORM.into(),
     };
-    let config = crate::rcp::parse(name)
+    let mut config = crate::rcp::parse(name)
         .ok_or_else(|| bad("not a message scheme".into()))?
         .map_err(bad)?;
+    config.latency = latency;
     let congestion = match config.rule {
         crate::rcp::policy::Rule::Reliable => CongestionAlgorithm::NewReno,
         _ => CongestionAlgorithm::None,

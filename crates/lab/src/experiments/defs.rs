@@ -42,7 +42,15 @@ pub const EXPERIMENTS: &[&str] = &[
 /// 10% loss, small enough to stop a run that cannot finish.
 const TIME_LIMIT_S: f64 = 1e6;
 
-/// The experiment called `name` at `scale`, or `None` for an unknown name.
+/// Whether `name` is an RCP figure or Experiment 4, in any variant.
+fn is_rcp_figure(name: &str) -> bool {
+    ["rcp-fig5", "rcp-fig7", "rcp-fig8", "rcp-fig9", "rcp-exp4"].contains(&name)
+        || super::rcp::VARIANT_NAMES.contains(&name)
+}
+
+/// The experiment called `name` at `scale` (a name of [`EXPERIMENTS`] or
+/// of the RCP variants, `rcp::VARIANT_NAMES`), or `None` for an unknown
+/// name.
 pub fn experiment(name: &str, scale: Scale) -> Option<Experiment> {
     match name {
         "fig19" => Some(super::journal::fig19(scale)),
@@ -59,11 +67,20 @@ pub fn experiment(name: &str, scale: Scale) -> Option<Experiment> {
         "art-fig24a" => Some(super::design::fig24a(scale)),
         "art-fig26" => Some(super::deploy::fig26(scale)),
         "rcp-table2" => Some(super::rcp::table2(scale)),
-        "rcp-fig5" => Some(super::rcp::fig5(scale)),
-        "rcp-fig7" => Some(super::rcp::fig7(scale)),
-        "rcp-fig8" => Some(super::rcp::fig8(scale)),
-        "rcp-fig9" => Some(super::rcp::fig9(scale)),
-        "rcp-exp4" => Some(super::rcp_exp4::exp4(scale)),
+        // The RCP figures and Experiment 4 on the authors' channel, and
+        // their variants (`rcp::VARIANT_NAMES`: `-drain`, `-dumbbell`).
+        name if is_rcp_figure(name) => {
+            let variant = super::rcp::Variant::of(name);
+            let base = name.strip_suffix(variant.suffix()).unwrap_or(name);
+            match base {
+                "rcp-fig5" => Some(super::rcp::fig5(scale, variant)),
+                "rcp-fig7" => Some(super::rcp::fig7(scale, variant)),
+                "rcp-fig8" => Some(super::rcp::fig8(scale, variant)),
+                "rcp-fig9" => Some(super::rcp::fig9(scale, variant)),
+                "rcp-exp4" => Some(super::rcp_exp4::exp4(scale, variant)),
+                _ => None,
+            }
+        }
         "autorec-fig11" => Some(super::autorec::fig11(scale)),
         "autorec-fig12" => Some(super::autorec::fig12(scale)),
         "autorec-fig13" => Some(super::autorec::fig13(scale)),
@@ -93,8 +110,9 @@ pub fn select(names: &[String], scale: Scale) -> Result<Vec<Experiment>, String>
             Some(_) => {}
             None => {
                 return Err(format!(
-                    "unknown experiment '{name}'; valid experiments: {}",
-                    EXPERIMENTS.join(", ")
+                    "unknown experiment '{name}'; valid experiments: {} (and the RCP variants {})",
+                    EXPERIMENTS.join(", "),
+                    super::rcp::VARIANT_NAMES.join(", ")
                 ))
             }
         }

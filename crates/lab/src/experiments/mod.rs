@@ -236,6 +236,26 @@ pub const METRICS: &[(&str, &str)] = &[
         "messages: share of timed-out messages retransmitted",
     ),
     (
+        "retransmission_probability_ewma",
+        "messages: running average (weight 0.01) of the retransmit-or-drop decisions at the end of the run (the authors' retranProb)",
+    ),
+    (
+        "retransmission_probability_tenths",
+        "messages: share of retransmissions among the decisions of the even tenths of the run (what Table IV's Retrans Prob holds, as the authors' script computes it)",
+    ),
+    (
+        "loss_final",
+        "messages: epsilon over the last 25% of the slots (Table IV's Final): messages arriving in them over messages generated in them",
+    ),
+    (
+        "mean_latency_final_ms",
+        "messages: mean latency of the messages arriving in the last 25% of the slots, ms",
+    ),
+    (
+        "utility_final",
+        "messages: the utility over the last 25% of the slots",
+    ),
+    (
         "recovery_latency_mean_ms",
         "live: mean recovery_latency of all recovered data (first loss detection to the send of the copy that got through), ms",
     ),
@@ -298,6 +318,11 @@ const OPTIONAL_METRICS: &[&str] = &[
     "mean_latency_ms",
     "utility",
     "retransmission_probability",
+    "retransmission_probability_ewma",
+    "retransmission_probability_tenths",
+    "loss_final",
+    "mean_latency_final_ms",
+    "utility_final",
     "recovery_latency_mean_ms",
     "recovery_latency_multi_mean_ms",
     "recovery_latency_multi_p95_ms",
@@ -387,6 +412,17 @@ impl RunRow {
             ("mean_latency_ms", m.mean_latency_ms),
             ("utility", m.utility),
             ("retransmission_probability", m.retransmission_probability),
+            (
+                "retransmission_probability_ewma",
+                m.retransmission_probability_ewma,
+            ),
+            (
+                "retransmission_probability_tenths",
+                m.retransmission_probability_tenths,
+            ),
+            ("loss_final", m.loss_final),
+            ("mean_latency_final_ms", m.mean_latency_final_ms),
+            ("utility_final", m.utility_final),
         ] {
             if let Some(v) = v {
                 metrics.insert(name.to_string(), round6(v));
@@ -609,7 +645,7 @@ fn case_runner(experiment: &str) -> Option<CaseRunner> {
     match experiment {
         "art-fig23" => Some(design::fig23_run),
         "art-fig27" => Some(fig27::fig27_run),
-        "rcp-exp4" => Some(rcp_exp4::exp4_run),
+        name if name.starts_with("rcp-exp4") => Some(rcp_exp4::exp4_run),
         _ => None,
     }
 }

@@ -155,6 +155,16 @@ fn every_named_experiment_exists_at_every_scale() {
     }
     assert!(experiment("fig23", Scale::Quick).is_none());
     assert_eq!(Scale::Full.seeds().len(), 3);
+    // The RCP variants are registered too, under their own names.
+    for name in super::rcp::VARIANT_NAMES {
+        let e = experiment(name, Scale::Tiny).expect("defined");
+        assert_eq!(e.name, *name);
+        assert!(!e.cases.is_empty());
+    }
+    let Err(err) = select(&["rcp-fig6".to_string()], Scale::Tiny) else {
+        panic!("rcp-fig6 is not an experiment")
+    };
+    assert!(err.contains("rcp-fig5-dumbbell"), "{err}");
 }
 
 #[test]

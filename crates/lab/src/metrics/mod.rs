@@ -27,9 +27,14 @@ pub mod arrivals;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use apps::messages::{MessageParams, MessageReport};
 use apps::workload::Playback;
+use recovery::rcp::model::Utility;
+use recovery::rcp::policy::SharedArrivalLog;
 use serde::{Deserialize, Serialize};
+use transport::connection::SpaceId;
 use transport::events::{RecoveryOutcome, RecoveryRecord, Subscriber};
+use transport::policy::ItemId;
 use transport::ConnectionStats;
 use wire::time::{Duration, Instant};
 use wire::StreamId;
@@ -123,6 +128,13 @@ struct Shared {
     /// When each timed-out datagram-only item that was retransmitted ended,
     /// with its retransmissions.
     retransmit_times: Vec<(Instant, u32)>,
+    /// Every retransmit-or-drop decision, in the order they were taken.
+    decision_log: Vec<DecisionEvent>,
+    /// Items that carried stream data: their decisions are not RCP's.
+    stream_items: std::collections::BTreeSet<u64>,
+    /// Where the receiver's packet arrivals go for the sender's message
+    /// policy to measure one-way latency (message schemes only).
+    packet_arrivals: Option<SharedArrivalLog>,
 }
 
 /// The sender's decisions on timed-out DATAGRAM-only data, counted from
@@ -145,6 +157,67 @@ impl MessageDecisions {
     }
 }
 
+/// One retransmit-or-drop decision on a timed-out message, when the
+/// policy took it (a replica scheduled, or the item given up).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DecisionEvent {
+    /// When.
+    pub at: Instant,
+    /// The item decided on.
+    pub item: u64,
+    /// Retransmit (true) or drop.
+    pub retransmit: bool,
+}
+
+/// The weight of the decisions' running average (rcp.md §IV-B's 0.01).
+pub const DECISION_EWMA_WEIGHT: f64 = 0.01;
+
+/// The decisions' running average at the end of `log` (1 retransmit, 0
+/// drop; weight [`DECISION_EWMA_WEIGHT`], from 0, in decision order): the
+/// authors' `retranProb` (`_RL_retransUpdate` in their `mcp_v2.py`).
+/// `None` without decisions.
+pub fn decisions_ewma(log: &[DecisionEvent]) -> Option<f64> {
+    (!log.is_empty()).then(|| {
+        log.iter().fold(0.0, |avg, d| {
+            let x = if d.retransmit { 1.0 } else { 0.0 };
+            (1.0 - DECISION_EWMA_WEIGHT) * avg + DECISION_EWMA_WEIGHT * x
+        })
+    })
+}
+
+/// The retransmission probability as the authors' Table IV prints it: the
+/// share of retransmissions among the decisions taken in the even tenths
+/// of the generation period `[start, end)` (the 2nd, 4th, ..., 10th).
+///
+/// Their `SimulationEnvironment2.py` overwrites the running average with
+/// `retrans / (retrans + ignored)` every tenth of the run, the two counts
+/// taken as `count(t) - previous`, where `previous` is the value the same
+/// assignment left a tenth earlier: an alternating sum, which at the last
+/// tenth is the decisions of the even tenths. That overwritten value is
+/// what their `summary_all.py` reads for the table. `None` without any
+/// decision in them.
+pub fn even_tenths_retransmission(
+    log: &[DecisionEvent],
+    start: Instant,
+    end: Instant,
+) -> Option<f64> {
+    let span = end.saturating_duration_since(start).as_nanos();
+    let (mut retx, mut drops) = (0u64, 0u64);
+    for d in log.iter().filter(|d| d.at >= start) {
+        let since = d.at.saturating_duration_since(start);
+        let tenth = since.as_nanos() * 10 / span.max(1);
+        // Tenths 1, 3, ..., 9 counted from 0 are the 2nd, 4th, ..., 10th.
+        if tenth < 10 && tenth % 2 == 1 {
+            if d.retransmit {
+                retx += 1;
+            } else {
+                drops += 1;
+            }
+        }
+    }
+    (retx + drops > 0).then(|| retx as f64 / (retx + drops) as f64)
+}
+
 /// The metric recorder of one run: hands out a subscriber for each end and
 /// keeps what they saw.
 ///
@@ -159,6 +232,14 @@ impl Recorder {
     /// A recorder with nothing recorded yet.
     pub fn new() -> Self {
         Recorder::default()
+    }
+
+    /// Also log the receiver's 1-RTT packet arrivals into `log`, which the
+    /// sender's message policy reads to measure one-way latency
+    /// (`recovery::parse_scheme_measuring`).
+    pub fn with_packet_arrivals(self, log: SharedArrivalLog) -> Self {
+        self.lock().packet_arrivals = Some(log);
+        self
     }
 
     fn lock(&self) -> MutexGuard<'_, Shared> {
@@ -206,6 +287,18 @@ impl Recorder {
         self.lock().retransmit_times.clone()
     }
 
+    /// The retransmit-or-drop decisions on DATAGRAM-only items, in the
+    /// order they were taken.
+    pub fn message_decision_log(&self) -> Vec<DecisionEvent> {
+        let shared = self.lock();
+        shared
+            .decision_log
+            .iter()
+            .filter(|d| !shared.stream_items.contains(&d.item))
+            .copied()
+            .collect()
+    }
+
     /// Arrival segments held now (for memory checks).
     pub fn arrival_segments(&self) -> usize {
         self.lock().arrivals.segments()
@@ -218,6 +311,21 @@ struct SenderSubscriber {
 }
 
 impl Subscriber for SenderSubscriber {
+    fn replica_scheduled(
+        &mut self,
+        now: Instant,
+        item: ItemId,
+        _round: u32,
+        _index: u16,
+        _at: Instant,
+    ) {
+        self.recorder.lock().decision_log.push(DecisionEvent {
+            at: now,
+            item: item.0,
+            retransmit: true,
+        });
+    }
+
     fn recovery_ended(&mut self, now: Instant, record: &RecoveryRecord) {
         let mut shared = self.recorder.lock();
         if record.chunks.is_empty() {
@@ -231,7 +339,14 @@ impl Subscriber for SenderSubscriber {
             } = record.outcome
             {
                 shared.decisions.drop += 1;
+                shared.decision_log.push(DecisionEvent {
+                    at: now,
+                    item: record.item.0,
+                    retransmit: false,
+                });
             }
+        } else {
+            shared.stream_items.insert(record.item.0);
         }
         if let Some(item) = ItemRecord::from_record(record, &shared.arrivals) {
             shared.items.push(item);
@@ -239,7 +354,8 @@ impl Subscriber for SenderSubscriber {
     }
 }
 
-/// Receiver side: first arrival of every stream byte.
+/// Receiver side: first arrival of every stream byte, and of every 1-RTT
+/// packet when the sender measures one-way latency from them.
 struct ReceiverSubscriber {
     recorder: Recorder,
 }
@@ -247,6 +363,47 @@ struct ReceiverSubscriber {
 impl Subscriber for ReceiverSubscriber {
     fn stream_data_received(&mut self, now: Instant, id: StreamId, offset: u64, len: u64) {
         self.recorder.lock().arrivals.record(id.0, offset, len, now);
+    }
+
+    fn packet_received(&mut self, now: Instant, space: SpaceId, pn: u64, _size: usize) {
+        if space != SpaceId::Data {
+            return;
+        }
+        let log = self.recorder.lock().packet_arrivals.clone();
+        if let Some(log) = log {
+            log.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .record(pn, now);
+        }
+    }
+}
+
+/// Delivery and mean latency of the messages arriving in a window.
+struct Window {
+    /// Arrivals in the window over the messages it is measured against.
+    delivery: f64,
+    /// Their mean latency; `None` when none arrived.
+    latency: Option<Duration>,
+}
+
+/// The first arrivals of `r` at instants in `[from, to]`, against
+/// `messages` messages: rcp.md's windows count by arrival time, as the
+/// authors' receiver counts the packets it received in the window's
+/// slots, whenever they were generated.
+fn window(r: &MessageReport, from: Instant, to: Instant, messages: u64) -> Window {
+    let (mut n, mut sum) = (0u64, 0u128);
+    for a in r.arrivals.iter().filter(|a| a.at >= from && a.at <= to) {
+        n += 1;
+        sum += a.latency.as_nanos();
+    }
+    Window {
+        delivery: if messages == 0 {
+            0.0
+        } else {
+            n as f64 / messages as f64
+        },
+        latency: (n > 0)
+            .then(|| Duration::from_nanos(u64::try_from(sum / u128::from(n)).unwrap_or(u64::MAX))),
     }
 }
 
@@ -409,6 +566,28 @@ pub struct RunMetrics {
     /// retransmitted (rcp.md Fig. 6); absent when none timed out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retransmission_probability: Option<f64>,
+    /// messages workload: the running average of those decisions at the
+    /// end of the run (weight 0.01, the authors' `retranProb`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retransmission_probability_ewma: Option<f64>,
+    /// messages workload: the share of retransmissions among the decisions
+    /// of the even tenths of the generation period: what Table IV's
+    /// "Retrans Prob" column holds ([`even_tenths_retransmission`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retransmission_probability_tenths: Option<f64>,
+    /// messages workload: ε over the last 25% of the generation period
+    /// (rcp.md Table IV's "Final"): one minus the messages arriving in it
+    /// over the messages generated in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss_final: Option<f64>,
+    /// messages workload: mean latency of the messages arriving in the
+    /// last 25% of the generation period, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_latency_final_ms: Option<f64>,
+    /// messages workload: the utility of `loss_final` and
+    /// `mean_latency_final_ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub utility_final: Option<f64>,
     /// ECN runs only: packets the receiver reported CE-marked to the
     /// sender (RFC 9000 §13.4), each a congestion signal without a loss.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -499,6 +678,11 @@ impl RunMetrics {
             mean_latency_ms: None,
             utility: None,
             retransmission_probability: None,
+            retransmission_probability_ewma: None,
+            retransmission_probability_tenths: None,
+            loss_final: None,
+            mean_latency_final_ms: None,
+            utility_final: None,
             ecn_ce_reported: None,
         }
     }
@@ -513,21 +697,51 @@ impl RunMetrics {
 
     /// Adds the messages workload's metrics: the receiver's `report`, the
     /// sender's `decisions`, and the utility if the scheme defines one.
+    /// With `schedule` (the sender's start and the workload's parameters)
+    /// the run ends at the sender's close, `drain` after the last period:
+    /// a message arriving later is not delivered (with no drain, the
+    /// authors' end of simulation), and the last 25% of the generation
+    /// period gives the `*_final` figures. Without it (or when the report
+    /// could not list every arrival) every arrival counts and there are no
+    /// final figures.
     pub fn with_messages(
         mut self,
-        report: Option<&apps::messages::MessageReport>,
+        report: Option<&MessageReport>,
         decisions: MessageDecisions,
-        utility: Option<&recovery::rcp::model::Utility>,
+        log: &[DecisionEvent],
+        utility: Option<&Utility>,
+        schedule: Option<(Instant, MessageParams)>,
     ) -> RunMetrics {
         let Some(r) = report else {
             return self;
         };
-        let delivered = r.delivery_ratio();
-        let latency = r.mean_latency();
+        let schedule = schedule.filter(|_| r.arrivals_complete);
+        let (delivered, latency) = match schedule {
+            Some((start, p)) => {
+                let end = p.closes_at(start);
+                let w = window(r, start, end, p.messages);
+                (w.delivery, w.latency)
+            }
+            None => (r.delivery_ratio(), r.mean_latency()),
+        };
         self.delivery_ratio = Some(delivered);
         self.mean_latency_ms = latency.map(ms);
         self.utility = utility.map(|u| u.value(1.0 - delivered, latency.unwrap_or(Duration::ZERO)));
         self.retransmission_probability = decisions.retransmission_probability();
+        self.retransmission_probability_ewma = decisions_ewma(log);
+        if let Some((start, p)) = schedule {
+            self.retransmission_probability_tenths =
+                even_tenths_retransmission(log, start, p.generated_at(start, p.messages));
+            let first = p.messages - p.messages / 4;
+            let from = p.generated_at(start, first);
+            let to = p.generated_at(start, p.messages);
+            let w = window(r, from, to, p.messages - first);
+            self.loss_final = Some(1.0 - w.delivery);
+            self.mean_latency_final_ms = w.latency.map(ms);
+            self.utility_final = w
+                .latency
+                .and_then(|l| utility.map(|u| u.value(1.0 - w.delivery, l)));
+        }
         self
     }
 
@@ -590,7 +804,6 @@ fn ratio(a: u64, b: u64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use transport::policy::ItemId;
     use transport::streams::StreamChunk;
 
     fn d(ms: u64) -> Duration {
@@ -734,5 +947,134 @@ mod tests {
         );
         let back: RunMetrics = serde_json::from_str(&json).expect("parses back");
         assert_eq!(back, m);
+    }
+
+    /// A run of 400 one-ms messages from 10 ms, drain 5 ms (the sender
+    /// closes at 414 ms): messages 0-299 arrive 100 ms after generation,
+    /// the others are lost, except message 349, which arrives 300 ms late,
+    /// after the close.
+    fn message_run() -> (MessageReport, Instant, MessageParams) {
+        let p = MessageParams {
+            messages: 400,
+            size: 100,
+            rate: 1000,
+            drain_ms: 5,
+        };
+        let start = Instant::ZERO + d(10);
+        let mut arrivals: Vec<apps::messages::Arrival> = (0..300)
+            .map(|i| apps::messages::Arrival {
+                at: p.generated_at(start, i) + d(100),
+                latency: d(100),
+            })
+            .collect();
+        // Message 349, 300 ms late: after the close.
+        arrivals.push(apps::messages::Arrival {
+            at: p.generated_at(start, 349) + d(300),
+            latency: d(300),
+        });
+        arrivals.sort_by_key(|a| a.at);
+        let report = MessageReport {
+            generated: 400,
+            delivered: arrivals.len() as u64,
+            latency_sum: arrivals.iter().map(|a| a.latency).sum(),
+            arrivals,
+            arrivals_complete: true,
+            ..MessageReport::default()
+        };
+        (report, start, p)
+    }
+
+    fn metrics_of(
+        report: &MessageReport,
+        schedule: Option<(Instant, MessageParams)>,
+    ) -> RunMetrics {
+        use recovery::rcp::model::Normalisation;
+        let utility = Utility {
+            beta: 0.5,
+            alpha: 2.0,
+            normalisation: Normalisation::Simple { tau_r_max: d(1000) },
+        };
+        let facts = RunFacts {
+            scheme: "arq".into(),
+            seed: 1,
+            cc: "none".into(),
+            files: 1,
+            bytes: 0,
+            started: Instant::ZERO,
+            finished: Instant::ZERO + d(500),
+            per_file: Vec::new(),
+            cpu: None,
+            rpc: false,
+        };
+        RunMetrics::compute(facts, &ConnectionStats::default(), &[]).with_messages(
+            Some(report),
+            MessageDecisions::default(),
+            &[],
+            Some(&utility),
+            schedule,
+        )
+    }
+
+    #[test]
+    fn the_final_window_counts_arrivals_in_the_last_quarter_of_the_slots() {
+        let (report, start, p) = message_run();
+        let m = metrics_of(&report, Some((start, p)));
+        // The run ends at the close (414 ms): messages 0-299 arrived by
+        // then (at 110-409 ms); 349 did not.
+        assert!((m.delivery_ratio.unwrap_or(0.0) - 300.0 / 400.0).abs() < 1e-12);
+        // Last quarter: messages 300-399's slots, [310, 410] ms. Arrivals
+        // in it: messages 200-299 (100 of the 100 generated there), all
+        // 100 ms late: epsilon 0, l 100 ms.
+        assert_eq!(m.loss_final, Some(0.0));
+        assert_eq!(m.mean_latency_final_ms, Some(100.0));
+        // U(0, 100 ms) with the simple normalisation, beta 0.5, alpha 2:
+        // -0.5 x 0 - 0.5 x 0.1^2.
+        let u = m.utility_final.expect("final utility");
+        assert!((u + 0.005).abs() < 1e-12, "{u}");
+        // The whole run's utility uses the whole run's figures.
+        let whole = m.utility.expect("utility");
+        assert!(
+            (whole - (-0.5 * 0.25f64.powi(2) - 0.5 * 0.01)).abs() < 1e-12,
+            "{whole}"
+        );
+        // Without the schedule: every arrival counts, no final figures.
+        let m = metrics_of(&report, None);
+        assert!((m.delivery_ratio.unwrap_or(0.0) - 301.0 / 400.0).abs() < 1e-12);
+        assert_eq!((m.loss_final, m.utility_final), (None, None));
+    }
+
+    #[test]
+    fn the_decisions_running_average_and_the_even_tenths() {
+        let at = |ms| Instant::ZERO + d(ms);
+        let decide = |ms, retransmit| DecisionEvent {
+            at: at(ms),
+            item: ms,
+            retransmit,
+        };
+        assert_eq!(decisions_ewma(&[]), None);
+        let one = decisions_ewma(&[decide(1, true)]).expect("one");
+        assert!((one - 0.01).abs() < 1e-15, "it starts from 0");
+        // Two retransmissions in three decisions; the last ones weigh most.
+        let mut log: Vec<DecisionEvent> = (0..3000).map(|i| decide(i, i % 3 != 0)).collect();
+        let e = decisions_ewma(&log).expect("set");
+        assert!((e - 2.0 / 3.0).abs() < 0.01, "{e}");
+        log.extend((3000..3100).map(|i| decide(i, true)));
+        let e = decisions_ewma(&log).expect("set");
+        assert!(e > 0.85, "the last hundred decisions dominate: {e}");
+        // Even tenths of [0, 100 ms): decisions in [10, 20), [30, 40), ...
+        // count; the others do not.
+        let log = [
+            decide(5, true),
+            decide(15, true),
+            decide(16, false),
+            decide(35, false),
+            decide(55, true),
+            decide(56, true),
+            decide(95, false),
+            decide(105, true),
+        ];
+        let p = even_tenths_retransmission(&log, at(0), at(100)).expect("some");
+        assert!((p - 3.0 / 6.0).abs() < 1e-12, "{p}");
+        assert_eq!(even_tenths_retransmission(&log[..1], at(0), at(100)), None);
     }
 }

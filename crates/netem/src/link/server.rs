@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use wire::time::Instant;
 
+use super::slotted::SlottedServer;
 use super::{DelayLine, Queued, WaitQueue};
 use crate::trace::{Trace, OPPORTUNITY_BYTES};
 
@@ -24,6 +25,8 @@ pub(super) enum Server {
     Constant(ConstantServer),
     /// Mahimahi opportunities.
     Trace(TraceServer),
+    /// Packets per slot after a minimum sojourn.
+    Slotted(SlottedServer),
 }
 
 impl Server {
@@ -50,6 +53,7 @@ impl Server {
                 next_change: 0,
             }),
             super::Capacity::Trace(trace) => Server::Trace(TraceServer::new(Arc::clone(trace))),
+            super::Capacity::Slotted(s) => Server::Slotted(SlottedServer::new(s)),
         }
     }
 
@@ -60,6 +64,7 @@ impl Server {
             Server::Unlimited => {}
             Server::Constant(s) => s.advance(now, queue, line),
             Server::Trace(s) => s.advance(now, queue, line),
+            Server::Slotted(s) => s.advance(now, queue, line),
         }
     }
 
@@ -85,7 +90,7 @@ impl Server {
                 s.start(q, start);
                 Ok(())
             }
-            Server::Constant(_) | Server::Trace(_) => Err(q),
+            Server::Constant(_) | Server::Trace(_) | Server::Slotted(_) => Err(q),
         }
     }
 
@@ -101,6 +106,7 @@ impl Server {
                     s.opportunity_at().map(Instant::from_nanos)
                 }
             }
+            Server::Slotted(s) => s.next_change(queue),
         }
     }
 
@@ -110,6 +116,7 @@ impl Server {
             Server::Unlimited => false,
             Server::Constant(s) => s.in_service.is_some(),
             Server::Trace(s) => s.in_transit.is_some(),
+            Server::Slotted(_) => false,
         }
     }
 }

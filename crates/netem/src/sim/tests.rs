@@ -558,3 +558,53 @@ fn simultaneous_arrivals_keep_send_order() {
         .collect();
     assert_eq!(seqs, (0..100).rev().collect::<Vec<_>>());
 }
+
+#[test]
+fn the_authors_channel_with_instant_acks_returns_at_the_arrival_instant() {
+    // RCP's Table I channel (slot rate, sojourn, no propagation delay) one
+    // way, the instant direction back: an echo reaches the pinger the
+    // instant its ping left the channel, so the round trip is the one-way
+    // delay (what the authors' simulator, whose ACKs arrive in the slot
+    // the data did, shows its senders).
+    let mut spec = crate::LinkSpec {
+        slot_rate: Some(3),
+        sojourn: 100.0,
+        rtt: 0.0,
+        loss: Some(0.0),
+        queue: Some(300),
+        ..crate::LinkSpec::default()
+    };
+    spec.down.instant = true;
+    let (up_cfg, down_cfg) = spec.configs().expect("valid spec");
+    let (a, b) = (addr(1, 1000), addr(2, 443));
+    let mut sim = Simulator::new();
+    let pinger = sim.add_node(a, Pinger::new(a, b, Duration::from_millis(10), 5));
+    let echo = sim.add_node(
+        b,
+        Echo {
+            echo: true,
+            ..Echo::default()
+        },
+    );
+    let up = sim.add_link(up_cfg, 1);
+    let down = sim.add_link(down_cfg, 2);
+    sim.route(a, b, &[up]).expect("valid route");
+    sim.route(b, a, &[down]).expect("valid route");
+    assert_eq!(
+        sim.run_until(Instant::from_millis(5_000)),
+        RunOutcome::Finished
+    );
+    let p = sim.node::<Pinger>(pinger).expect("pinger");
+    let e = sim.node::<Echo>(echo).expect("echo");
+    assert_eq!(p.log.len(), 5);
+    for (i, &(pong_at, seq)) in p.log.iter().enumerate() {
+        let sent = p.sent_at[seq as usize];
+        // Sent on a slot boundary, so it joins the next slot: 1 + 100.
+        assert_eq!(
+            pong_at.saturating_duration_since(sent),
+            Duration::from_millis(101),
+            "ping {seq}"
+        );
+        assert_eq!(e.log[i].0, pong_at, "the echo left the instant it arrived");
+    }
+}

@@ -7,25 +7,30 @@
 //! the transport's seam. This module parses the schemes' names:
 //!
 //! `rcp`, `udp`, `arq` take options after a colon, comma separated:
-//! `alpha=A` (default 2), `beta=B` (default 0.5), `norm=simple|tuned`
+//! `alpha=A` (default 2), `beta=B` (default 0.5), `norm=simple|tuned|asrun`
 //! (default simple), for `simple` `tau_max=MS` (default 1000), for `tuned`
-//! `eps_udp=P,eps_arq=P,l_udp=MS,l_arq=MS` (all four required: eqs.
-//! 11-12 need UDP's and ARQ's measured loss and latency on the same
-//! network), `initial_rto=MS` (default 30, Table V's 30 slots) and
-//! `slot=MS` (default 1). `tcp` takes none. `udp` and `arq` never use the
-//! utility to decide; they take it so that every run reports the same
-//! `utility` metric.
+//! (eqs. 11-12 as printed) and `asrun` (the authors' `calcUtility`, which
+//! Tables IV and VI were computed with: [`model::Normalisation`])
+//! `eps_udp=P,eps_arq=P,l_udp=MS,l_arq=MS` (all four required: they need
+//! UDP's and ARQ's measured loss and latency on the same network),
+//! `initial_rto=MS` (default 30, Table V's 30 slots), `slot=MS` (default
+//! 1), `rto=rfc6298|eq9` (default rfc6298: how eq. 9 updates the
+//! deviation, [`model::RtoRule`]) and `align=slot` (retransmissions leave
+//! at slot boundaries, as the authors' slotted senders act; default: at
+//! their timeout). `tcp` takes none. `udp` and `arq` never
+//! use the utility to decide; they take it so that every run reports the
+//! same `utility` metric.
 
 pub mod model;
 pub mod policy;
 
 use wire::time::Duration;
 
-use self::model::{Normalisation, Utility};
-use self::policy::{table3_dqn, MessageConfig, Rule};
+use self::model::{Normalisation, RtoRule, Utility};
+use self::policy::{table3_dqn, LatencySource, MessageConfig, Rule};
 
 /// The form of the options, for errors and `--help`.
-pub const FORM: &str = "rcp|udp|arq[:alpha=A,beta=B,norm=simple,tau_max=MS | norm=tuned,eps_udp=P,eps_arq=P,l_udp=MS,l_arq=MS,initial_rto=MS,slot=MS], or tcp";
+pub const FORM: &str = "rcp|udp|arq[:alpha=A,beta=B,norm=simple,tau_max=MS | norm=tuned|asrun,eps_udp=P,eps_arq=P,l_udp=MS,l_arq=MS,initial_rto=MS,slot=MS,rto=rfc6298|eq9,align=slot|none], or tcp";
 
 /// Default utility exponent (rcp.md §V-B's α = 2).
 pub const DEFAULT_ALPHA: f64 = 2.0;
@@ -64,6 +69,8 @@ fn config(name: &str, rule: Rule, param: Option<&str>) -> Result<MessageConfig, 
     let (mut eps_udp, mut eps_arq, mut l_udp, mut l_arq) = (None, None, None, None);
     let mut initial_rto = DEFAULT_INITIAL_RTO;
     let mut slot = DEFAULT_SLOT;
+    let mut rto = RtoRule::default();
+    let mut align = false;
     if let Some(p) = param {
         if rule == Rule::Reliable {
             return Err("tcp takes no options".into());
@@ -92,7 +99,8 @@ fn config(name: &str, rule: Rule, param: Option<&str>) -> Result<MessageConfig, 
                     norm = match v {
                         "simple" => "simple",
                         "tuned" => "tuned",
-                        _ => return Err(format!("norm = '{v}' is not simple or tuned")),
+                        "asrun" => "asrun",
+                        _ => return Err(format!("norm = '{v}' is not simple, tuned or asrun")),
                     }
                 }
                 "tau_max" => tau_max = Some(ms()?),
@@ -102,26 +110,52 @@ fn config(name: &str, rule: Rule, param: Option<&str>) -> Result<MessageConfig, 
                 "l_arq" => l_arq = Some(ms()?),
                 "initial_rto" => initial_rto = ms()?,
                 "slot" => slot = ms()?,
+                "align" => {
+                    align = match v {
+                        "slot" => true,
+                        "none" => false,
+                        _ => return Err(format!("align = '{v}' is not slot or none")),
+                    }
+                }
+                "rto" => {
+                    rto = match v {
+                        "rfc6298" => RtoRule::Rfc6298,
+                        "eq9" => RtoRule::Printed,
+                        _ => return Err(format!("rto = '{v}' is not rfc6298 or eq9")),
+                    }
+                }
                 _ => return Err(format!("unknown option '{k}'")),
             }
         }
     }
-    let normalisation = if norm == "tuned" {
+    let normalisation = if norm == "tuned" || norm == "asrun" {
         if tau_max.is_some() {
             return Err("tau_max belongs to norm=simple".into());
         }
         match (eps_udp, eps_arq, l_udp, l_arq) {
-            (Some(eps_udp), Some(eps_arq), Some(l_udp), Some(l_arq)) => Normalisation::Tuned {
+            (Some(eps_udp), Some(eps_arq), Some(l_udp), Some(l_arq)) if norm == "tuned" => {
+                Normalisation::Tuned {
+                    eps_udp,
+                    eps_arq,
+                    l_udp,
+                    l_arq,
+                }
+            }
+            (Some(eps_udp), Some(eps_arq), Some(l_udp), Some(l_arq)) => Normalisation::AsRun {
                 eps_udp,
                 eps_arq,
                 l_udp,
                 l_arq,
             },
-            _ => return Err("norm=tuned needs eps_udp, eps_arq, l_udp and l_arq".into()),
+            _ => {
+                return Err(format!(
+                    "norm={norm} needs eps_udp, eps_arq, l_udp and l_arq"
+                ))
+            }
         }
     } else {
         if eps_udp.or(eps_arq).is_some() || l_udp.or(l_arq).is_some() {
-            return Err("eps_udp, eps_arq, l_udp, l_arq belong to norm=tuned".into());
+            return Err("eps_udp, eps_arq, l_udp, l_arq belong to norm=tuned or norm=asrun".into());
         }
         Normalisation::Simple {
             tau_r_max: tau_max.unwrap_or(DEFAULT_TAU_MAX),
@@ -142,6 +176,9 @@ fn config(name: &str, rule: Rule, param: Option<&str>) -> Result<MessageConfig, 
         utility,
         initial_rto,
         slot,
+        rto,
+        align_to_slot: align,
+        latency: LatencySource::Estimated,
         dqn: table3_dqn(),
     })
 }

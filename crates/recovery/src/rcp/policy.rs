@@ -17,13 +17,26 @@
 //! timer expires, with no timer of RCP's inside the transport.
 //!
 //! **Rewards** (eqs. 4-5): a retransmitted message that is acknowledged
-//! earns `U(0, l)` with `l` its one-way latency, estimated at the sender as
-//! the delivering copy's send time minus the generation time plus half
-//! that copy's RTT sample (the sender cannot see the receiver's clock); a
-//! dropped one earns `U(ε̂, l̂)` at once. A retransmission that times out
-//! again earns nothing and leads to the next decision's state (eq. 6).
+//! earns `U(0, l)` with `l` its one-way latency, from its generation to the
+//! arrival of the copy that got through; a dropped one earns `U(ε̂, l̂)` at
+//! once. A retransmission that times out again earns nothing and leads to
+//! the next decision's state (eq. 6).
+//!
+//! **Where `l` comes from** ([`LatencySource`]). In the simulator both ends
+//! share one clock, so the arrival of every packet at the receiver is
+//! known: the simulator logs it ([`ArrivalLog`]) and the policy reads the
+//! delivering copy's arrival when its acknowledgement comes back, so `l`
+//! (and `l̂`, which the state and eq. 5 use) is measured, as the authors'
+//! simulator measures it (its acknowledgements reach the sender in the
+//! slot the data arrived, so its sender's `now - generation` is the exact
+//! one-way delay). Over a real network the sender cannot see the
+//! receiver's clock and `l` is estimated: the delivering copy's send time
+//! minus the generation time plus half that copy's RTT sample. The
+//! estimate is 50 slots short on the authors' channel, whose return path
+//! is instant (RTT = one-way delay), and exact only on a symmetric path.
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 
 use learn::{Activation, Dqn, DqnConfig, Epsilon, OptimizerKind, Transition};
 use rand::{RngCore, SeedableRng};
@@ -34,7 +47,7 @@ use transport::policy::{
 };
 use wire::time::{Duration, Instant};
 
-use super::model::{state, Estimates, RcpRto, Utility};
+use super::model::{state, Estimates, RcpRto, RtoRule, Utility};
 use crate::steer::{self, DecisionPoint, SharedDesk};
 
 /// Decisions awaiting their reward that one connection keeps at most; the
@@ -43,7 +56,19 @@ use crate::steer::{self, DecisionPoint, SharedDesk};
 /// original).
 pub const MAX_PENDING: usize = 65_536;
 
-/// Table III and Fig. 3: the Double DQN RCP trains.
+/// Table III and Fig. 3: the learner RCP trains.
+///
+/// The paper names a "Double Q-learning Network" and describes an
+/// evaluation and a target network; the authors' code (`RL_Brain.py`)
+/// trains a plain two-network DQN: the target is `r + γ max_a
+/// Q_target(s', a)`, and every transition bootstraps, a delivered or
+/// dropped message's included (there are no terminal states). artq trains
+/// a Double DQN (the online network picks the next action, the target
+/// network values it: van Hasselt's correction of max's overestimation,
+/// which the paper's name asks for) and ends a message's episode when it
+/// is delivered or dropped: its reward is then final, and bootstrapping
+/// from a state the message never reaches again would add a value that
+/// belongs to other messages (docs/recovery.md, "RCP").
 pub fn table3_dqn() -> DqnConfig {
     DqnConfig {
         state_dim: 5,
@@ -99,6 +124,90 @@ impl Rule {
     }
 }
 
+/// Most packet arrivals an [`ArrivalLog`] holds; beyond it the lowest
+/// packet numbers (whose acknowledgements were lost or never came) go.
+pub const MAX_LOGGED_ARRIVALS: usize = 65_536;
+
+/// When the receiver got each of the sender's 1-RTT packets (by packet
+/// number), written by whoever can see both ends on one clock (the
+/// simulator: `lab` records the receiver's `packet_received` events) and
+/// read by the sender's message policy when the packet is acknowledged.
+///
+/// Exists so that the simulator measures a message's one-way latency
+/// instead of estimating it from RTT/2 ([`LatencySource`]). Bounded: it
+/// keeps the first arrival of at most [`MAX_LOGGED_ARRIVALS`] packets,
+/// each removed when read.
+#[derive(Debug, Default)]
+pub struct ArrivalLog {
+    arrived: BTreeMap<u64, Instant>,
+}
+
+impl ArrivalLog {
+    /// Packet `pn` reached the receiver at `at` (a duplicate keeps the
+    /// first arrival).
+    pub fn record(&mut self, pn: u64, at: Instant) {
+        self.arrived.entry(pn).or_insert(at);
+        while self.arrived.len() > MAX_LOGGED_ARRIVALS {
+            self.arrived.pop_first();
+        }
+    }
+
+    /// When packet `pn` reached the receiver, if logged; forgets it.
+    pub fn take(&mut self, pn: u64) -> Option<Instant> {
+        self.arrived.remove(&pn)
+    }
+
+    /// Arrivals held now.
+    pub fn len(&self) -> usize {
+        self.arrived.len()
+    }
+
+    /// Whether none is held.
+    pub fn is_empty(&self) -> bool {
+        self.arrived.is_empty()
+    }
+}
+
+/// An [`ArrivalLog`] shared by its writer (the receiver's side) and its
+/// reader (the sender's policy).
+pub type SharedArrivalLog = Arc<Mutex<ArrivalLog>>;
+
+/// Where a message scheme takes a delivered message's one-way latency `l`
+/// from (the module doc says why there are two).
+#[derive(Clone, Debug, Default)]
+pub enum LatencySource {
+    /// From the sender's clock alone: the delivering copy's send time
+    /// minus the generation time, plus half that copy's RTT sample. What a
+    /// real network allows.
+    #[default]
+    Estimated,
+    /// Measured: the delivering copy's arrival at the receiver, read from
+    /// the log, minus the generation time (the estimate only for a packet
+    /// the log does not hold). What the simulator does.
+    Measured(SharedArrivalLog),
+}
+
+impl LatencySource {
+    /// `measured` or `estimated`, as the policy reports it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            LatencySource::Estimated => "estimated",
+            LatencySource::Measured(_) => "measured",
+        }
+    }
+}
+
+impl PartialEq for LatencySource {
+    /// Two measured sources are equal when they read the same log.
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (LatencySource::Estimated, LatencySource::Estimated) => true,
+            (LatencySource::Measured(a), LatencySource::Measured(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+}
+
 /// Everything that defines a message scheme.
 #[derive(Clone, Debug, PartialEq)]
 pub struct MessageConfig {
@@ -113,6 +222,17 @@ pub struct MessageConfig {
     pub initial_rto: Duration,
     /// The slot of eq. 10's `max(1, 4 V)`.
     pub slot: Duration,
+    /// How eq. 9 updates the timer's deviation.
+    pub rto: RtoRule,
+    /// Retransmissions leave at the first slot boundary at or after their
+    /// time (`align=slot`): the authors' senders act once per slot, at its
+    /// start, and send a slot's retransmissions before its new message. On
+    /// a slotted link (`netem::Capacity::Slotted`) a packet sent on a
+    /// boundary joins the next slot ahead of the message the sender hands
+    /// over later in it, so the two reach the buffer in the authors' order.
+    pub align_to_slot: bool,
+    /// Where a delivered message's latency comes from.
+    pub latency: LatencySource,
     /// The learner (`rcp` only).
     pub dqn: DqnConfig,
 }
@@ -211,7 +331,7 @@ pub struct MessagePolicy {
 impl MessagePolicy {
     /// A fresh policy.
     pub fn new(config: MessageConfig) -> Self {
-        let rto = RcpRto::new(config.initial_rto, config.slot);
+        let rto = RcpRto::with_rule(config.rto, config.initial_rto, config.slot);
         Self {
             config,
             steer: None,
@@ -383,8 +503,15 @@ impl RecoveryPolicy for MessagePolicy {
                 last_sent,
             },
         );
+        let mut send_at = (last_sent + self.rto.rto()).max(now);
+        if self.config.align_to_slot {
+            let slot = u64::try_from(self.config.slot.as_nanos())
+                .unwrap_or(u64::MAX)
+                .max(1);
+            send_at = Instant::from_nanos(send_at.as_nanos().div_ceil(slot).saturating_mul(slot));
+        }
         Decision::Retransmit {
-            send_at: vec![(last_sent + self.rto.rto()).max(now)],
+            send_at: vec![send_at],
             opportunistic: false,
         }
     }
@@ -403,7 +530,14 @@ impl RecoveryPolicy for MessagePolicy {
     fn on_packet_acked(&mut self, cx: &mut PolicyContext<'_>, fate: &PacketFate) {
         let rtt = cx.now.saturating_duration_since(fate.time_sent);
         self.rto.on_sample(rtt);
-        let one_way = rtt / 2;
+        let arrived = match &self.config.latency {
+            LatencySource::Estimated => None,
+            LatencySource::Measured(log) => log
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take(fate.pn),
+        };
+        let one_way = arrived.map_or(rtt / 2, |at| at.saturating_duration_since(fate.time_sent));
         match fate.replica.and_then(|r| self.pending.remove(&r.item)) {
             Some(p) => {
                 let latency = fate.time_sent.saturating_duration_since(p.first_sent) + one_way;
@@ -424,6 +558,13 @@ impl RecoveryPolicy for MessagePolicy {
 
     fn report_state(&self, out: &mut PolicyState) {
         out.set("rto_ms", self.rto.rto().as_secs_f64() * 1e3);
+        out.set(
+            "latency_measured",
+            f64::from(u8::from(matches!(
+                self.config.latency,
+                LatencySource::Measured(_)
+            ))),
+        );
         out.set("loss_estimate", self.estimates.loss.value());
         out.set("link_loss_estimate", self.estimates.link_loss.value());
         out.set(

@@ -247,3 +247,105 @@ fn rcp_prefers_retransmitting_when_only_delivery_counts() {
     let late = p.counts().retransmit - before.retransmit;
     assert!(late >= 190, "only {late} of the last 200 retransmitted");
 }
+
+/// The policy's latency estimate l̂ after one retransmitted message,
+/// first sent at 0 ms, whose replica (pn 9) left at 200 ms, reached the
+/// receiver at 290 ms (if `log` has it) and was acknowledged at 400 ms.
+fn latency_after_one_delivery(p: &mut MessagePolicy) -> f64 {
+    let mut rng = ChaCha8Rng::seed_from_u64(1);
+    let d = lose(p, at(100), &lost(0, 0, 1, DataKind::Datagram), &mut rng);
+    assert!(matches!(d, Decision::Retransmit { .. }), "{d:?}");
+    with_context(at(200), &PathView::default(), &mut rng, |cx| {
+        p.on_packet_sent(
+            cx,
+            &SentView {
+                pn: 9,
+                size: 150,
+                replica: Some(ReplicaRef {
+                    item: ItemId(0),
+                    round: 1,
+                    index: 0,
+                }),
+                carries_new_data: false,
+            },
+        )
+    });
+    ack(p, at(400), &fate(9, 200, Some((0, 1))), &mut rng);
+    let mut state = transport::policy::PolicyState::default();
+    p.report_state(&mut state);
+    state
+        .fields()
+        .iter()
+        .find(|(k, _)| *k == "latency_estimate_ms")
+        .map(|&(_, v)| v)
+        .expect("reported")
+}
+
+#[test]
+fn the_simulator_measures_one_way_latency_and_a_real_network_estimates_it() {
+    // Estimated: 200 ms until the replica left, plus half its 200-ms RTT.
+    let mut estimated = policy("arq");
+    assert!((latency_after_one_delivery(&mut estimated) - 300.0).abs() < 1e-6);
+    // Measured: the replica's arrival at the receiver, logged at 290 ms
+    // (a return path of 110 ms: RTT/2 would be 10 ms off).
+    let log = policy::SharedArrivalLog::default();
+    log.lock().expect("log").record(9, at(290));
+    let mut config = parse("arq").expect("message scheme").expect("valid");
+    config.latency = policy::LatencySource::Measured(log.clone());
+    let mut measured = MessagePolicy::new(config);
+    assert!((latency_after_one_delivery(&mut measured) - 290.0).abs() < 1e-6);
+    assert!(
+        log.lock().expect("log").is_empty(),
+        "read once, then forgotten"
+    );
+    // A packet the log never saw falls back to the estimate.
+    let mut config = parse("arq").expect("message scheme").expect("valid");
+    config.latency = policy::LatencySource::Measured(policy::SharedArrivalLog::default());
+    let mut unlogged = MessagePolicy::new(config);
+    assert!((latency_after_one_delivery(&mut unlogged) - 300.0).abs() < 1e-6);
+}
+
+#[test]
+fn the_arrival_log_keeps_first_arrivals_and_stays_bounded() {
+    let mut log = policy::ArrivalLog::default();
+    log.record(1, at(5));
+    log.record(1, at(9));
+    assert_eq!(log.take(1), Some(at(5)));
+    assert_eq!(log.take(1), None);
+    for pn in 0..(policy::MAX_LOGGED_ARRIVALS as u64 + 10) {
+        log.record(pn, at(pn));
+    }
+    assert_eq!(log.len(), policy::MAX_LOGGED_ARRIVALS);
+    assert_eq!(log.take(0), None, "the oldest went first");
+}
+
+#[test]
+fn asrun_and_eq9_options_parse() {
+    let c = parse("rcp:norm=asrun,eps_udp=0.405,eps_arq=0.034,l_udp=101,l_arq=611,rto=eq9")
+        .expect("message scheme")
+        .expect("valid");
+    assert!(matches!(
+        c.utility.normalisation,
+        Normalisation::AsRun { l_udp, .. } if l_udp == ms(101)
+    ));
+    assert_eq!(c.rto, model::RtoRule::Printed);
+    assert!(!c.align_to_slot);
+    // Aligned: the copy waits for the next slot boundary.
+    let mut rng = ChaCha8Rng::seed_from_u64(1);
+    let mut p = policy("arq:align=slot,slot=10");
+    let d = lose(&mut p, at(20), &lost(0, 3, 1, DataKind::Datagram), &mut rng);
+    // First sent at 3 ms, initial timeout 30 ms: due at 33, leaves at 40.
+    assert_eq!(d, Decision::single(at(40)));
+    assert_eq!(
+        parse("arq").expect("message scheme").expect("valid").rto,
+        model::RtoRule::Rfc6298
+    );
+    for bad in [
+        "rcp:norm=asrun",
+        "rcp:rto=fast",
+        "rcp:align=tick",
+        "rcp:norm=asrun,eps_udp=0.4,eps_arq=0.03,l_udp=1000,l_arq=100",
+    ] {
+        assert!(parse(bad).expect("message scheme").is_err(), "{bad}");
+    }
+}
