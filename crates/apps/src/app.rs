@@ -156,12 +156,15 @@ impl Host {
 
     /// Lets the application react: accepts new connections, dispatches
     /// every pending connection event to the observer and the application,
-    /// then drives the application.
+    /// then drives the application. Events are read from the connections
+    /// the endpoint names as news ([`Endpoint::take_news`]), so a turn
+    /// costs what the connections that acted cost, not one visit per
+    /// connection held.
     pub fn drive(&mut self, now: Instant) {
         while let Some(h) = self.endpoint.accept() {
             self.introduce(now, h);
         }
-        for h in self.endpoint.handles() {
+        for h in self.endpoint.take_news() {
             while let Some(conn) = self.endpoint.connection_mut(h) {
                 let Some(event) = conn.poll_event() else {
                     break;
@@ -173,6 +176,7 @@ impl Host {
             }
         }
         self.app.drive(now, &mut self.endpoint);
+        self.endpoint.settle_news();
     }
 
     /// The next datagram to send, written into `buf`.

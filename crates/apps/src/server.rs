@@ -24,7 +24,7 @@
 //! `allow`), 431 for an oversized header section. hq-interop carries no
 //! status: its session resets refused streams instead.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use transport::streams::StreamEvent;
 use transport::{Connection, ConnectionHandle, Endpoint, Event};
@@ -90,6 +90,8 @@ struct Exchange {
     /// left over); empty, with no capacity, most of the time.
     leftover: Vec<u8>,
     /// The body has nothing now; retry at this time (or on the next turn).
+    /// `None` after a turn: the stream is full, and its `Writable` event
+    /// brings the exchange back.
     waiting: Option<Option<Instant>>,
 }
 
@@ -173,6 +175,9 @@ struct ServerConn {
     unacked: BTreeMap<StreamId, LogEntry>,
     connected: bool,
     lost: bool,
+    /// The earliest time one of its exchanges waits for, as filed in
+    /// [`HttpServer::timers`].
+    timer: Option<Instant>,
 }
 
 impl ServerConn {
@@ -197,6 +202,17 @@ pub struct ServerCounters {
     pub aborted: u64,
 }
 
+/// How much work the server's turns did: what shows that a turn costs the
+/// connections that acted, not one visit per connection held (tests and
+/// benchmarks read it).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ServerWork {
+    /// Turns ([`App::drive`] calls).
+    pub turns: u64,
+    /// Connections visited by those turns, all together.
+    pub visits: u64,
+}
+
 /// The request/response server application.
 pub struct HttpServer {
     content: Box<dyn Content>,
@@ -212,6 +228,16 @@ pub struct HttpServer {
     order: Vec<ConnectionHandle>,
     /// Connections accepted so far.
     accepted: u64,
+    /// Connections to visit on the next turn: those that had events (a
+    /// request, room to write, their end) since the last one.
+    woken: BTreeSet<ConnectionHandle>,
+    /// Connections with an exchange that is retried every turn (an origin
+    /// response not there yet, a request body being forwarded).
+    polling: BTreeSet<ConnectionHandle>,
+    /// (time, connection) of each connection whose exchanges wait for a
+    /// time (a paced body).
+    timers: BTreeSet<(Instant, ConnectionHandle)>,
+    work: ServerWork,
     shutting_down: bool,
     counters: ServerCounters,
     /// Told of every finished request, when there is an access log.
@@ -229,6 +255,10 @@ impl HttpServer {
             conns: BTreeMap::new(),
             order: Vec::new(),
             accepted: 0,
+            woken: BTreeSet::new(),
+            polling: BTreeSet::new(),
+            timers: BTreeSet::new(),
+            work: ServerWork::default(),
             shutting_down: false,
             counters: ServerCounters::default(),
             request_log: None,
@@ -306,6 +336,11 @@ impl HttpServer {
         self.edge.as_mut()
     }
 
+    /// How much work its turns did.
+    pub fn work(&self) -> ServerWork {
+        self.work
+    }
+
     /// What has been answered so far.
     pub fn counters(&self) -> ServerCounters {
         self.counters
@@ -318,7 +353,12 @@ impl HttpServer {
 
     /// Forgets connection `h`, closing the edge views of its exchanges.
     fn forget(&mut self, now: Instant, h: ConnectionHandle) {
+        self.order.retain(|&o| o != h);
+        self.polling.remove(&h);
         if let Some(sc) = self.conns.remove(&h) {
+            if let Some(at) = sc.timer {
+                self.timers.remove(&(at, h));
+            }
             for (_, e) in sc.unacked {
                 Self::log_end(&mut self.request_log, h, None, Some(e), now, true);
             }
@@ -540,7 +580,10 @@ impl HttpServer {
                         log.status = status;
                     }
                     match sent {
-                        EdgeHead::Pending => Err(Pumped::Later),
+                        EdgeHead::Pending => {
+                            ex.waiting = Some(None);
+                            Err(Pumped::Later)
+                        }
                         EdgeHead::Finished => Err(Pumped::Done),
                         EdgeHead::Failed => Err(Pumped::Aborted),
                         EdgeHead::Body => Ok(BodyRef::Edge(edge, *view)),
@@ -588,6 +631,42 @@ impl HttpServer {
                 self.counters.aborted += 1;
             }
         }
+        self.schedule(h);
+    }
+
+    /// Files connection `h` for the turns its exchanges wait for: every
+    /// turn ([`HttpServer::polling`]), a time ([`HttpServer::timers`]), or
+    /// neither (their streams' `Writable` events bring them back).
+    fn schedule(&mut self, h: ConnectionHandle) {
+        let Some(sc) = self.conns.get_mut(&h) else {
+            return;
+        };
+        let mut every_turn = false;
+        let mut at: Option<Instant> = None;
+        for ex in sc.exchanges.values() {
+            if matches!(ex.source, Source::Edge { uploading: true, .. }) {
+                every_turn = true;
+            }
+            match ex.waiting {
+                Some(None) => every_turn = true,
+                Some(Some(t)) => at = Some(at.map_or(t, |a| a.min(t))),
+                None => {}
+            }
+        }
+        if every_turn {
+            self.polling.insert(h);
+        } else {
+            self.polling.remove(&h);
+        }
+        if sc.timer != at {
+            if let Some(old) = sc.timer {
+                self.timers.remove(&(old, h));
+            }
+            if let Some(new) = at {
+                self.timers.insert((new, h));
+            }
+            sc.timer = at;
+        }
     }
 }
 
@@ -629,6 +708,8 @@ fn pump_one(
             return Pumped::Aborted;
         };
         if room == 0 {
+            // Nothing written, so nothing fell short: ask for the event.
+            conn.streams().notify_writable(id);
             return Pumped::Later;
         }
         if scratch.len() < CHUNK {
@@ -636,7 +717,10 @@ fn pump_one(
         }
         match body.read(now, scratch) {
             // A body that gives nothing without waiting is retried next turn.
-            Ok(BodyChunk::Data(0)) => return Pumped::Later,
+            Ok(BodyChunk::Data(0)) => {
+                *waiting = Some(None);
+                return Pumped::Later;
+            }
             Ok(BodyChunk::Data(n)) => {
                 let data = scratch.get(..n).unwrap_or_default();
                 match session.send_body(conn, id, data) {
@@ -842,6 +926,7 @@ fn answer(
 impl App for HttpServer {
     fn on_connection(&mut self, _now: Instant, h: ConnectionHandle, _conn: &mut Connection) {
         self.order.push(h);
+        self.woken.insert(h);
         self.accepted += 1;
         self.conns.insert(
             h,
@@ -851,6 +936,7 @@ impl App for HttpServer {
                 unacked: BTreeMap::new(),
                 connected: false,
                 lost: false,
+                timer: None,
             },
         );
     }
@@ -865,6 +951,7 @@ impl App for HttpServer {
         let Some(sc) = self.conns.get_mut(&h) else {
             return;
         };
+        self.woken.insert(h);
         match event {
             Event::Connected => {
                 sc.connected = true;
@@ -909,10 +996,26 @@ impl App for HttpServer {
         if let Some(edge) = self.edge.as_mut() {
             edge.drive(now);
         }
-        self.order
-            .retain(|&h| endpoint.connection(h).is_some_and(|c| !c.is_closed()));
-        let handles: Vec<ConnectionHandle> = self.conns.keys().copied().collect();
-        for h in handles {
+        // The connections that may have work: woken by events, retried
+        // every turn, whose time came, or all while shutting down.
+        let mut visit = core::mem::take(&mut self.woken);
+        visit.extend(self.polling.iter().copied());
+        while let Some(&(at, h)) = self.timers.first() {
+            if at > now {
+                break;
+            }
+            self.timers.pop_first();
+            if let Some(sc) = self.conns.get_mut(&h) {
+                sc.timer = None;
+            }
+            visit.insert(h);
+        }
+        if self.shutting_down {
+            visit.extend(self.conns.keys().copied());
+        }
+        self.work.turns += 1;
+        self.work.visits += visit.len() as u64;
+        for h in visit {
             let Some(conn) = endpoint.connection_mut(h) else {
                 self.forget(now, h);
                 continue;
@@ -942,13 +1045,9 @@ impl App for HttpServer {
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        let bodies = self
-            .conns
-            .values()
-            .flat_map(|sc| sc.exchanges.values())
-            .filter_map(|ex| ex.waiting.flatten());
+        let bodies = self.timers.first().map(|&(at, _)| at);
         let edge = self.edge.as_ref().and_then(Edge::poll_timeout);
-        bodies.chain(edge).min()
+        bodies.into_iter().chain(edge).min()
     }
 
     fn origin_io(&mut self) -> Option<&mut OriginIo> {

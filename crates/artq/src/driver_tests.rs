@@ -434,3 +434,82 @@ fn video_workloads_play_through_both_drivers() {
         }
     }
 }
+
+/// A client of many connections that does nothing with them.
+struct IdleCrowd;
+
+impl App for IdleCrowd {
+    fn on_connection(&mut self, _: Instant, _: ConnectionHandle, _: &mut Connection) {}
+    fn on_event(&mut self, _: Instant, _: ConnectionHandle, _: &mut Connection, _: &Event) {}
+    fn drive(&mut self, _: Instant, _: &mut Endpoint) {}
+    fn is_finished(&self, _: &Endpoint) -> bool {
+        true
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+/// A server holding 200 idle connections and one busy one pays, per turn,
+/// for the busy one: the application reads events only from connections
+/// that acted and pumps only responses that can move (it visited every
+/// connection on every turn before).
+#[test]
+fn an_idle_crowd_costs_the_server_nothing_per_turn() {
+    const IDLE: usize = 200;
+    const CROWD: SocketAddr =
+        SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 50001);
+    let protocol = Protocol::H3;
+    let (server_cfg, client_cfg) = configs(protocol);
+    let spec = LinkSpec {
+        bw: Some(20.0),
+        rtt: 20.0,
+        loss: Some(0.01),
+        ..LinkSpec::default()
+    };
+    let mut sim = Simulator::new();
+    for (i, client) in [CLIENT, CROWD].into_iter().enumerate() {
+        let (up, down) = spec.configs().expect("valid link");
+        let up = sim.add_link(up, 10 + 2 * i as u64);
+        let down = sim.add_link(down, 11 + 2 * i as u64);
+        sim.route(client, SERVER, &[up]).expect("route");
+        sim.route(SERVER, client, &[down]).expect("route");
+    }
+    let workload = Workload::files(2, 2_000_000);
+    let server_host = Host::new(
+        Endpoint::new(EndpointConfig::server(3, server_cfg)),
+        workload.server_app(CONTENT_SEED),
+    );
+    let mut crowd = Host::new(Endpoint::new(EndpointConfig::client(5)), Box::new(IdleCrowd));
+    for _ in 0..IDLE {
+        crowd
+            .connect(Instant::ZERO, &client_cfg, SERVER)
+            .expect("connect");
+    }
+    let sink = Collect::default();
+    let mut client = Host::new(
+        Endpoint::new(EndpointConfig::client(4)),
+        files_client(protocol, 2, sink.clone()),
+    );
+    client
+        .connect(Instant::ZERO, &client_cfg, SERVER)
+        .expect("connect");
+    let server = sim.add_node(SERVER, QuicNode::new(SERVER, server_host));
+    sim.add_node(CROWD, QuicNode::new(CROWD, crowd));
+    sim.add_node(CLIENT, QuicNode::new(CLIENT, client));
+    let _ = sim.run_until(Instant::ZERO + Duration::from_secs(20));
+    assert_eq!(*sink.0.borrow(), generated(2, 2_000_000), "the download");
+    let host = sim.node::<QuicNode>(server).expect("server node").host();
+    assert!(host.endpoint().len() >= IDLE, "the crowd is still there");
+    let work = host
+        .app::<apps::server::HttpServer>()
+        .expect("the HTTP server")
+        .work();
+    let per_turn = work.visits as f64 / work.turns as f64;
+    assert!(work.turns > 1000, "{work:?}");
+    assert!(
+        per_turn < 3.0,
+        "{per_turn:.1} connections visited per turn of {} held ({work:?})",
+        IDLE + 1
+    );
+}

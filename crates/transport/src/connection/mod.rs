@@ -718,7 +718,7 @@ impl Connection {
 
     /// Whether events are waiting for [`Connection::poll_event`].
     pub fn has_events(&self) -> bool {
-        !self.events.is_empty()
+        !self.events.is_empty() || self.streams.has_events()
     }
 
     /// The next routing change for the endpoint.

@@ -48,6 +48,15 @@
 //!   order, the connections whose deadline passed and those the
 //!   application borrowed since the last call (their endpoint events).
 //!
+//! - **News.** [`Endpoint::take_news`] names the connections whose events
+//!   the application may not have read: one that ran an input (a datagram,
+//!   a timer), a new one, one that queued events while it sent, and one the
+//!   application borrowed. The application reads events from those alone
+//!   and, once it is done with the endpoint for this turn, calls
+//!   [`Endpoint::settle_news`], which keeps only the borrowed connections
+//!   whose borrowing queued events (so a connection the application writes
+//!   to each turn is not read again for nothing).
+//!
 //! Why skipping a connection changes nothing: a connection that answered
 //! `None` and was not touched since answers `None` again, with the same
 //! state, until one of its timers passes (its pacer's tokens, replicas and
@@ -241,6 +250,9 @@ pub struct Endpoint {
     /// expired timer: borrowed by the application or new, so they may hold
     /// endpoint events not processed yet.
     unsettled: BTreeSet<usize>,
+    /// Connections whose events the application may not have read yet
+    /// (module doc: news).
+    news: BTreeSet<usize>,
     /// Connections polled by the last `poll_transmit` and visited by the
     /// last `handle_timeout` (the unit tests' proof of the module doc).
     #[cfg(test)]
@@ -298,6 +310,7 @@ impl Endpoint {
             deadlines: BTreeSet::new(),
             lent: BTreeSet::new(),
             unsettled: BTreeSet::new(),
+            news: BTreeSet::new(),
             #[cfg(test)]
             work: WorkCounts::default(),
             unvalidated: UnvalidatedSet::default(),
@@ -338,7 +351,26 @@ impl Endpoint {
         self.ready.insert(h.0);
         self.lent.insert(h.0);
         self.unsettled.insert(h.0);
+        self.news.insert(h.0);
         Some(&mut *slot.conn)
+    }
+
+    /// The connections whose events the application may not have read
+    /// since the last call, in handle order (module doc: news). An
+    /// application that reads events from these alone, then calls
+    /// [`Endpoint::settle_news`] after its turn, reads every event.
+    pub fn take_news(&mut self) -> Vec<ConnectionHandle> {
+        let news = core::mem::take(&mut self.news);
+        news.into_iter().map(ConnectionHandle).collect()
+    }
+
+    /// Ends the application's turn: of the connections borrowed since
+    /// [`Endpoint::take_news`], keeps as news only those holding events
+    /// (what the application did to them queued some).
+    pub fn settle_news(&mut self) {
+        let connections = &self.connections;
+        self.news
+            .retain(|i| connections.get(i).is_some_and(|s| s.conn.has_events()));
     }
 
     /// Server: present `tls` (a renewed certificate, say) to connections
@@ -411,6 +443,7 @@ impl Endpoint {
         // New: it has its first flight to send, endpoint events, a timer.
         self.ready.insert(h.0);
         self.unsettled.insert(h.0);
+        self.news.insert(h.0);
         self.refresh_deadline(h.0);
         h
     }
@@ -445,6 +478,7 @@ impl Endpoint {
     pub(super) fn touched(&mut self, i: usize) {
         if self.connections.contains_key(&i) {
             self.ready.insert(i);
+            self.news.insert(i);
         }
         self.refresh_deadline(i);
     }
@@ -765,6 +799,7 @@ impl Endpoint {
             self.ready.remove(&i);
             self.lent.remove(&i);
             self.unsettled.remove(&i);
+            self.news.remove(&i);
             self.incoming.retain(|v| v.0 != i);
         }
     }
@@ -838,6 +873,9 @@ impl Endpoint {
             self.work.polled += 1;
         }
         let t = slot.conn.poll_transmit(now, buf);
+        if slot.conn.has_events() {
+            self.news.insert(idx);
+        }
         self.process_endpoint_events(ConnectionHandle(idx));
         self.refresh_deadline(idx);
         if t.is_none() {
@@ -915,6 +953,7 @@ impl Endpoint {
                 slot.conn.handle_timeout(now);
                 // Even a timer with nothing else to do (pacing) lets it send.
                 self.ready.insert(i);
+                self.news.insert(i);
             }
             let h = ConnectionHandle(i);
             self.process_endpoint_events(h);

@@ -148,3 +148,44 @@ fn a_borrowed_connection_s_new_deadline_is_seen_before_it_is_settled() {
     assert_eq!(ep.poll_timeout(), scanned);
     assert_ne!(ep.poll_timeout(), Some(before));
 }
+
+#[test]
+fn only_connections_that_acted_are_news_for_the_application() {
+    let (mut ep, _) = idle_endpoint(IDLE);
+    let mut buf = Vec::new();
+    // The thousand new connections were news once; nothing happened since.
+    assert_eq!(ep.take_news().len(), IDLE);
+    assert!(ep.take_news().is_empty());
+
+    // Timers fire for a few: those, and no other, are news.
+    let later = ep.poll_timeout().expect("timers") + Duration::from_micros(450);
+    let expired = due(&ep, later);
+    ep.handle_timeout(later);
+    let news = ep.take_news();
+    assert_eq!(news.len(), expired);
+    while ep.poll_transmit(later, &mut buf).is_some() {}
+
+    // The application borrows one to write nothing (no event queued): the
+    // turn's settlement forgets it.
+    let h = ConnectionHandle(7);
+    ep.connection_mut(h).expect("connection");
+    assert_eq!(ep.take_news(), vec![h], "a borrowed connection is news");
+    ep.connection_mut(h).expect("connection");
+    ep.settle_news();
+    assert!(ep.take_news().is_empty(), "borrowed, nothing queued: settled");
+}
+
+#[test]
+fn a_connection_with_unread_events_stays_news_after_the_turn() {
+    let (mut ep, _) = idle_endpoint(3);
+    let _ = ep.take_news();
+    let h = ConnectionHandle(1);
+    // Asking for Writable on a stream that cannot be written (none was
+    // opened) queues the event at once.
+    let conn = ep.connection_mut(h).expect("connection");
+    let id = wire::StreamId::new(wire::Side::Client, wire::Dir::Bi, 0);
+    conn.streams().notify_writable(id);
+    assert!(conn.has_events());
+    ep.settle_news();
+    assert_eq!(ep.take_news(), vec![h], "its event is still unread");
+}

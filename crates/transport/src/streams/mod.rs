@@ -394,6 +394,20 @@ impl Streams {
         self.events.pop_front()
     }
 
+    /// Whether events wait for [`Streams::poll_event`].
+    pub fn has_events(&self) -> bool {
+        !self.events.is_empty()
+    }
+
+    /// Asks for a `Writable` event on `id` once it has room (at once if it
+    /// has some now): for an application that found
+    /// [`Streams::write_room`] at 0 and wrote nothing, so that it need not
+    /// try again until then.
+    pub fn notify_writable(&mut self, id: StreamId) {
+        self.blocked_writers.insert(id);
+        self.wake_writers();
+    }
+
     /// Unacknowledged bytes buffered on a stream's sending half.
     pub fn send_buffered(&self, id: StreamId) -> Option<u64> {
         self.streams
