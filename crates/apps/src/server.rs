@@ -644,7 +644,13 @@ impl HttpServer {
         let mut every_turn = false;
         let mut at: Option<Instant> = None;
         for ex in sc.exchanges.values() {
-            if matches!(ex.source, Source::Edge { uploading: true, .. }) {
+            if matches!(
+                ex.source,
+                Source::Edge {
+                    uploading: true,
+                    ..
+                }
+            ) {
                 every_turn = true;
             }
             match ex.waiting {

@@ -27,12 +27,10 @@ impl Connection {
         s.largest_acked = Some(s.largest_acked.map_or(ack.largest, |l| l.max(ack.largest)));
         let mut newly: Vec<(u64, SentPacket)> = Vec::new();
         for r in &ack.ranges {
-            let pns: Vec<u64> = s.sent.range(r.clone()).map(|(pn, _)| *pn).collect();
-            for pn in pns {
-                if let Some(p) = s.sent.remove(&pn) {
-                    s.acked.insert_one(pn);
-                    newly.push((pn, p));
-                }
+            let from = newly.len();
+            s.sent.remove_range(r.clone(), &mut newly);
+            for (pn, _) in newly.get(from..).unwrap_or_default() {
+                s.acked.insert_one(*pn);
             }
         }
         if space == SpaceId::Data {
@@ -73,7 +71,7 @@ impl Connection {
         // Acknowledgements below the oldest packet in flight can no longer
         // sit between two lost packets (persistent congestion's contiguity).
         let s = self.space_mut(space);
-        let floor = s.sent.keys().next().copied().unwrap_or(s.next_pn);
+        let floor = s.sent.first_pn().unwrap_or(s.next_pn);
         s.acked.remove_below(floor);
         let sample = self.rate.take_sample(now, self.rtt.min());
         self.cc.on_end_acks(

@@ -51,7 +51,7 @@ impl Connection {
             return;
         };
         let d = loss::detect_lost(
-            s.sent.iter().map(|(&pn, p)| (pn, p.time_sent)),
+            s.sent.iter().map(|(pn, p)| (pn, p.time_sent)),
             largest_acked,
             now,
             loss_delay,
@@ -63,7 +63,7 @@ impl Connection {
         let packets: Vec<(u64, SentPacket)> = d
             .lost
             .into_iter()
-            .filter_map(|pn| s.sent.remove(&pn).map(|p| (pn, p)))
+            .filter_map(|pn| s.sent.remove(pn).map(|p| (pn, p)))
             .collect();
         self.on_packets_lost(now, space, packets);
     }

@@ -172,7 +172,10 @@ fn only_connections_that_acted_are_news_for_the_application() {
     assert_eq!(ep.take_news(), vec![h], "a borrowed connection is news");
     ep.connection_mut(h).expect("connection");
     ep.settle_news();
-    assert!(ep.take_news().is_empty(), "borrowed, nothing queued: settled");
+    assert!(
+        ep.take_news().is_empty(),
+        "borrowed, nothing queued: settled"
+    );
 }
 
 #[test]

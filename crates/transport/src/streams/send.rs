@@ -436,13 +436,12 @@ impl SendStream {
         if end > self.unsent || (chunk.fin && !self.fin_fits(end)) {
             return false;
         }
-        let Some((a, b)) = self.buf.slices(chunk.offset..end) else {
+        let range = chunk.offset..end;
+        if !self.buf.contains(&range) {
             return false;
-        };
+        }
         write_stream_header(out, chunk.id, chunk.offset, chunk.len as usize, chunk.fin);
-        out.extend_from_slice(a);
-        out.extend_from_slice(b);
-        true
+        self.buf.append_to(range, out)
     }
 }
 
