@@ -336,6 +336,11 @@ impl HttpServer {
         self.edge.as_mut()
     }
 
+    /// Connections accepted so far.
+    pub fn accepted(&self) -> u64 {
+        self.accepted
+    }
+
     /// How much work its turns did.
     pub fn work(&self) -> ServerWork {
         self.work

@@ -193,12 +193,19 @@ pub fn run(opts: ServeOptions) -> Result<()> {
             inboxes.push(inbox);
             receivers.push(rx);
         }
+        let loads = WorkerLink::loads(threads);
+        // The workers' endpoints issue IDs of the default length.
+        let cid_len = transport::DEFAULT_LOCAL_CID_LEN;
         for (i, (d, rx)) in drivers.iter_mut().zip(receivers).enumerate() {
-            // The workers' endpoints issue IDs of the default length.
-            let cid_len = transport::DEFAULT_LOCAL_CID_LEN;
             let owner =
                 Box::new(move |data: &[u8]| transport::datagram_owner(data, cid_len, threads));
-            d.link(WorkerLink::new(i, owner, inboxes.clone(), rx));
+            let link = WorkerLink::new(i, owner, inboxes.clone(), rx, Arc::clone(&loads), cid_len);
+            d.link(link);
+        }
+        if let Err(e) = drivers[0].steer_by_connection_id(threads) {
+            tracing::warn!(
+                "the kernel does not steer datagrams by connection ID ({e}); workers pass them on"
+            );
         }
     }
     let keys = static_keys(&opts.seed, opts.host_key.as_deref())?;
@@ -630,6 +637,8 @@ impl Worker {
                 .map(Edge::counters),
             forwarded: driver.worker_link().map_or(0, |l| l.forwarded),
             forward_dropped: driver.worker_link().map_or(0, |l| l.forward_dropped),
+            accepted: vec![host.app::<HttpServer>().map_or(0, HttpServer::accepted)],
+            placed_elsewhere: driver.worker_link().map_or(0, |l| l.placed_elsewhere),
         })
     }
 }
@@ -641,6 +650,11 @@ struct WorkerSummary {
     edge: Option<EdgeCounters>,
     forwarded: u64,
     forward_dropped: u64,
+    /// Connections each worker accepted, in worker order.
+    accepted: Vec<u64>,
+    /// New connections placed on another worker than the one that got
+    /// their first Initial.
+    placed_elsewhere: u64,
 }
 
 impl WorkerSummary {
@@ -655,6 +669,8 @@ impl WorkerSummary {
         };
         self.forwarded += o.forwarded;
         self.forward_dropped += o.forward_dropped;
+        self.accepted.extend_from_slice(&o.accepted);
+        self.placed_elsewhere += o.placed_elsewhere;
         self
     }
 
@@ -692,6 +708,15 @@ impl WorkerSummary {
             self.forwarded,
             self.forward_dropped,
         );
+        if self.accepted.len() > 1 {
+            let by_worker: Vec<String> = self.accepted.iter().map(u64::to_string).collect();
+            eprintln!(
+                "artq serve: connections accepted by worker: {}; {} placed on another worker \
+                 than the one that got their first Initial",
+                by_worker.join(", "),
+                self.placed_elsewhere,
+            );
+        }
     }
 }
 

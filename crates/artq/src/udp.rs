@@ -25,9 +25,10 @@
 //! out of the socket bound to its [`transport::Transmit::source`] (the
 //! first socket when that is `None` or not one of ours).
 
+use std::collections::HashMap;
 use std::io::{self, IoSliceMut};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::sync::Arc;
 use std::time::{Duration as StdDuration, Instant as StdInstant};
@@ -86,12 +87,28 @@ pub struct WorkerInbox {
     waker: Arc<mio::Waker>,
 }
 
+/// Most client-chosen connection IDs a worker remembers having placed on
+/// another worker ([`WorkerLink`]); the oldest are forgotten first.
+const MAX_PLACED: usize = 4096;
+
+/// How long a placement is remembered: the client's Initials and 0-RTT
+/// packets that carry its first ID come within its handshake.
+const PLACED_FOR: StdDuration = StdDuration::from_secs(10);
+
 /// What ties a worker's driver to the others of one server
-/// (`artq serve --threads`): which worker owns a datagram, and the way to
-/// every worker's queue. The kernel spreads datagrams over the workers'
-/// `SO_REUSEPORT` sockets by a hash of their addresses, which a NAT
-/// rebinding or a migration changes; the connection IDs say which worker
-/// holds the connection, and a datagram that reached another is passed on.
+/// (`artq serve --threads`): which worker owns a datagram, where a new
+/// connection goes, and the way to every worker's queue.
+///
+/// - A datagram whose connection ID names a worker goes to that worker.
+///   The kernel hands it there directly when the sockets steer by
+///   connection ID ([`Driver::steer_by_connection_id`]); otherwise (a NAT
+///   rebinding or a migration changes the address hash the kernel spreads
+///   by) the worker that got it passes it on.
+/// - A client's first Initial names no worker: the worker that got it
+///   places the connection on the worker with the fewest connections
+///   (itself on a tie), so that a few heavy connections do not share a
+///   core while others idle, and remembers the placement for the client's
+///   later Initial and 0-RTT packets, which carry the same ID.
 pub struct WorkerLink {
     /// This worker's index.
     pub me: usize,
@@ -108,16 +125,30 @@ pub struct WorkerLink {
     pub forwarded: u64,
     /// Datagrams dropped because the owner's queue was full.
     pub forward_dropped: u64,
+    /// Connections held by each worker, as each last published them
+    /// (shared by the workers of one server).
+    loads: Arc<Vec<AtomicUsize>>,
+    /// Length of the workers' connection IDs.
+    cid_len: usize,
+    /// Client-chosen IDs (with the client's address) of connections this
+    /// worker placed on another, and when.
+    placed: HashMap<(SocketAddr, wire::cid::ConnectionId), (usize, StdInstant)>,
+    /// New connections this worker placed on another.
+    pub placed_elsewhere: u64,
 }
 
 impl WorkerLink {
     /// A link for worker `me`, given every worker's inbox and its own
     /// receiving end.
+    /// `loads` is shared by the links of all the workers (one entry per
+    /// worker); `cid_len` is the length of their connection IDs.
     pub fn new(
         me: usize,
         owner: OwnerOf,
         peers: Vec<WorkerInbox>,
         inbox: Receiver<Forwarded>,
+        loads: Arc<Vec<AtomicUsize>>,
+        cid_len: usize,
     ) -> Self {
         let n = peers.len();
         WorkerLink {
@@ -128,19 +159,85 @@ impl WorkerLink {
             to_wake: vec![false; n],
             forwarded: 0,
             forward_dropped: 0,
+            loads,
+            cid_len,
+            placed: HashMap::new(),
+            placed_elsewhere: 0,
         }
     }
 
-    /// Pass `data` to its owner if that is another worker; false when it
-    /// is this worker's to handle.
+    /// Shared connection counts of a server's `workers`, for [`WorkerLink::new`].
+    pub fn loads(workers: usize) -> Arc<Vec<AtomicUsize>> {
+        Arc::new((0..workers).map(|_| AtomicUsize::new(0)).collect())
+    }
+
+    /// Publishes how many connections this worker holds.
+    fn publish_load(&self, connections: usize) {
+        if let Some(l) = self.loads.get(self.me) {
+            l.store(connections, Ordering::Relaxed);
+        }
+    }
+
+    /// The worker `data` belongs to, when it is another: the one its
+    /// connection ID names, or, for a client opening a connection, the one
+    /// it was placed on (now, if this is its first Initial).
+    fn destination(&mut self, remote: SocketAddr, data: &[u8], host: &Host) -> Option<usize> {
+        if let Some(w) = (self.owner)(data) {
+            return Some(w);
+        }
+        let (dcid, initial) = transport::opening_cid(data, self.cid_len)?;
+        let now = StdInstant::now();
+        if let Some(&(w, at)) = self.placed.get(&(remote, dcid)) {
+            if now.duration_since(at) < PLACED_FOR {
+                return Some(w);
+            }
+            self.placed.remove(&(remote, dcid));
+        }
+        if !initial || host.endpoint().knows(remote, &dcid) {
+            return None;
+        }
+        // The fewest connections, this worker on a tie; counted at once so
+        // that a burst of new clients spreads before the counts are
+        // published again.
+        let load = |w: usize| {
+            self.loads
+                .get(w)
+                .map_or(usize::MAX, |l| l.load(Ordering::Relaxed))
+        };
+        let mut best = self.me;
+        for w in 0..self.peers.len() {
+            if load(w) < load(best) {
+                best = w;
+            }
+        }
+        if let Some(l) = self.loads.get(best) {
+            l.fetch_add(1, Ordering::Relaxed);
+        }
+        if best != self.me {
+            if self.placed.len() >= MAX_PLACED {
+                self.placed
+                    .retain(|_, &mut (_, at)| now.duration_since(at) < PLACED_FOR);
+                if self.placed.len() >= MAX_PLACED {
+                    self.placed.clear();
+                }
+            }
+            self.placed.insert((remote, dcid), (best, now));
+            self.placed_elsewhere += 1;
+        }
+        Some(best)
+    }
+
+    /// Pass `data` to the worker it belongs to if that is another; false
+    /// when it is this worker's to handle.
     fn pass_on(
         &mut self,
         local: SocketAddr,
         remote: SocketAddr,
         ecn: Option<Ecn>,
         data: &[u8],
+        host: &Host,
     ) -> bool {
-        let Some(w) = (self.owner)(data) else {
+        let Some(w) = self.destination(remote, data, host) else {
             return false;
         };
         if w == self.me || w >= self.peers.len() {
@@ -342,6 +439,31 @@ impl Driver {
         }
     }
 
+    /// Has the kernel deliver each datagram of the listening port to the
+    /// worker its connection ID names, among the `workers` sockets bound
+    /// on it with `SO_REUSEPORT` (in worker order; call after all are
+    /// bound). A classic BPF program on the group (`SO_ATTACH_REUSEPORT_CBPF`)
+    /// picks the socket from the first byte of the destination connection
+    /// ID, whose remainder modulo `workers` is the worker for our IDs
+    /// ([`transport::datagram_owner`]); a client's first packets, which
+    /// carry an ID of its own choosing, go to a worker that ID picks,
+    /// always the same one for one connection attempt. Without it the
+    /// kernel spreads datagrams by a hash of the addresses, and packets
+    /// that reach the wrong worker (every packet of a connection placed
+    /// on another worker, or moved by a NAT rebinding) are passed on.
+    /// Linux only; elsewhere, or if the kernel refuses, an error.
+    pub fn steer_by_connection_id(&self, workers: usize) -> io::Result<()> {
+        let workers = u32::try_from(workers).unwrap_or(u32::MAX);
+        if !(2..=256).contains(&workers) {
+            return Ok(());
+        }
+        let socket = self
+            .sockets
+            .first()
+            .ok_or_else(|| io::Error::other("no socket"))?;
+        steer_group(&socket.socket, workers)
+    }
+
     /// Make this driver one worker of several ([`WorkerLink`]).
     pub fn link(&mut self, link: WorkerLink) {
         self.link = Some(link);
@@ -508,6 +630,7 @@ impl Driver {
                 let to = several.then_some(f.local);
                 host.handle_datagram(now, to, f.remote, f.ecn, &mut f.data);
             }
+            link.publish_load(host.endpoint().len());
         }
         Ok(())
     }
@@ -536,7 +659,7 @@ impl Driver {
                         let end = (start + stride).min(len);
                         let ecn = m.ecn.map(netem::ecn_from_udp);
                         if let Some(link) = &mut self.link {
-                            if link.pass_on(local, m.addr, ecn, &self.recv_buf[start..end]) {
+                            if link.pass_on(local, m.addr, ecn, &self.recv_buf[start..end], host) {
                                 start = end;
                                 continue;
                             }
@@ -661,6 +784,68 @@ impl Driver {
             .and_then(|a| self.sockets.iter().position(|s| s.addr == a))
             .unwrap_or(0)
     }
+}
+
+/// Attaches to `socket`'s `SO_REUSEPORT` group the program of
+/// [`Driver::steer_by_connection_id`]. For UDP the program sees the
+/// datagram from its payload on; a load past its end ends the program
+/// with 0 (the first worker), and a result past the group's size makes
+/// the kernel fall back to its hash.
+#[cfg(target_os = "linux")]
+fn steer_group(socket: &UdpSocket, workers: u32) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let op = |code: u32, jt: u8, jf: u8, k: u32| libc::sock_filter {
+        code: code as u16,
+        jt,
+        jf,
+        k,
+    };
+    let (ld_b_abs, jset_k, ja, mod_k, ret_a) = (
+        libc::BPF_LD | libc::BPF_B | libc::BPF_ABS,
+        libc::BPF_JMP | libc::BPF_JSET | libc::BPF_K,
+        libc::BPF_JMP | libc::BPF_JA,
+        libc::BPF_ALU | libc::BPF_MOD | libc::BPF_K,
+        libc::BPF_RET | libc::BPF_A,
+    );
+    let program = [
+        // A = first byte; the header form bit says long or short.
+        op(ld_b_abs, 0, 0, 0),
+        op(jset_k, 0, 2, 0x80),
+        // Long header: flags, 4 version bytes, the ID's length, the ID.
+        op(ld_b_abs, 0, 0, 6),
+        op(ja, 0, 0, 1),
+        // Short header: the ID right after the first byte.
+        op(ld_b_abs, 0, 0, 1),
+        op(mod_k, 0, 0, workers),
+        op(ret_a, 0, 0, 0),
+    ];
+    let prog = libc::sock_fprog {
+        len: program.len() as u16,
+        filter: program.as_ptr().cast_mut(),
+    };
+    // SAFETY: setsockopt reads `size_of::<sock_fprog>()` bytes from a live
+    // local sock_fprog whose `filter` points at `program`, alive until the
+    // call returns (the kernel copies the program); the descriptor is our
+    // open socket.
+    let rc = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_ATTACH_REUSEPORT_CBPF,
+            (&prog as *const libc::sock_fprog).cast(),
+            std::mem::size_of::<libc::sock_fprog>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn steer_group(_socket: &UdpSocket, _workers: u32) -> io::Result<()> {
+    Err(io::Error::new(io::ErrorKind::Unsupported, "Linux only"))
 }
 
 /// A non-blocking UDP socket bound to `addr` with large buffers,

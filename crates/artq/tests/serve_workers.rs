@@ -10,7 +10,10 @@
 //! - `--config FILE.toml` behaves as the same flags;
 //! - `/metrics` parses with Prometheus's own Python parser and counts the
 //!   losses and replicas of a download through a lossy link;
-//! - the access log has one line per request with the documented fields.
+//! - the access log has one line per request with the documented fields;
+//! - new connections are placed on the least busy worker, and the kernel
+//!   then delivers their datagrams to it directly (steering by connection
+//!   ID).
 //!
 //! Needs the interop venv (`ARTQ_PYTHON` or `.venv`, with aioquic and
 //! prometheus_client) and quic-go's HTTP/3 client (`ARTQ_H3_CLIENT`), as
@@ -702,5 +705,71 @@ fn a_restarted_server_with_the_same_host_key_resets_old_connections() {
         start.elapsed() < Duration::from_secs(5),
         "{:?}",
         start.elapsed()
+    );
+}
+
+/// Four clients, one after another, against four workers: each connection
+/// goes to a worker of its own (placed on the least busy one, whichever
+/// socket the kernel handed its first Initial to; the kernel's address
+/// hash alone puts four clients on four workers one time in ten), and
+/// after its first Initial the kernel delivers its datagrams to that
+/// worker directly, so only the placed connections' first packets pass
+/// between workers.
+#[test]
+fn new_connections_spread_over_the_workers_and_reach_them_directly() {
+    let scratch = Scratch::new();
+    let file = scratch.served_file("file", 300_000, 5);
+    let (mut server, addr) = serve_on(&scratch, "127.0.0.1:0", &["--threads", "4"], "artq-serve");
+    let rt = common::runtime();
+    let mut conns = Vec::new();
+    for i in 0..4 {
+        let out = scratch.out(&format!("quinn-{i}"));
+        let conn = rt
+            .block_on(async {
+                let endpoint = common::quinn_hq::client_endpoint()?;
+                let conn = endpoint.connect(addr, "localhost")?.await?;
+                let mut body = Vec::new();
+                common::quinn_hq::fetch_on(&conn, "/file", &mut body).await?;
+                std::fs::write(&out, &body)?;
+                Ok::<_, common::quinn_hq::BoxError>((endpoint, conn))
+            })
+            .unwrap_or_else(|e| panic!("client {i}: {e}: {}", server.describe()));
+        common::compare_files(&file, &out).unwrap_or_else(|e| panic!("client {i}: {e}"));
+        conns.push(conn);
+        // The workers publish their counts after each turn.
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Command::new("kill")
+        .args(["-INT", &server.id().to_string()])
+        .status()
+        .expect("kill -INT");
+    let start = Instant::now();
+    while server.try_status().is_none() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "{}",
+            server.describe()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    drop(conns);
+    let tail = server.stderr_tail();
+    let by_worker = tail
+        .split("connections accepted by worker: ")
+        .nth(1)
+        .and_then(|r| r.split(';').next())
+        .unwrap_or_else(|| panic!("no per-worker line: {tail}"));
+    assert_eq!(by_worker, "1, 1, 1, 1", "{tail}");
+    let passed: u64 = tail
+        .split(" datagrams passed between workers")
+        .next()
+        .and_then(|r| r.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count of datagrams passed: {tail}"));
+    // At most the few first packets of the three connections placed
+    // elsewhere; every datagram of theirs without steering.
+    assert!(
+        passed <= 12,
+        "{passed} datagrams passed between workers: {tail}"
     );
 }

@@ -165,6 +165,29 @@ pub fn datagram_owner(datagram: &[u8], local_cid_len: usize, workers: usize) -> 
     dcid.first().map(|&b| usize::from(b) % workers)
 }
 
+/// The connection ID a client chose for a connection it is opening: the
+/// destination ID of `datagram`'s first packet when that is an Initial
+/// (`Some((dcid, true))`) or a 0-RTT packet (`Some((dcid, false))`), the
+/// packets that name a connection before the server has given it IDs of
+/// its own. A multi-worker driver places a new connection on a worker of
+/// its choice with it, and sends the client's later Initial and 0-RTT
+/// packets, which carry the same ID, after the first.
+pub fn opening_cid(datagram: &[u8], local_cid_len: usize) -> Option<(ConnectionId, bool)> {
+    match packet::decode_protected(datagram, local_cid_len).ok()? {
+        ProtectedHeader::Long {
+            ty: LongType::Initial,
+            dst_cid,
+            ..
+        } => Some((dst_cid, true)),
+        ProtectedHeader::Long {
+            ty: LongType::ZeroRtt,
+            dst_cid,
+            ..
+        } => Some((dst_cid, false)),
+        _ => None,
+    }
+}
+
 /// Whether `a` and `b` are equal, in time that does not depend on where
 /// they differ (RFC 9000 §10.3.1: comparing reset tokens must not leak
 /// them).

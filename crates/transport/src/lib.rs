@@ -47,7 +47,7 @@ pub mod streams;
 #[cfg(feature = "test-hooks")]
 pub mod test_pair;
 
-pub use cid_issuer::{datagram_owner, CidIssuer};
+pub use cid_issuer::{datagram_owner, opening_cid, CidIssuer};
 pub use config::{
     AdmissionConfig, CidWorkers, ClientConfig, EndpointConfig, InvalidWorkers, PreferredAddresses,
     RetryMode, ServerConfig, StaticKeys, TransportConfig, DEFAULT_LOCAL_CID_LEN,

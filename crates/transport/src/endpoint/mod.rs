@@ -373,6 +373,14 @@ impl Endpoint {
             .retain(|i| connections.get(i).is_some_and(|s| s.conn.has_events()));
     }
 
+    /// Whether a connection here goes by `dcid` for packets from `remote`:
+    /// one of our IDs, or the ID a client chose for a connection this
+    /// endpoint accepted (what a multi-worker driver asks before placing a
+    /// new connection elsewhere).
+    pub fn knows(&self, remote: SocketAddr, dcid: &ConnectionId) -> bool {
+        self.routes.contains_key(dcid) || self.initial_routes.contains_key(&(remote, *dcid))
+    }
+
     /// Server: present `tls` (a renewed certificate, say) to connections
     /// accepted from now on; existing connections keep the configuration
     /// they started with. No effect on a client endpoint.
