@@ -196,8 +196,10 @@ pub fn run(opts: GetOptions) -> Result<GetReport> {
         "0.0.0.0:0".parse()?
     };
     let mut sink: Option<Box<dyn Write>> = Some(match &opts.output {
+        // As large as the body reads (files::CHUNK): a full read goes to
+        // the file without a copy into the buffer, short ones are gathered.
         Some(p) => Box::new(BufWriter::with_capacity(
-            1 << 20,
+            apps::files::CHUNK,
             File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
         )),
         None => Box::new(BufWriter::new(io::stdout())),
