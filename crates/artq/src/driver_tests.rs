@@ -480,7 +480,10 @@ fn an_idle_crowd_costs_the_server_nothing_per_turn() {
         Endpoint::new(EndpointConfig::server(3, server_cfg)),
         workload.server_app(CONTENT_SEED),
     );
-    let mut crowd = Host::new(Endpoint::new(EndpointConfig::client(5)), Box::new(IdleCrowd));
+    let mut crowd = Host::new(
+        Endpoint::new(EndpointConfig::client(5)),
+        Box::new(IdleCrowd),
+    );
     for _ in 0..IDLE {
         crowd
             .connect(Instant::ZERO, &client_cfg, SERVER)

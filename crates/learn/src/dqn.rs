@@ -361,6 +361,24 @@ impl Dqn {
         Ok(note_of(&bytes))
     }
 
+    /// Replace both networks by a copy of `other`'s online network (of the
+    /// same layer sizes), as [`Dqn::load`] does from a file: the replay
+    /// memory and optimizer state start afresh. For a trained network used
+    /// by several independent runs, each from the same weights.
+    pub fn copy_weights(&mut self, other: &Dqn) -> Result<(), LearnError> {
+        if other.config.sizes() != self.config.sizes() {
+            return Err(LearnError::Config(format!(
+                "cannot copy a {:?} network into a {:?} one",
+                other.config.sizes(),
+                self.config.sizes()
+            )));
+        }
+        self.online.copy_from(&other.online)?;
+        self.target.copy_from(&self.online)?;
+        self.optimizer = make_optimizer(&self.config, &self.online)?;
+        Ok(())
+    }
+
     fn check_state(&self, state: &[f32]) -> Result<(), LearnError> {
         if state.len() != self.config.state_dim {
             return Err(LearnError::Config(format!(

@@ -415,8 +415,11 @@ impl ModelNote {
     }
 }
 
+/// One experience `(s1, a, r, s2, done)`, as the learner stores it.
+pub type Experience = Transition;
+
 /// Where a collecting adapter puts its experiences (see the module docs).
-pub type ExperienceSink = Arc<Mutex<Vec<Transition>>>;
+pub type ExperienceSink = Arc<Mutex<Vec<Experience>>>;
 
 /// The learner an ART-DQN factory's connections share.
 #[derive(Debug)]
@@ -465,6 +468,28 @@ impl Learner {
             dqn,
             config: *config,
             r_max,
+            rng,
+            experiences: 0,
+            learn_steps: 0,
+            last_loss: f64::NAN,
+        })
+    }
+
+    /// A learner with this one's network, as [`Learner::load`] would make
+    /// it from this learner's model file (exploring at the floor, empty
+    /// replay memory, no counts), for `config` (whose network must have the
+    /// same shape). Lets one trained network start several independent
+    /// runs without a file.
+    pub fn trained_copy(&self, config: &DqnAdapterConfig) -> Result<Learner, LearnError> {
+        let mut cfg = config.dqn(self.r_max);
+        cfg.epsilon.start = cfg.epsilon.floor;
+        let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
+        let mut dqn = Dqn::new(cfg, &mut rng)?;
+        dqn.copy_weights(&self.dqn)?;
+        Ok(Learner {
+            dqn,
+            config: *config,
+            r_max: self.r_max,
             rng,
             experiences: 0,
             learn_steps: 0,
@@ -1351,6 +1376,13 @@ mod tests {
             trained.dqn().q_values(&s).unwrap()
         );
         assert_eq!(loaded.dqn().epsilon(), 0.01);
+        // A copy in memory is what loading the file gives.
+        let copy = trained.trained_copy(&config).unwrap();
+        assert_eq!(
+            copy.dqn().q_values(&s).unwrap(),
+            loaded.dqn().q_values(&s).unwrap()
+        );
+        assert_eq!(copy.dqn().epsilon(), 0.01);
         let e = Learner::load(&config, 6, &path).unwrap_err().to_string();
         assert!(
             e.contains("art-dqn.safetensors") && e.contains("1..=4"),

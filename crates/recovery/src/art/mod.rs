@@ -44,7 +44,8 @@ use wire::time::Instant;
 
 pub use adapter::{RedundancyAdapter, ReplicaWindow, StartLevels};
 pub use dqn::{
-    DqnAdapter, DqnAdapterConfig, ExperienceSink, Granularity, Learner, ModelNote, RewardKind,
+    DqnAdapter, DqnAdapterConfig, Experience, ExperienceSink, Granularity, Learner, ModelNote,
+    RewardKind,
 };
 pub use mab::{BanditAdapter, BanditConfig, BanditStrategy};
 pub use scheduler::{BurstTracker, ReplicaScheduler};
@@ -701,6 +702,19 @@ impl ArtFactory {
             Learner::load(&d, config.r_max, model).map_err(|e| learn_error(&config, e))?;
         let mut prototype = ArtPolicy::with_learner(config, Arc::new(Mutex::new(learner)))?;
         prototype.model = Some(model.display().to_string().into());
+        Ok(ArtFactory { config, prototype })
+    }
+
+    /// An `art-dqn` factory whose policies share `learner` (a trained one,
+    /// for example [`Learner::trained_copy`]); `label` stands for the model
+    /// in the scheme's name, as a model file's path does.
+    pub fn with_learner(
+        config: ArtConfig,
+        learner: Arc<Mutex<Learner>>,
+        label: &str,
+    ) -> Result<Self, SchemeError> {
+        let mut prototype = ArtPolicy::with_learner(config, learner)?;
+        prototype.model = Some(label.into());
         Ok(ArtFactory { config, prototype })
     }
 
