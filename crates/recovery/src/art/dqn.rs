@@ -40,7 +40,7 @@
 //!   ART's scheduling, and N_max no better than QUIC's (docs/recovery.md,
 //!   "ART-DQN off its training path").
 //! - `reward=tail` (ours, issue 25): a round costs its replicas, and a lost
-//!   round costs γ·4^(min(N,4)−1) more, in units of replicas (both over
+//!   round costs γ·4^(min(N,3)−1) more, in units of replicas (both over
 //!   R_max): a copy is worth spending where a loss would push an item into
 //!   a later round, which is what sets N_max. Each item is an episode that
 //!   ends when a round gets through (terminal), with s2 the item's next
@@ -86,7 +86,8 @@
 //!   exploration 0.1 decaying x0.9 per 1,000 steps to 0.01 (the Morvan DQN
 //!   the paper adapted uses an epsilon-greedy policy of this kind; the
 //!   appendix gives no values). A model loaded from a file starts at the
-//!   floor: it has been trained.
+//!   floor, and learns online only once its new replay memory holds
+//!   [`LOADED_WARMUP`] experiences: it has been trained.
 //! - **Model files** carry their training options (γ, `per=`, `reward=`,
 //!   seed, the state's version) as one safetensors metadata entry; a
 //!   `model=FILE` run takes the options it does not name from there, and a
@@ -114,8 +115,10 @@ pub const STATE_DIM: usize = 7;
 pub const STATE_VERSION: u32 = 2;
 
 /// Default γ of `reward=tail`: a lost round costs 4 replicas in round 1,
-/// 16 in round 2, 64 from round 3 on (chosen on the training distribution
-/// of `artq train`, docs/recovery.md).
+/// 16 in round 2, 64 from round 3 on. Chosen among 2, 4, 8 and 16 on
+/// training paths only (T-Mobile's trace and a 2 Mbit/s link, seeds the
+/// training never used): 2 learned plain QUIC's levels, 8 and 16 the same or
+/// a lower N_max for more replicas than ART (docs/recovery.md).
 pub const TAIL_GAMMA: f64 = 4.0;
 
 /// `reward=tail`: the penalty of a lost round grows this many times per
@@ -124,6 +127,13 @@ pub const TAIL_GROWTH: f64 = 4.0;
 
 /// ...up to this round.
 pub const TAIL_ROUNDS: u32 = 3;
+
+/// A learner made from a trained model learns online only once its fresh
+/// replay memory holds this many experiences (a tenth of the memory), so
+/// that a new path's first few outcomes, replayed over and over, cannot
+/// undo its training (measured: learning from the 32nd experience on, a
+/// model's N_max on a held-out path rose from 1.83 to 2.00, docs/recovery.md).
+pub const LOADED_WARMUP: usize = 1_000;
 
 /// `per=connection`: decisions whose rounds have not all settled are
 /// closed with what they have once this many newer decisions were taken.
@@ -165,7 +175,8 @@ pub enum RewardKind {
     /// A.2's `±1/(N·R)`, the penalty scaled by γ.
     #[default]
     A2,
-    /// Ours: the round's replicas, and γ·4^(N−1) more when it was lost.
+    /// Ours: the round's replicas, and γ·4^(min(N,3)−1) more when it was
+    /// lost.
     Tail,
 }
 
@@ -435,6 +446,9 @@ pub struct Learner {
     pub learn_steps: u64,
     /// The loss of the latest learning step (NaN before the first).
     pub last_loss: f64,
+    /// Experiences the replay memory must hold before learning (0: from
+    /// the first full batch; [`LOADED_WARMUP`] for a trained model).
+    warmup: usize,
 }
 
 impl Learner {
@@ -450,12 +464,13 @@ impl Learner {
             experiences: 0,
             learn_steps: 0,
             last_loss: f64::NAN,
+            warmup: 0,
         })
     }
 
     /// A learner with the weights of the model file at `path` (written by
     /// [`Learner::save`] for the same `r_max` and state), exploring at the
-    /// floor. `config` should carry the file's options where the user named
+    /// floor, learning online after [`LOADED_WARMUP`] experiences. `config` should carry the file's options where the user named
     /// none ([`ModelNote::of_file`]).
     pub fn load(config: &DqnAdapterConfig, r_max: u32, path: &Path) -> Result<Self, LearnError> {
         ModelNote::of_file(path, r_max)?;
@@ -472,12 +487,13 @@ impl Learner {
             experiences: 0,
             learn_steps: 0,
             last_loss: f64::NAN,
+            warmup: LOADED_WARMUP,
         })
     }
 
     /// A learner with this one's network, as [`Learner::load`] would make
     /// it from this learner's model file (exploring at the floor, empty
-    /// replay memory, no counts), for `config` (whose network must have the
+    /// replay memory, no counts, the same warm-up), for `config` (whose network must have the
     /// same shape). Lets one trained network start several independent
     /// runs without a file.
     pub fn trained_copy(&self, config: &DqnAdapterConfig) -> Result<Learner, LearnError> {
@@ -494,6 +510,7 @@ impl Learner {
             experiences: 0,
             learn_steps: 0,
             last_loss: f64::NAN,
+            warmup: LOADED_WARMUP,
         })
     }
 
@@ -509,13 +526,15 @@ impl Learner {
         &self.dqn
     }
 
-    /// Store one experience and, if `learn`, take one learning step.
+    /// Store one experience and, if `learn`, take one learning step (once
+    /// the memory holds a batch, and for a trained model
+    /// [`LOADED_WARMUP`] experiences).
     pub fn remember(&mut self, t: Transition, learn: bool) {
         if self.dqn.remember(t).is_err() {
             return;
         }
         self.experiences += 1;
-        if learn {
+        if learn && self.dqn.memory_len() >= self.warmup {
             if let Ok(Some(loss)) = self.dqn.learn(&mut self.rng) {
                 self.learn_steps += 1;
                 self.last_loss = f64::from(loss);
@@ -1383,6 +1402,24 @@ mod tests {
             loaded.dqn().q_values(&s).unwrap()
         );
         assert_eq!(copy.dqn().epsilon(), 0.01);
+        // A trained model learns only once its new memory is warm.
+        let mut warm = trained.trained_copy(&config).unwrap();
+        let t = Transition {
+            state: s.to_vec(),
+            action: 0,
+            reward: -1.0,
+            next_state: s.to_vec(),
+            done: true,
+        };
+        for _ in 0..LOADED_WARMUP - 1 {
+            warm.remember(t.clone(), true);
+        }
+        assert_eq!(
+            (warm.experiences, warm.learn_steps),
+            (LOADED_WARMUP as u64 - 1, 0)
+        );
+        warm.remember(t, true);
+        assert_eq!(warm.learn_steps, 1);
         let e = Learner::load(&config, 6, &path).unwrap_err().to_string();
         assert!(
             e.contains("art-dqn.safetensors") && e.contains("1..=4"),
