@@ -171,7 +171,13 @@ fn episodes_of(a: &TrainArgs) -> Result<(Episodes, Option<String>)> {
     }
     let (mut scenario, links) = scenario_of(&a.run, &a.scheme)?;
     scenario.scheme = a.scheme.clone();
-    Ok((Episodes::Single { scenario, links }, None))
+    Ok((
+        Episodes::Single {
+            scenario: Box::new(scenario),
+            links: Box::new(links),
+        },
+        None,
+    ))
 }
 
 /// Trains and saves; the summary.

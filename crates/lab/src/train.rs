@@ -534,9 +534,9 @@ pub enum Episodes {
     /// One scenario; episode k runs it with seed `seed + k`.
     Single {
         /// The scenario (its scheme is replaced by the factory).
-        scenario: Scenario,
+        scenario: Box<Scenario>,
         /// Its links, built once.
-        links: (LinkConfig, LinkConfig),
+        links: Box<(LinkConfig, LinkConfig)>,
     },
     /// Episodes drawn from a distribution.
     Sampled(Distribution),
@@ -625,8 +625,7 @@ pub fn train(
         )));
     }
     let lock = || learner.lock().unwrap_or_else(|p| p.into_inner());
-    let mut links_cache: BTreeMap<(usize, usize, usize), (LinkSpec, (LinkConfig, LinkConfig))> =
-        BTreeMap::new();
+    let mut links_cache = LinkCache::new();
     let mut failed = 0;
     let mut first = 0u64;
     while first < spec.episodes {
@@ -677,29 +676,27 @@ fn prepare(
     episodes: &Episodes,
     seed: u64,
     k: u64,
-    cache: &mut BTreeMap<(usize, usize, usize), (LinkSpec, (LinkConfig, LinkConfig))>,
+    cache: &mut LinkCache,
 ) -> Result<Prepared, TrainError> {
     let run_seed = seed.wrapping_add(k);
     match episodes {
         Episodes::Single { scenario, links } => Ok(Prepared {
             scenario: Scenario {
                 seed: run_seed,
-                ..scenario.clone()
+                ..(**scenario).clone()
             },
-            links: links.clone(),
+            links: (**links).clone(),
             setting: String::new(),
         }),
         Episodes::Sampled(d) => {
             let [path, loss, rtt, size] = d.draw(seed, k);
             let key = (path, loss, rtt);
-            if !cache.contains_key(&key) {
-                let built = d.link(path, d.losses[loss], d.rtts_ms[rtt])?;
-                cache.insert(key, built);
-            }
-            let (link, links) = cache
-                .get(&key)
-                .cloned()
-                .ok_or_else(|| TrainError::Setup("link cache".into()))?;
+            let (link, links) = match cache.entry(key) {
+                std::collections::btree_map::Entry::Occupied(e) => e.get().clone(),
+                std::collections::btree_map::Entry::Vacant(e) => e
+                    .insert(d.link(path, d.losses[loss], d.rtts_ms[rtt])?)
+                    .clone(),
+            };
             let bytes = d.sizes[size];
             let setting = format!(
                 "{}, {} ms, loss {}%, {}",
@@ -725,15 +722,16 @@ fn prepare(
 /// A run's `n_max`, replicas and FCT, or why it failed.
 type Outcome = Result<(u32, u64, f64), String>;
 
+/// An episode's outcome and the experiences it collected.
+type Collected = (Outcome, Vec<Experience>);
+
+/// The links of each (path, loss, RTT) drawn so far, built once each.
+type LinkCache = BTreeMap<(usize, usize, usize), (LinkSpec, (LinkConfig, LinkConfig))>;
+
 /// Runs every episode of `batch` (on up to `jobs` threads) with collecting
 /// copies of `factory`; their outcomes and experiences, in batch order.
-fn run_batch(
-    factory: &ArtFactory,
-    batch: &[Prepared],
-    jobs: usize,
-) -> Vec<(Outcome, Vec<Experience>)> {
-    let slots: Vec<Mutex<Option<(Outcome, Vec<Experience>)>>> =
-        batch.iter().map(|_| Mutex::new(None)).collect();
+fn run_batch(factory: &ArtFactory, batch: &[Prepared], jobs: usize) -> Vec<Collected> {
+    let slots: Vec<Mutex<Option<Collected>>> = batch.iter().map(|_| Mutex::new(None)).collect();
     let next = AtomicUsize::new(0);
     let work = || loop {
         let i = next.fetch_add(1, Ordering::Relaxed);
