@@ -115,9 +115,9 @@ pub const STATE_DIM: usize = 7;
 pub const STATE_VERSION: u32 = 2;
 
 /// Default γ of `reward=tail`: a lost round costs 4 replicas in round 1,
-/// 16 in round 2, 64 from round 3 on. Chosen among 2, 4, 8 and 16 on
-/// training paths only (T-Mobile's trace and a 2 Mbit/s link, seeds the
-/// training never used): 2 learned plain QUIC's levels, 8 and 16 the same or
+/// 16 in round 2, 64 from round 3 on. Chosen among 2, 4, 8 and 16 without
+/// the held-out trace (on T-Mobile's training trace and a 2 Mbit/s link,
+/// seeds the training never used): 2 learned plain QUIC's levels, 8 and 16 the same or
 /// a lower N_max for more replicas than ART (docs/recovery.md).
 pub const TAIL_GAMMA: f64 = 4.0;
 
