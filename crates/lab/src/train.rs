@@ -624,6 +624,14 @@ pub fn train(
             spec.batch, spec.jobs
         )));
     }
+    if let Episodes::Sampled(d) = episodes {
+        if d.paths.is_empty() || d.losses.is_empty() || d.rtts_ms.is_empty() || d.sizes.is_empty() {
+            return Err(TrainError::Invalid {
+                origin: d.origin.clone(),
+                message: "every list (paths, losses, rtts, sizes) needs a value".into(),
+            });
+        }
+    }
     let lock = || learner.lock().unwrap_or_else(|p| p.into_inner());
     let mut links_cache = LinkCache::new();
     let mut failed = 0;
@@ -991,6 +999,12 @@ mod tests {
         let e = train(&art, &Episodes::Sampled(d.clone()), &spec, &mut |_| {}).unwrap_err();
         assert!(e.to_string().contains("art-dqn"), "{e}");
         let dqn = recovery::parse_art_dqn("art-dqn").unwrap();
+        let empty = Distribution {
+            sizes: Vec::new(),
+            ..d.clone()
+        };
+        let e = train(&dqn, &Episodes::Sampled(empty), &spec, &mut |_| {}).unwrap_err();
+        assert!(e.to_string().contains("needs a value"), "{e}");
         for bad in [
             TrainSpec {
                 episodes: 0,
