@@ -321,3 +321,18 @@ fn bad_configurations_and_inputs_are_errors() {
     };
     assert!(agent.remember(t).is_err());
 }
+
+#[test]
+fn weights_copy_between_agents_of_one_shape_only() {
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    let a = Dqn::new(config(3, 2), &mut rng).unwrap();
+    let mut b = Dqn::new(config(3, 2), &mut rng).unwrap();
+    let probe = [0.1, 0.2, 0.3];
+    assert_ne!(a.q_values(&probe).unwrap(), b.q_values(&probe).unwrap());
+    b.copy_weights(&a).unwrap();
+    assert_eq!(a.q_values(&probe).unwrap(), b.q_values(&probe).unwrap());
+    assert!(b.target_matches(&probe).unwrap());
+    let mut other = Dqn::new(config(3, 3), &mut rng).unwrap();
+    let e = other.copy_weights(&a).unwrap_err().to_string();
+    assert!(e.contains("cannot copy"), "{e}");
+}
