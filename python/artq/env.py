@@ -7,9 +7,10 @@ sender's loss recovery paused at every decision of one kind:
 
 - ``decision="art"``: a retransmission round's redundancy level, where
   ART-DQN decides (ART journal, Appendix A.2). Observation: ART-DQN's
-  7-value state (packet and replica loss rates, srtt and min_rtt over
-  200 ms, the recent largest loss burst over 16, the last level over
-  R_max, the round over 8; each in [0, 1]). Action ``a``: send the round
+  7-value state (packet and replica loss rates, the queueing share of
+  the RTT 1 - min_rtt/srtt, the RTT variation rttvar/srtt, the recent
+  largest loss burst over 16, the last level over R_max, the round over
+  8; each in [0, 1]). Action ``a``: send the round
   with ``a + 1`` replicas (``Discrete(r_max)``). The replicas are then
   spread by ART's Replica Scheduler and sent opportunistically, as ART
   does.

@@ -81,13 +81,16 @@ enum Command {
     /// none is named). Deterministic: the same command gives the same files.
     Reproduce(reproduce::ReproduceArgs),
     /// Train a learning recovery scheme offline over simulated runs and
-    /// save the model: `artq train art-dqn [link/workload options or
-    /// --scenario FILE] --episodes N --seed S --out FILE`.
+    /// save the model: `artq train art-dqn [--distribution FILE | link and
+    /// workload options | --scenario FILE] --episodes N --seed S --out FILE`.
     ///
-    /// Episode k runs the scenario with seed S + k through the real
-    /// transport; one learner learns online across all episodes (ART
-    /// journal Appendix A.2). Use the model with `--scheme
-    /// art-dqn:model=FILE` (the same gamma and options as trained).
+    /// Each episode is a run through the real transport: drawn from a
+    /// scenario distribution (a file, or without any scenario option the
+    /// default one over the shared traces not held out for evaluation), or
+    /// one scenario with seed S + k. One learner learns from all episodes
+    /// (ART journal Appendix A.2), in batches (--batch) whose episodes run
+    /// in parallel (--jobs) without changing the model. Use the model with
+    /// `--scheme art-dqn:model=FILE` (it records its training options).
     Train(train::TrainArgs),
 }
 
@@ -440,7 +443,14 @@ fn main() -> ExitCode {
         },
         None => args,
     };
-    let cli = Cli::parse_from(args);
+    let matches = command.get_matches_from(args);
+    let mut cli = match <Cli as clap::FromArgMatches>::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    if let (Command::Train(t), Some(m)) = (&mut cli.command, matches.subcommand_matches("train")) {
+        t.scenario_flags = train_scenario_flags(m);
+    }
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -448,6 +458,29 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The scenario options given on `artq train`'s command line (by their
+/// ids, not counting defaults): any of them means one scenario rather than
+/// a distribution. Its own options and `--seed` (the training seed in both
+/// forms) do not count.
+fn train_scenario_flags(m: &clap::ArgMatches) -> Vec<String> {
+    const OWN: &[&str] = &[
+        "scheme",
+        "distribution",
+        "episodes",
+        "batch",
+        "jobs",
+        "print_distribution",
+        "out",
+        "seed",
+    ];
+    m.ids()
+        .map(|id| id.as_str())
+        .filter(|id| !OWN.contains(id))
+        .filter(|id| m.value_source(id) == Some(clap::parser::ValueSource::CommandLine))
+        .map(|id| id.replace('_', "-"))
+        .collect()
 }
 
 /// `--size`-style values: the one size grammar (`apps::size`).

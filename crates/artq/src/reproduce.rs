@@ -36,8 +36,9 @@ pub struct ReproduceArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
     jobs: Option<u16>,
     /// Experiments to run (fig19, fig20, fig21, fig22, fig24, ablation,
-    /// art-fig12, art-fig15, art-fig23, art-fig24a, art-fig26, art-fig27, ...: the
-    /// error for an unknown name lists them all); all when none is given.
+    /// art-fig12, art-fig15, art-fig23, art-fig24a, art-fig26, art-fig27,
+    /// art-dqn-heldout, ...: the error for an unknown name lists them all);
+    /// all when none is given.
     #[arg(value_name = "EXPERIMENT")]
     experiments: Vec<String>,
 }

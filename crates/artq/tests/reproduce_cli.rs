@@ -139,6 +139,7 @@ fn unknown_experiment_is_a_clear_error_listing_the_valid_ones() {
         "autorec-fig12",
         "autorec-fig13",
         "art-fig27",
+        "art-dqn-heldout",
     ] {
         assert!(stderr.contains(name), "{stderr}");
     }

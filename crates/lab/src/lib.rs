@@ -23,6 +23,8 @@
 //! - [`run`](mod@run): one scenario through the simulator;
 //! - [`steer`]: one scenario paused at each decision of one kind and
 //!   steered from outside (the Python environment);
+//! - [`train`]: ART-DQN's learner trained over simulated episodes, of one
+//!   scenario or drawn from a distribution (`artq train`);
 //! - [`experiments`]: the ART paper's evaluation as named, seeded
 //!   experiments, aggregated and judged against the paper (`artq reproduce`).
 #![warn(missing_docs)]
@@ -33,6 +35,7 @@ pub mod node;
 pub mod run;
 pub mod scenario;
 pub mod steer;
+pub mod train;
 
 pub use apps::workload::Workload;
 pub use metrics::{ItemRecord, RunMetrics, Summary};

@@ -17,6 +17,9 @@ use crate::{Activation, LearnError, Mlp, ReplayMemory};
 /// take the process's memory.
 pub const MAX_MODEL_FILE_BYTES: u64 = 64 << 20;
 
+/// The metadata key under which [`Dqn::save_with_note`] stores its note.
+pub const MODEL_NOTE_KEY: &str = "artq";
+
 /// Most transitions a replay memory may be configured to hold.
 pub const MAX_MEMORY: usize = 10_000_000;
 
@@ -318,8 +321,21 @@ impl Dqn {
 
     /// Write the online network to `path` as a safetensors file.
     pub fn save(&self, path: &Path) -> Result<(), LearnError> {
+        self.save_with_note(path, None)
+    }
+
+    /// Write the online network to `path` as a safetensors file with
+    /// `note` (if any) stored under the metadata key [`MODEL_NOTE_KEY`]:
+    /// what the model was trained as, so that its user need not repeat it.
+    /// One key only, so the file is the same bytes for the same network.
+    pub fn save_with_note(&self, path: &Path, note: Option<&str>) -> Result<(), LearnError> {
         let tensors = self.online.named_tensors();
-        candle_core::safetensors::save(&tensors, path).map_err(|e| LearnError::Mismatch {
+        let mut sorted: Vec<(String, Tensor)> = tensors.into_iter().collect();
+        sorted.sort_by(|a, b| a.0.cmp(&b.0));
+        let metadata = note.map(|n| {
+            std::collections::HashMap::from([(MODEL_NOTE_KEY.to_string(), n.to_string())])
+        });
+        safetensors::serialize_to_file(sorted, metadata, path).map_err(|e| LearnError::Mismatch {
             path: path.to_owned(),
             reason: format!("cannot write the model: {e}"),
         })
@@ -328,21 +344,10 @@ impl Dqn {
     /// Replace both networks by the model in `path` (written by
     /// [`Dqn::save`] for the same layer sizes). The replay memory and the
     /// optimizer state start afresh; the learning-step count (and so the
-    /// exploration schedule) is kept.
-    pub fn load(&mut self, path: &Path) -> Result<(), LearnError> {
-        let io = |source| LearnError::Io {
-            path: path.to_owned(),
-            source,
-        };
-        let size = std::fs::metadata(path).map_err(io)?.len();
-        if size > MAX_MODEL_FILE_BYTES {
-            return Err(LearnError::TooLarge {
-                path: path.to_owned(),
-                size,
-                limit: MAX_MODEL_FILE_BYTES,
-            });
-        }
-        let bytes = std::fs::read(path).map_err(io)?;
+    /// exploration schedule) is kept. Returns the file's note (see
+    /// [`Dqn::save_with_note`]), if it has one.
+    pub fn load(&mut self, path: &Path) -> Result<Option<String>, LearnError> {
+        let bytes = read_model_file(path)?;
         let mismatch = |reason: String| LearnError::Mismatch {
             path: path.to_owned(),
             reason,
@@ -351,6 +356,24 @@ impl Dqn {
             candle_core::safetensors::load_buffer(&bytes, &Device::Cpu)
                 .map_err(|e| mismatch(format!("not a safetensors model: {e}")))?;
         self.online.set_named_tensors(&tensors, mismatch)?;
+        self.target.copy_from(&self.online)?;
+        self.optimizer = make_optimizer(&self.config, &self.online)?;
+        Ok(note_of(&bytes))
+    }
+
+    /// Replace both networks by a copy of `other`'s online network (of the
+    /// same layer sizes), as [`Dqn::load`] does from a file: the replay
+    /// memory and optimizer state start afresh. For a trained network used
+    /// by several independent runs, each from the same weights.
+    pub fn copy_weights(&mut self, other: &Dqn) -> Result<(), LearnError> {
+        if other.config.sizes() != self.config.sizes() {
+            return Err(LearnError::Config(format!(
+                "cannot copy a {:?} network into a {:?} one",
+                other.config.sizes(),
+                self.config.sizes()
+            )));
+        }
+        self.online.copy_from(&other.online)?;
         self.target.copy_from(&self.online)?;
         self.optimizer = make_optimizer(&self.config, &self.online)?;
         Ok(())
@@ -413,6 +436,42 @@ fn make_optimizer(config: &DqnConfig, net: &Mlp) -> Result<Step, LearnError> {
         )?),
         OptimizerKind::Sgd => Step::Sgd(SGD::new(net.vars(), config.learning_rate)?),
     })
+}
+
+/// The bytes of the model file at `path`, refused when larger than
+/// [`MAX_MODEL_FILE_BYTES`].
+fn read_model_file(path: &Path) -> Result<Vec<u8>, LearnError> {
+    let io = |source| LearnError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let size = std::fs::metadata(path).map_err(io)?.len();
+    if size > MAX_MODEL_FILE_BYTES {
+        return Err(LearnError::TooLarge {
+            path: path.to_owned(),
+            size,
+            limit: MAX_MODEL_FILE_BYTES,
+        });
+    }
+    std::fs::read(path).map_err(io)
+}
+
+/// The note of a model file's bytes (see [`Dqn::save_with_note`]).
+fn note_of(bytes: &[u8]) -> Option<String> {
+    let (_, metadata) = safetensors::SafeTensors::read_metadata(bytes).ok()?;
+    metadata.metadata().as_ref()?.get(MODEL_NOTE_KEY).cloned()
+}
+
+/// The note of the model file at `path` (see [`Dqn::save_with_note`]):
+/// `Ok(None)` for a model without one. For callers that need a model's
+/// training options before building the network that loads it.
+pub fn model_note(path: &Path) -> Result<Option<String>, LearnError> {
+    let bytes = read_model_file(path)?;
+    safetensors::SafeTensors::read_metadata(&bytes).map_err(|e| LearnError::Mismatch {
+        path: path.to_owned(),
+        reason: format!("not a safetensors model: {e}"),
+    })?;
+    Ok(note_of(&bytes))
 }
 
 /// Index of the largest value (the first on ties; NaN never wins).

@@ -25,7 +25,10 @@ mod error;
 mod mlp;
 mod replay;
 
-pub use dqn::{Dqn, DqnConfig, Epsilon, OptimizerKind, Transition, MAX_MODEL_FILE_BYTES};
+pub use dqn::{
+    model_note, Dqn, DqnConfig, Epsilon, OptimizerKind, Transition, MAX_MODEL_FILE_BYTES,
+    MODEL_NOTE_KEY,
+};
 pub use error::LearnError;
 pub use mlp::{Activation, Mlp};
 pub use replay::ReplayMemory;

@@ -11,7 +11,10 @@ use transport::congestion::CongestionAlgorithm;
 use transport::policy::{PolicyFactory, QuicPolicy, MAX_REPLICAS};
 use transport::TransportConfig;
 
-use crate::art::{ArtConfig, ArtFactory, BanditConfig, DqnAdapterConfig, MAX_L_QUEUE};
+use crate::art::{
+    ArtConfig, ArtFactory, BanditConfig, DqnAdapterConfig, Granularity, ModelNote, RewardKind,
+    MAX_L_QUEUE,
+};
 use crate::autorec::{
     AutorecConfig, AutorecPolicy, Variant as AutorecVariant, A_MAX as AUTOREC_A_MAX,
 };
@@ -69,7 +72,7 @@ pub const SCHEMES: &[(&str, &str)] = &[
     ),
     (
         "art-dqn",
-        "ART with a DQN adapter learning online (ART journal Appendix A.2); art-dqn:gamma=G sets the reward's penalty ratio (default 1.05), seed=N its initial weights, model=FILE starts from a model of `artq train art-dqn` (options comma separated, model last)",
+        "ART with a DQN adapter learning online (ART journal Appendix A.2); art-dqn:gamma=G sets the reward's penalty ratio (default 1.05), seed=N its initial weights, per=loss|connection decides per lost round (default) or once per connection per RTT (the paper's), reward=a2|tail the paper's reward (default) or ours for late rounds, model=FILE starts from a model of `artq train art-dqn` and takes its options (options comma separated, model last)",
     ),
     (
         "rcp",
@@ -386,19 +389,22 @@ fn art(config: ArtConfig) -> Result<Arc<dyn PolicyFactory>, SchemeError> {
 }
 
 /// `art-dqn[:OPTIONS]`: comma-separated `gamma=G` (in (0, 100]), `seed=N`,
-/// `online=true|false` (learn while running; default true) and
-/// `model=FILE`, which must come last (the path is the rest of the name,
-/// commas included). A model file is loaded here, so a missing or
-/// mismatched file is an error when the name is parsed.
+/// `online=true|false` (learn while running; default true), `per=loss|
+/// connection` (decision granularity; default loss), `reward=a2|tail`
+/// (default a2) and `model=FILE`, which must come last (the path is the
+/// rest of the name, commas included). A model file is loaded here, so a
+/// missing or mismatched file is an error when the name is parsed; the
+/// options the name does not give are the model's own (its training
+/// record, [`crate::art::ModelNote`]), `online` excepted.
 fn art_dqn(name: &str, param: Option<&str>) -> Result<ArtFactory, SchemeError> {
-    let form =
-        "art-dqn or art-dqn:gamma=G,seed=N,online=true|false,model=FILE (any subset, model last)";
+    let form = "art-dqn or art-dqn:gamma=G,seed=N,online=true|false,per=loss|connection,\
+                reward=a2|tail,model=FILE (any subset, model last)";
     let bad = |reason: String| SchemeError::BadParameter {
         name: name.into(),
         reason,
         form: form.into(),
     };
-    let mut dqn = DqnAdapterConfig::default();
+    let (mut gamma, mut seed, mut online, mut per, mut reward) = (None, None, None, None, None);
     let mut model = None;
     let mut rest = param;
     if param == Some("") {
@@ -422,30 +428,70 @@ fn art_dqn(name: &str, param: Option<&str>) -> Result<ArtFactory, SchemeError> {
             .ok_or_else(|| bad(format!("'{opt}' is not KEY=VALUE")))?;
         match key {
             "gamma" => {
-                dqn.gamma = value
-                    .parse::<f64>()
-                    .ok()
-                    .filter(|g| g.is_finite())
-                    .ok_or_else(|| bad(format!("gamma '{value}' is not a number")))?;
+                gamma = Some(
+                    value
+                        .parse::<f64>()
+                        .ok()
+                        .filter(|g| g.is_finite())
+                        .ok_or_else(|| bad(format!("gamma '{value}' is not a number")))?,
+                );
             }
             "seed" => {
                 if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
                     return Err(bad(format!("seed '{value}' is not a number")));
                 }
-                dqn.seed = value
-                    .parse()
-                    .map_err(|_| bad(format!("seed {value} is out of range")))?;
+                seed = Some(
+                    value
+                        .parse()
+                        .map_err(|_| bad(format!("seed {value} is out of range")))?,
+                );
             }
             "online" => {
-                dqn.learn_online = match value {
+                online = Some(match value {
                     "true" => true,
                     "false" => false,
                     _ => return Err(bad(format!("online must be true or false, got '{value}'"))),
-                };
+                });
+            }
+            "per" => {
+                per = Some(Granularity::parse(value).ok_or_else(|| {
+                    bad(format!("per must be loss or connection, got '{value}'"))
+                })?);
+            }
+            "reward" => {
+                reward = Some(
+                    RewardKind::parse(value)
+                        .ok_or_else(|| bad(format!("reward must be a2 or tail, got '{value}'")))?,
+                );
             }
             _ => return Err(bad(format!("unknown option '{key}'"))),
         }
     }
+    // What the model was trained as fills in what the name leaves out.
+    let r_max = ArtConfig::default().r_max;
+    let recorded = match &model {
+        Some(path) => {
+            Some(
+                ModelNote::of_file(path, r_max).map_err(|e| SchemeError::InvalidConfig {
+                    scheme: "art-dqn".into(),
+                    reason: e.to_string(),
+                })?,
+            )
+        }
+        None => None,
+    };
+    let reward = reward.or(recorded.map(|n| n.reward)).unwrap_or_default();
+    let dqn = DqnAdapterConfig {
+        gamma: gamma
+            .or(recorded.filter(|n| n.reward == reward).map(|n| n.gamma))
+            .unwrap_or(reward.default_gamma()),
+        seed: seed
+            .or(recorded.map(|n| n.seed))
+            .unwrap_or(DqnAdapterConfig::default().seed),
+        learn_online: online.unwrap_or(true),
+        per: per.or(recorded.map(|n| n.per)).unwrap_or_default(),
+        reward,
+    };
     dqn.check().map_err(bad)?;
     let config = ArtConfig::with_dqn(dqn);
     match model {
@@ -464,7 +510,9 @@ pub fn parse_art_dqn(name: &str) -> Result<ArtFactory, SchemeError> {
         _ => Err(SchemeError::BadParameter {
             name: name.into(),
             reason: "not an art-dqn scheme".into(),
-            form: "art-dqn[:gamma=G,seed=N,online=true|false,model=FILE]".into(),
+            form: "art-dqn[:gamma=G,seed=N,online=true|false,per=loss|connection,reward=a2|tail,\
+                   model=FILE]"
+                .into(),
         }),
     }
 }
@@ -753,6 +801,9 @@ mod tests {
             "art-dqn:depth=3",
             "art-dqn:1.05",
             "art-dqn:model=",
+            "art-dqn:per=packet",
+            "art-dqn:per=",
+            "art-dqn:reward=paper",
         ] {
             let e = err(bad);
             assert!(
@@ -777,6 +828,84 @@ mod tests {
         std::fs::write(&path, b"not a model").unwrap();
         let e = err(&name);
         assert!(matches!(e, SchemeError::InvalidConfig { .. }), "{e:?}");
+    }
+
+    #[test]
+    fn art_dqn_takes_its_granularity_and_reward_and_a_models_options() {
+        for (name, per, reward, gamma) in [
+            ("art-dqn:per=loss", Granularity::Loss, RewardKind::A2, 1.05),
+            (
+                "art-dqn:per=connection",
+                Granularity::Connection,
+                RewardKind::A2,
+                1.05,
+            ),
+            ("art-dqn:reward=a2", Granularity::Loss, RewardKind::A2, 1.05),
+            (
+                "art-dqn:reward=tail",
+                Granularity::Loss,
+                RewardKind::Tail,
+                crate::art::dqn::TAIL_GAMMA,
+            ),
+            (
+                "art-dqn:gamma=2,per=connection,reward=tail",
+                Granularity::Connection,
+                RewardKind::Tail,
+                2.0,
+            ),
+        ] {
+            let f = parse_art_dqn(name).unwrap();
+            let d = f.config().dqn.unwrap();
+            assert_eq!((d.per, d.reward, d.gamma), (per, reward, gamma), "{name}");
+            // The name echoes what differs from the defaults.
+            let echo = f.name();
+            assert_eq!(parse_art_dqn(&echo).unwrap().config(), f.config(), "{echo}");
+        }
+        assert_eq!(parse_scheme("art-dqn:per=loss").unwrap().name(), "art-dqn");
+        assert_eq!(
+            parse_scheme("art-dqn:reward=tail,per=connection")
+                .unwrap()
+                .name(),
+            "art-dqn:per=connection,reward=tail"
+        );
+        // A model's recorded options apply where the name gives none; the
+        // name's win, online excepted (always the name's, default true).
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tail.safetensors");
+        let trained = DqnAdapterConfig {
+            gamma: 3.0,
+            per: Granularity::Connection,
+            reward: RewardKind::Tail,
+            seed: 4,
+            learn_online: false,
+        };
+        crate::art::Learner::new(&trained, ArtConfig::default().r_max)
+            .unwrap()
+            .save(&path)
+            .unwrap();
+        let f = parse_art_dqn(&format!("art-dqn:model={}", path.display())).unwrap();
+        let d = f.config().dqn.unwrap();
+        assert_eq!(
+            d,
+            DqnAdapterConfig {
+                learn_online: true,
+                ..trained
+            }
+        );
+        assert!(f
+            .name()
+            .starts_with("art-dqn:gamma=3,seed=4,per=connection,reward=tail,model="));
+        let f = parse_art_dqn(&format!(
+            "art-dqn:per=loss,reward=a2,model={}",
+            path.display()
+        ))
+        .unwrap();
+        let d = f.config().dqn.unwrap();
+        // Another reward than the model's: that reward's own gamma.
+        assert_eq!(
+            (d.per, d.reward, d.gamma, d.seed),
+            (Granularity::Loss, RewardKind::A2, 1.05, 4)
+        );
     }
 
     #[test]

@@ -22,6 +22,7 @@ pub mod autorec;
 pub mod defs;
 pub mod deploy;
 pub mod design;
+pub mod dqn_heldout;
 pub mod fig25;
 pub mod fig27;
 pub mod journal;
@@ -645,6 +646,7 @@ fn case_runner(experiment: &str) -> Option<CaseRunner> {
     match experiment {
         "art-fig23" => Some(design::fig23_run),
         "art-fig27" => Some(fig27::fig27_run),
+        "art-dqn-heldout" => Some(dqn_heldout::dqn_heldout_run),
         name if name.starts_with("rcp-exp4") => Some(rcp_exp4::exp4_run),
         _ => None,
     }

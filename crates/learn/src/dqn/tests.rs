@@ -195,14 +195,42 @@ fn models_round_trip_through_files_and_mismatches_are_named() {
         fresh.q_values(&probe).unwrap(),
         agent.q_values(&probe).unwrap()
     );
-    fresh.load(&path).unwrap();
+    assert_eq!(fresh.load(&path).unwrap(), None, "saved without a note");
     assert_eq!(
         fresh.q_values(&probe).unwrap(),
         agent.q_values(&probe).unwrap()
     );
     assert!(fresh.target_matches(&probe).unwrap());
 
-    let err = |r: Result<(), LearnError>| r.unwrap_err().to_string();
+    // A note travels with the model, and writing it twice gives the same
+    // bytes (one metadata key: no map order to vary).
+    let noted = dir.path().join("noted.safetensors");
+    agent
+        .save_with_note(&noted, Some("art-dqn:per=loss"))
+        .unwrap();
+    assert_eq!(
+        fresh.load(&noted).unwrap().as_deref(),
+        Some("art-dqn:per=loss")
+    );
+    assert_eq!(
+        crate::model_note(&noted).unwrap().as_deref(),
+        Some("art-dqn:per=loss")
+    );
+    let bytes = std::fs::read(&noted).unwrap();
+    agent
+        .save_with_note(&noted, Some("art-dqn:per=loss"))
+        .unwrap();
+    assert_eq!(bytes, std::fs::read(&noted).unwrap());
+    // Without a note, the file is what candle itself writes.
+    let plain = dir.path().join("plain.safetensors");
+    candle_core::safetensors::save(&agent_tensors(&agent), &plain).unwrap();
+    assert_eq!(
+        std::fs::read(&plain).unwrap(),
+        std::fs::read(&path).unwrap()
+    );
+    assert!(crate::model_note(&dir.path().join("absent")).is_err());
+
+    let err = |r: Result<Option<String>, LearnError>| r.unwrap_err().to_string();
     let mut other = Dqn::new(
         DqnConfig {
             hidden: vec![8],
@@ -239,6 +267,11 @@ fn models_round_trip_through_files_and_mismatches_are_named() {
         .unwrap();
     let e = err(fresh.load(&huge));
     assert!(e.contains("more than"), "{e}");
+}
+
+/// The online network's tensors, as candle's own writer takes them.
+fn agent_tensors(agent: &Dqn) -> std::collections::HashMap<String, candle_core::Tensor> {
+    agent.online.named_tensors()
 }
 
 #[test]
@@ -287,4 +320,19 @@ fn bad_configurations_and_inputs_are_errors() {
         done: true,
     };
     assert!(agent.remember(t).is_err());
+}
+
+#[test]
+fn weights_copy_between_agents_of_one_shape_only() {
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    let a = Dqn::new(config(3, 2), &mut rng).unwrap();
+    let mut b = Dqn::new(config(3, 2), &mut rng).unwrap();
+    let probe = [0.1, 0.2, 0.3];
+    assert_ne!(a.q_values(&probe).unwrap(), b.q_values(&probe).unwrap());
+    b.copy_weights(&a).unwrap();
+    assert_eq!(a.q_values(&probe).unwrap(), b.q_values(&probe).unwrap());
+    assert!(b.target_matches(&probe).unwrap());
+    let mut other = Dqn::new(config(3, 3), &mut rng).unwrap();
+    let e = other.copy_weights(&a).unwrap_err().to_string();
+    assert!(e.contains("cannot copy"), "{e}");
 }

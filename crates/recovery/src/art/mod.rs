@@ -43,7 +43,10 @@ use transport::policy::{
 use wire::time::Instant;
 
 pub use adapter::{RedundancyAdapter, ReplicaWindow, StartLevels};
-pub use dqn::{DqnAdapter, DqnAdapterConfig, Learner};
+pub use dqn::{
+    DqnAdapter, DqnAdapterConfig, Experience, ExperienceSink, Granularity, Learner, ModelNote,
+    RewardKind,
+};
 pub use mab::{BanditAdapter, BanditConfig, BanditStrategy};
 pub use scheduler::{BurstTracker, ReplicaScheduler};
 
@@ -228,6 +231,12 @@ impl ArtConfig {
             s.push_str(&format!(",gamma={},seed={}", d.gamma, d.seed));
             if !d.learn_online {
                 s.push_str(",online=false");
+            }
+            if d.per != Granularity::Loss {
+                s.push_str(&format!(",per={}", d.per.name()));
+            }
+            if d.reward != RewardKind::A2 {
+                s.push_str(&format!(",reward={}", d.reward.name()));
             }
         }
         s.push(']');
@@ -478,6 +487,7 @@ impl ArtPolicy {
         dqn::Observation {
             srtt_s: path.srtt.as_secs_f64(),
             min_rtt_s: path.min_rtt.as_secs_f64(),
+            rttvar_s: path.rttvar.as_secs_f64(),
             max_burst: self.scheduler.max_burst(now, path),
         }
     }
@@ -517,7 +527,7 @@ impl RecoveryPolicy for ArtPolicy {
             Level::Fixed(r) => *r,
             Level::Bandit(b) => b.on_data_lost(lost.item, lost.round, cx.rng),
             Level::Dqn(d) => match obs {
-                Some(obs) => d.on_data_lost(lost.item, lost.round, obs, cx.rng),
+                Some(obs) => d.on_data_lost(lost.item, lost.round, now, obs, cx.rng),
                 None => 1,
             },
             Level::Steered(st) => match obs.and_then(|o| st.on_data_lost(lost.item, lost.round, o))
@@ -695,9 +705,34 @@ impl ArtFactory {
         Ok(ArtFactory { config, prototype })
     }
 
+    /// An `art-dqn` factory whose policies share `learner` (a trained one,
+    /// for example [`Learner::trained_copy`]); `label` stands for the model
+    /// in the scheme's name, as a model file's path does.
+    pub fn with_learner(
+        config: ArtConfig,
+        learner: Arc<Mutex<Learner>>,
+        label: &str,
+    ) -> Result<Self, SchemeError> {
+        let mut prototype = ArtPolicy::with_learner(config, learner)?;
+        prototype.model = Some(label.into());
+        Ok(ArtFactory { config, prototype })
+    }
+
     /// The configuration every policy gets.
     pub fn config(&self) -> &ArtConfig {
         &self.config
+    }
+
+    /// This `art-dqn` factory, its policies deciding with the same learner
+    /// but handing their experiences to `sink` instead of learning (see
+    /// [`dqn`], "Collecting"): for training episodes run in parallel. Any
+    /// other variant is returned unchanged.
+    pub fn collecting(&self, sink: ExperienceSink) -> ArtFactory {
+        let mut f = self.clone();
+        if let Level::Dqn(d) = &f.prototype.level {
+            f.prototype.level = Level::Dqn(d.clone().collecting(sink));
+        }
+        f
     }
 
     /// The learner every `art-dqn` policy of this factory shares (to save
@@ -710,17 +745,7 @@ impl ArtFactory {
 /// The registry form of an `art-dqn` configuration: `art-dqn`, or with its
 /// options when they differ from the defaults.
 fn dqn_name(d: &DqnAdapterConfig) -> String {
-    let default = DqnAdapterConfig::default();
-    let mut opts = Vec::new();
-    if d.gamma != default.gamma {
-        opts.push(format!("gamma={}", d.gamma));
-    }
-    if d.seed != default.seed {
-        opts.push(format!("seed={}", d.seed));
-    }
-    if d.learn_online != default.learn_online {
-        opts.push(format!("online={}", d.learn_online));
-    }
+    let opts = d.options();
     if opts.is_empty() {
         "art-dqn".into()
     } else {

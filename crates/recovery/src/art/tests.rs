@@ -489,3 +489,41 @@ fn dqn_decisions_repeat_with_the_same_seeds() {
     };
     assert_eq!(decide(), decide());
 }
+
+#[test]
+fn a_per_connection_policy_sends_every_loss_of_an_rtt_at_one_level() {
+    let config = ArtConfig::with_dqn(DqnAdapterConfig {
+        per: Granularity::Connection,
+        ..DqnAdapterConfig::default()
+    });
+    assert_eq!(config.name(), "art-dqn:per=connection");
+    let factory = ArtFactory::new(config).unwrap();
+    let mut p = factory.build();
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    let srtt = path().srtt;
+    // Losses within one smoothed RTT of the first: one decision, one level,
+    // whatever their round.
+    let start = Instant::from_millis(10);
+    let mut levels = Vec::new();
+    for i in 0..6u64 {
+        let now = start + srtt * (i as u32) / 8;
+        let round = if i % 2 == 0 { 1 } else { 2 };
+        let d = data_lost(&mut *p, now, &lost(i, round), &path(), &mut rng);
+        levels.push(times(&d).0.len());
+    }
+    assert!(levels.iter().all(|&l| l == levels[0]), "{levels:?}");
+    let reported_level = |p: &dyn RecoveryPolicy| {
+        let mut state = PolicyState::default();
+        p.report_state(&mut state);
+        state
+            .fields()
+            .iter()
+            .find(|(k, _)| *k == "level")
+            .map(|f| f.1)
+    };
+    assert_eq!(reported_level(&*p), Some(levels[0] as f64));
+    // A loss one smoothed RTT later takes a new decision (the same level or
+    // not); the learner has learned nothing yet (no round settled).
+    data_lost(&mut *p, start + srtt, &lost(99, 1), &path(), &mut rng);
+    assert_eq!(factory.learner().unwrap().lock().unwrap().experiences, 0);
+}
