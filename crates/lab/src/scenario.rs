@@ -240,16 +240,7 @@ impl Scenario {
             path: path.to_path_buf(),
             error,
         };
-        let bytes = netem::read_capped(path, MAX_SCENARIO_BYTES, "scenario").map_err(io)?;
-        let text = String::from_utf8(bytes).map_err(|e| {
-            io(std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                format!(
-                    "not a text file (invalid UTF-8 at byte {})",
-                    e.utf8_error().valid_up_to()
-                ),
-            ))
-        })?;
+        let text = netem::read_capped_text(path, MAX_SCENARIO_BYTES, "scenario").map_err(io)?;
         let mut s = Scenario::from_toml_str(&text, &path.display().to_string())?;
         if let Some(dir) = path.parent() {
             s.link.resolve_paths(dir);

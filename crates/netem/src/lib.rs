@@ -64,4 +64,4 @@ pub use relay::{RelayConfig, RelayHandle, RelayStats};
 pub use seed::derive_seed;
 pub use sim::{LinkId, Node, NodeId, RouteError, RunOutcome, SimStats, Simulator};
 pub use spec::{BurstReset, LinkSpec, LossKind, SpecError};
-pub use trace::{read_capped, Trace, TraceError};
+pub use trace::{read_capped, read_capped_text, Trace, TraceError};

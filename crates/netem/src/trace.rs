@@ -317,22 +317,26 @@ fn describe_bytes(n: u64) -> String {
     }
 }
 
-/// A trace-like file as text, at most `limit` bytes; errors name the file.
-pub(crate) fn read_text_file(path: &Path, limit: u64, what: &str) -> Result<String, TraceError> {
-    let shown = || path.display().to_string();
-    let bytes = read_capped(path, limit, what).map_err(|error| TraceError::Io {
-        path: shown(),
-        error,
-    })?;
-    String::from_utf8(bytes).map_err(|e| TraceError::Io {
-        path: shown(),
-        error: std::io::Error::new(
+/// A file as UTF-8 text, at most `limit` bytes ([`read_capped`]); a file
+/// that is not text is an `InvalidData` error saying where it stops being.
+pub fn read_capped_text(path: &Path, limit: u64, what: &str) -> std::io::Result<String> {
+    let bytes = read_capped(path, limit, what)?;
+    String::from_utf8(bytes).map_err(|e| {
+        std::io::Error::new(
             std::io::ErrorKind::InvalidData,
             format!(
                 "not a text file (invalid UTF-8 at byte {})",
                 e.utf8_error().valid_up_to()
             ),
-        ),
+        )
+    })
+}
+
+/// A trace-like file as text, at most `limit` bytes; errors name the file.
+pub(crate) fn read_text_file(path: &Path, limit: u64, what: &str) -> Result<String, TraceError> {
+    read_capped_text(path, limit, what).map_err(|error| TraceError::Io {
+        path: path.display().to_string(),
+        error,
     })
 }
 

@@ -26,6 +26,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use super::defs::{num, size_label};
 use super::fig25::trace;
+use super::fig27::judge_dqn_against_art;
 use super::{AggRow, Aside, Case, Claim, Experiment, RunRow, Scale, Verdict};
 use crate::run::{run_with, RunOptions};
 use crate::scenario::Scenario;
@@ -364,27 +365,7 @@ fn judge_paper_dqn(rows: &[AggRow]) -> (Verdict, String) {
             format!("art or {dqn} has no completed run in some setting (not run at this scale?)"),
         );
     };
-    let saving = if ar.0 > 0.0 {
-        (ar.0 - dr.0) / ar.0 * 100.0
-    } else {
-        0.0
-    };
-    let matches = (dn.0 - an.0).abs() <= 0.25;
-    let ours = format!(
-        "mean n_max art {}, {dqn} {}; redundancy_ratio art {}, {dqn} {} ({:.1}% {} than art)",
-        num(an.0),
-        num(dn.0),
-        num(ar.0),
-        num(dr.0),
-        saving.abs(),
-        if saving >= 0.0 { "lower" } else { "higher" }
-    );
-    let verdict = match (matches, saving > 0.0) {
-        (true, true) => Verdict::Reproduced,
-        (true, false) | (false, true) => Verdict::Partially,
-        _ => Verdict::NotReproduced,
-    };
-    (verdict, ours)
+    judge_dqn_against_art([an.0, dn.0], [ar.0, dr.0], [&dqn, &dqn])
 }
 
 fn pooled_table(rows: &[AggRow]) -> String {

@@ -323,20 +323,37 @@ fn judge_dqn_105(rows: &[AggRow]) -> (Verdict, String) {
         Ok(v) => v,
         Err(e) => return e,
     };
-    let saving = if r[0] > 0.0 {
-        (r[0] - r[1]) / r[0] * 100.0
+    judge_dqn_against_art(
+        [v[0], v[1]],
+        [r[0], r[1]],
+        ["art-dqn (gamma 1.05)", "art-dqn"],
+    )
+}
+
+/// The verdict on "ART-DQN keeps ART's N_max at a lower redundancy": from
+/// the pooled N_max and redundancy ratio of `[art, art-dqn]`, the DQN named
+/// `dqn` (as the N_max and the redundancy parts of the line call it).
+/// "Matches": within a quarter of a round on average over the settings
+/// (N_max is an integer per run; the paper's bars are equal).
+pub(super) fn judge_dqn_against_art(
+    n_max: [f64; 2],
+    redundancy: [f64; 2],
+    dqn: [&str; 2],
+) -> (Verdict, String) {
+    let saving = if redundancy[0] > 0.0 {
+        (redundancy[0] - redundancy[1]) / redundancy[0] * 100.0
     } else {
         0.0
     };
-    // "Matches": within a quarter of a round on average over the settings
-    // (N_max is an integer per run; the paper's bars are equal).
-    let matches = (v[1] - v[0]).abs() <= 0.25;
+    let matches = (n_max[1] - n_max[0]).abs() <= 0.25;
     let ours = format!(
-        "mean n_max art {}, art-dqn (gamma 1.05) {}; redundancy_ratio art {}, art-dqn {} ({:.1}% {} than art)",
-        num(v[0]),
-        num(v[1]),
-        num(r[0]),
-        num(r[1]),
+        "mean n_max art {}, {} {}; redundancy_ratio art {}, {} {} ({:.1}% {} than art)",
+        num(n_max[0]),
+        dqn[0],
+        num(n_max[1]),
+        num(redundancy[0]),
+        dqn[1],
+        num(redundancy[1]),
         saving.abs(),
         if saving >= 0.0 { "lower" } else { "higher" }
     );
