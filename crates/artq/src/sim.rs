@@ -153,6 +153,16 @@ pub struct ScenarioArgs {
     /// §13.4); links mark CE with --ecn-mark.
     #[arg(long)]
     ecn: bool,
+    /// The client (the data's receiver) acknowledges after this many
+    /// ack-eliciting packets (RFC 9000 §13.2.2) [default: 2]. With
+    /// --max-ack-delay 0, 1 acknowledges every packet at once (the RCP
+    /// authors' receiver).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(lab::scenario::MAX_ACK_THRESHOLD)))]
+    ack_threshold: Option<u32>,
+    /// The client's max_ack_delay, ms: how long it may hold an ACK (and
+    /// the transport parameter it announces) [default: 25].
+    #[arg(long, value_name = "MS")]
+    max_ack_delay: Option<f64>,
     /// Master seed of the run: links, loss models, endpoints and file
     /// contents all derive their seeds from it [default: 1, or the
     /// scenario file's]. Overrides the seed of --scenario.
@@ -170,6 +180,7 @@ pub struct ScenarioArgs {
             "bw", "up_bw", "down_bw", "trace", "up_trace", "down_trace", "rtt", "loss", "up_loss",
             "down_loss", "loss_model", "burst", "loss_std", "loss_interval", "loss_pattern", "queue",
             "queue_bytes", "ecn_mark", "size", "files", "rpcs", "rpc_rate", "recv_window", "cc", "ecn",
+            "ack_threshold", "max_ack_delay",
             "time_limit", "workload", "alpn", "burst_reset", "bitrate", "fps", "duration", "gop",
             "iratio", "audio", "startup_delay", "video_duration", "messages", "message_size",
             "message_rate", "drain",
@@ -310,6 +321,8 @@ pub fn scenario_of(a: &ScenarioArgs, scheme: &str) -> Result<(Scenario, (LinkCon
         seed: a.seed.unwrap_or(defaults.seed),
         recv_window: a.recv_window,
         ecn: a.ecn,
+        ack_threshold: a.ack_threshold,
+        max_ack_delay: a.max_ack_delay,
         time_limit: a.time_limit.unwrap_or(defaults.time_limit),
         alpn: a.alpn,
         workload: workload_of(a)?,

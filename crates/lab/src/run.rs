@@ -425,6 +425,12 @@ fn add_flow(
     if let Some(w) = scenario.recv_window {
         client_transport.streams = client_transport.streams.with_receive_window(w);
     }
+    if let Some(n) = scenario.ack_threshold {
+        client_transport.ack_eliciting_threshold = n;
+    }
+    if let Some(ms) = scenario.max_ack_delay {
+        client_transport.max_ack_delay = Duration::from_secs_f64(ms / 1e3);
+    }
     let content_seed = derive_seed(seed, &flow_label(index, "workload/content"));
     let sender = Rc::new(RefCell::new(SenderFacts::default()));
     let server_endpoint = Endpoint::new(EndpointConfig::server(

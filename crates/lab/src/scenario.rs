@@ -159,6 +159,17 @@ pub struct Scenario {
     /// CE, which a link marks with `ecn_mark`. Default off.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub ecn: bool,
+    /// How often every client (the data's receiver) acknowledges: after
+    /// this many ack-eliciting packets (RFC 9000 §13.2.2); `None` keeps the
+    /// transport's 2. With `max_ack_delay = 0`, 1 acknowledges every
+    /// packet the moment it arrives, as the RCP authors' receiver does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ack_threshold: Option<u32>,
+    /// Every client's max_ack_delay, ms (how long it may hold an ACK, and
+    /// the transport parameter it announces); `None` keeps the transport's
+    /// 25 ms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_ack_delay: Option<f64>,
     /// Virtual seconds after which an unfinished run is abandoned.
     pub time_limit: f64,
     /// The application protocol the client speaks (the server speaks all
@@ -174,6 +185,15 @@ pub struct Scenario {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub flows: Vec<FlowSpec>,
 }
+
+/// Largest [`Scenario::ack_threshold`]: an ACK at least every 1000
+/// ack-eliciting packets (beyond it the sender's loss detection would wait
+/// on the delay timer alone).
+pub const MAX_ACK_THRESHOLD: u32 = 1000;
+
+/// [`Scenario::max_ack_delay`] must be below this many ms: RFC 9000 §18.2
+/// makes 2^14 ms and above invalid.
+pub const MAX_ACK_DELAY_MS: f64 = 16384.0;
 
 /// Most extra flows a scenario may have.
 pub const MAX_FLOWS: usize = 1000;
@@ -212,6 +232,8 @@ impl Default for Scenario {
             seed: 1,
             recv_window: None,
             ecn: false,
+            ack_threshold: None,
+            max_ack_delay: None,
             time_limit: DEFAULT_TIME_LIMIT_S,
             alpn: Protocol::HqInterop,
             workload: Workload::default(),
@@ -272,6 +294,21 @@ impl Scenario {
             if w < 1200 {
                 return Err(ScenarioError::Invalid(format!(
                     "recv_window {w} is below the 1200 bytes of one packet"
+                )));
+            }
+        }
+        if let Some(n) = self.ack_threshold {
+            if !(1..=MAX_ACK_THRESHOLD).contains(&n) {
+                return Err(ScenarioError::Invalid(format!(
+                    "ack_threshold {n} must be 1 to {MAX_ACK_THRESHOLD} packets"
+                )));
+            }
+        }
+        if let Some(ms) = self.max_ack_delay {
+            if !(ms.is_finite() && (0.0..MAX_ACK_DELAY_MS).contains(&ms)) {
+                return Err(ScenarioError::Invalid(format!(
+                    "max_ack_delay {ms} ms must be at least 0 and below {MAX_ACK_DELAY_MS} \
+                     (2^14 ms, RFC 9000 §18.2)"
                 )));
             }
         }

@@ -130,3 +130,60 @@ fn a_message_scheme_runs_with_its_own_congestion_control() {
     tcp.cc = CongestionAlgorithm::Bbr;
     assert_eq!(run(&tcp).expect("tcp").metrics.cc, "newreno");
 }
+
+/// `ack_threshold` and `max_ack_delay` set how the client acknowledges:
+/// by default one ACK for every second packet (or after up to 25 ms); with
+/// 1 and 0 one for every packet at once, which is what the RCP authors'
+/// receiver does (Table II's channel runs that way).
+#[test]
+fn the_client_acknowledges_as_the_scenario_says() {
+    let base = scenario("udp", 1000);
+    let usual = run(&base).expect("runs");
+    let eager = run(&Scenario {
+        ack_threshold: Some(1),
+        max_ack_delay: Some(0.0),
+        ..base.clone()
+    })
+    .expect("runs");
+    let (got_usual, acks_usual) = (usual.down.delivered, usual.up.delivered);
+    let (got_eager, acks_eager) = (eager.down.delivered, eager.up.delivered);
+    // About 900 messages arrive, one per packet and a millisecond apart.
+    assert!(got_usual > 800 && got_eager > 800, "{got_usual} {got_eager}");
+    assert!(
+        acks_eager + 10 >= got_eager,
+        "every packet acknowledged: {acks_eager} ACK packets for {got_eager} received"
+    );
+    assert!(
+        (acks_usual as f64) < 0.6 * got_usual as f64,
+        "by default every second packet: {acks_usual} ACK packets for {got_usual} received"
+    );
+    for (bad, what) in [
+        (
+            Scenario {
+                ack_threshold: Some(0),
+                ..base.clone()
+            },
+            "ack_threshold 0",
+        ),
+        (
+            Scenario {
+                max_ack_delay: Some(16384.0),
+                ..base.clone()
+            },
+            "max_ack_delay 16384",
+        ),
+        (
+            Scenario {
+                max_ack_delay: Some(-1.0),
+                ..base.clone()
+            },
+            "max_ack_delay -1",
+        ),
+    ] {
+        let e = run(&bad).expect_err(what).to_string();
+        assert!(e.contains(what), "{what}: {e}");
+    }
+    let toml = Scenario::from_toml_str("ack_threshold = 1\nmax_ack_delay = 0\n", "<test>")
+        .expect("parses");
+    assert_eq!((toml.ack_threshold, toml.max_ack_delay), (Some(1), Some(0.0)));
+}
