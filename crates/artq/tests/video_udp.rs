@@ -20,21 +20,10 @@ use wire::time::Instant;
 /// `artq serve`'s seed of generated content (`serve::CONTENT_SEED`).
 const VIDEO_SEED: u64 = 1;
 
-/// The shared traces, or `None` (after a note) when they are missing
-/// outside CI; under CI a missing directory fails the test.
+/// The shared traces (`netem::trace::shared_traces_for_test`: a missing
+/// trace fails the test unless ARTQ_SKIP_MISSING_TRACES is set).
 fn traces(test: &str) -> Option<PathBuf> {
-    let dir = common::workspace_root().join("../shared/traces");
-    if dir.join("Verizon-LTE-short.down").is_file() {
-        return Some(dir);
-    }
-    let ci = std::env::var("CI").is_ok_and(|v| !v.trim().is_empty() && v.trim() != "0");
-    assert!(
-        !ci,
-        "{test}: the shared traces are missing at {}",
-        dir.display()
-    );
-    eprintln!("note: {} missing, skipping {test}", dir.display());
-    None
+    netem::trace::shared_traces_for_test(test, &["Verizon-LTE-short.down", "Verizon-LTE-short.up"])
 }
 
 #[test]

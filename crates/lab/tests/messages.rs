@@ -148,7 +148,10 @@ fn the_client_acknowledges_as_the_scenario_says() {
     let (got_usual, acks_usual) = (usual.down.delivered, usual.up.delivered);
     let (got_eager, acks_eager) = (eager.down.delivered, eager.up.delivered);
     // About 900 messages arrive, one per packet and a millisecond apart.
-    assert!(got_usual > 800 && got_eager > 800, "{got_usual} {got_eager}");
+    assert!(
+        got_usual > 800 && got_eager > 800,
+        "{got_usual} {got_eager}"
+    );
     assert!(
         acks_eager + 10 >= got_eager,
         "every packet acknowledged: {acks_eager} ACK packets for {got_eager} received"
@@ -185,5 +188,8 @@ fn the_client_acknowledges_as_the_scenario_says() {
     }
     let toml = Scenario::from_toml_str("ack_threshold = 1\nmax_ack_delay = 0\n", "<test>")
         .expect("parses");
-    assert_eq!((toml.ack_threshold, toml.max_ack_delay), (Some(1), Some(0.0)));
+    assert_eq!(
+        (toml.ack_threshold, toml.max_ack_delay),
+        (Some(1), Some(0.0))
+    );
 }

@@ -657,10 +657,14 @@ impl LinkSpec {
                 LossModel::gilbert_from_mean(p, self.burst).with_idle_reset(reset)
             }
             LossKind::Varying => {
-                if !(self.loss_interval.is_finite() && self.loss_interval > 0.0) {
-                    return Err(SpecError::Link(
-                        "loss_interval must be a positive number of ms".into(),
-                    ));
+                if !(self.loss_interval.is_finite()
+                    && self.loss_interval > 0.0
+                    && self.loss_interval <= MAX_MS)
+                {
+                    return Err(SpecError::Link(format!(
+                        "loss_interval must be a positive number of ms (at most {MAX_MS}), got {}",
+                        self.loss_interval
+                    )));
                 }
                 LossModel::Varying {
                     mean: p,
@@ -782,6 +786,27 @@ mod tests {
         };
         let err = s.configs().unwrap_err();
         assert!(err.to_string().contains("/nonexistent/trace"), "{err}");
+    }
+
+    /// A varying-loss interval too long for a `Duration` (the issue 26
+    /// audit found `--loss-interval 1e30` panicking) is an error.
+    #[test]
+    fn a_huge_loss_interval_is_an_error_not_a_panic() {
+        for bad in [1e30, f64::MAX, MAX_MS * 2.0, 0.0, -1.0, f64::NAN] {
+            let s = LinkSpec {
+                loss_model: LossKind::Varying,
+                loss_interval: bad,
+                ..LinkSpec::default()
+            };
+            let err = s.configs().unwrap_err();
+            assert!(err.to_string().contains("loss_interval"), "{bad}: {err}");
+        }
+        let s = LinkSpec {
+            loss_model: LossKind::Varying,
+            loss_interval: MAX_MS,
+            ..LinkSpec::default()
+        };
+        assert!(s.configs().is_ok());
     }
 
     #[test]

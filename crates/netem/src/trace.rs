@@ -353,33 +353,53 @@ fn gcd(mut a: u64, mut b: u64) -> u64 {
     a
 }
 
-/// The project's real traces: `../shared/traces` beside the repository
-/// (`<repo>/../shared/traces`), found from this crate's manifest directory so
-/// that any checkout (a worktree, CI's clone) finds its own.
+/// The variable that lets the test suite run without the shared traces:
+/// set (to anything but empty or `0`), a test that needs them skips with a
+/// note instead of failing.
+pub const SKIP_MISSING_TRACES_VAR: &str = "ARTQ_SKIP_MISSING_TRACES";
+
+/// For tests: the project's real traces, `../shared/traces` beside the
+/// repository (found from this crate's manifest directory, so any checkout,
+/// a worktree or CI's clone, finds its own), when every file of `files` is
+/// there.
 ///
-/// Exists so a test that needs the traces can never pass without them: under
-/// CI (the `CI` variable set, as `.ci/run` runs there) a missing directory
-/// fails the calling test; elsewhere it returns `None` after printing a note
-/// naming `test`, and the test skips.
-#[cfg(test)]
-pub(crate) fn shared_traces(test: &str) -> Option<std::path::PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces");
-    if dir.is_dir() {
+/// Exists so that no test can pass without the traces it needs: a missing
+/// directory or file fails the calling test `test`, naming the path and the
+/// opt-out, unless [`SKIP_MISSING_TRACES_VAR`] is set, in which case it
+/// returns `None` after a note on stderr and the test skips. Every test of
+/// the workspace that reads the shared traces goes through here.
+///
+/// # Panics
+/// When a trace is missing and the opt-out is not set (it is a test's
+/// failure).
+pub fn shared_traces_for_test(test: &str, files: &[&str]) -> Option<std::path::PathBuf> {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let dir = repo.canonicalize().unwrap_or(repo).join("../shared/traces");
+    let missing: Vec<&str> = files
+        .iter()
+        .copied()
+        .filter(|f| !dir.join(f).is_file())
+        .collect();
+    if missing.is_empty() && dir.is_dir() {
         return Some(dir);
     }
-    let ci = std::env::var("CI").is_ok_and(|v| {
+    let missing = if dir.is_dir() {
+        format!("{} in {}", missing.join(", "), dir.display())
+    } else {
+        format!("no directory {}", dir.display())
+    };
+    let opted_out = std::env::var(SKIP_MISSING_TRACES_VAR).is_ok_and(|v| {
         let v = v.trim();
-        !v.is_empty() && v != "0" && !v.eq_ignore_ascii_case("false")
+        !v.is_empty() && v != "0"
     });
     assert!(
-        !ci,
-        "{test}: the shared traces are missing at {} (the repository's ../shared/traces); \
-         CI must provide them",
-        dir.display()
+        opted_out,
+        "{test}: the shared traces are missing ({missing}): this test needs ../shared/traces \
+         beside the repository; set {SKIP_MISSING_TRACES_VAR}=1 to skip the tests that need them"
     );
     eprintln!(
-        "note: {} missing, skipping {test} (CI fails here)",
-        dir.display()
+        "note: {test} SKIPPED: the shared traces are missing ({missing}) and \
+         {SKIP_MISSING_TRACES_VAR} is set"
     );
     None
 }
@@ -536,7 +556,14 @@ mod tests {
 
     #[test]
     fn real_traces_parse() {
-        let Some(dir) = shared_traces("real_traces_parse") else {
+        let Some(dir) = shared_traces_for_test(
+            "real_traces_parse",
+            &[
+                "Verizon-LTE-short.down",
+                "Verizon-LTE-short.up",
+                "TMobile-LTE-short.down",
+            ],
+        ) else {
             return;
         };
         for name in [

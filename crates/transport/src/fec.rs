@@ -265,6 +265,14 @@ mod tests {
         assert_eq!(dec.recover(&[1, 2], 2, &[]), None);
         assert_eq!(dec.recover(&[1, 2], 2, &[0xff, 0xff, 0]), None);
         assert_eq!(dec.recover(&[1, 2], 2, &[0]), None);
-        let _ = dec.recover(&[1, 2], 2, &[0, 3, 1, 1, 1]);
+        // A repair whose length prefix cancels to 0 against the stored
+        // payload's (3 ^ 3): no payload of length 0 exists, nothing is
+        // recovered.
+        assert_eq!(dec.recover(&[1, 2], 2, &[0, 3, 1, 1, 1]), None);
+        // A length past the repair's end: nothing.
+        assert_eq!(dec.recover(&[1, 2], 2, &[0, 7, 1, 1, 1]), None);
+        // A well-formed one (length 2 ^ 3 = 1 after the stored payload):
+        // the first byte only.
+        assert_eq!(dec.recover(&[1, 2], 2, &[0, 2, 9, 2, 3]), Some(vec![8]));
     }
 }

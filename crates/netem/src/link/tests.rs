@@ -6,7 +6,7 @@ use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use proptest::prelude::*;
 
 use super::*;
-use crate::trace::{shared_traces, OPPORTUNITY_BYTES};
+use crate::trace::{shared_traces_for_test, OPPORTUNITY_BYTES};
 
 pub(super) fn addr(port: u16) -> SocketAddr {
     SocketAddr::from((Ipv4Addr::LOCALHOST, port))
@@ -323,7 +323,10 @@ fn exact_constant_capacity_is_reproduced_over_10s() {
 
 #[test]
 fn real_verizon_trace_capacity_is_reproduced_over_10s() {
-    let Some(dir) = shared_traces("real_verizon_trace_capacity_is_reproduced_over_10s") else {
+    let Some(dir) = shared_traces_for_test(
+        "real_verizon_trace_capacity_is_reproduced_over_10s",
+        &["Verizon-LTE-short.down"],
+    ) else {
         return;
     };
     let path = dir.join("Verizon-LTE-short.down");

@@ -2,7 +2,9 @@
 //! chooses how many replicas of lost data to send in each retransmission
 //! round, a Replica Scheduler chooses when to send each, and the replicas are
 //! *opportunistic* (journal §6.4): they may go when the congestion window is
-//! full and skip pacing.
+//! full. They still leave at the pacing rate: unpaced, the first replicas
+//! of a burst of losses left together and died together under outages
+//! (measured in docs/recovery.md, seam note 2).
 //!
 //! One policy, [`ArtPolicy`], covers ART and the variants of the paper's
 //! ablations and appendix, chosen by [`ArtConfig`]:
@@ -90,7 +92,7 @@ pub struct ArtConfig {
     /// in the authors' artifact). Only the test-and-verification adapter
     /// uses it.
     pub start_levels: StartLevels,
-    /// Replicas bypass the congestion window and pacing (journal §6.4;
+    /// Replicas bypass the congestion window, not pacing (journal §6.4;
     /// default true). False sends them like QUIC's retransmissions: an
     /// experiment knob (no command-line name), see docs/recovery.md.
     pub opportunistic: bool,
