@@ -51,15 +51,15 @@ fn artq_get_through_artq_serve_retry() {
     for alpn in ["h3", "hq-interop"] {
         let scratch = Scratch::new();
         let file = scratch.served_file("file", SIZE, 32);
-        let (mut server, addr) =
-            common::spawn_artq_serve(&scratch.root(), &scratch.logs(), &["--retry"])
+        let (mut server, addr, stats) =
+            common::spawn_artq_serve_with_stats(&scratch.root(), &scratch.logs(), &["--retry"])
                 .unwrap_or_else(|e| panic!("{e}"));
         let out = scratch.out("file");
         let run = artq_get(&format!("https://{addr}/file"), alpn, &out);
         let context = format!("server: {}", server.describe());
         common::assert_downloaded(&run, "artq get", &context, SIZE, &file, &out);
-        let line = common::serve_stats_line(&mut server);
-        assert!(line.contains("after Retry"), "{alpn}: {line}");
+        let summary = stats.first(&mut server);
+        assert_eq!(summary["retried"], true, "{alpn}: {summary}");
     }
 }
 
@@ -69,8 +69,8 @@ fn artq_get_through_artq_serve_retry() {
 fn quinn_through_artq_serve_retry() {
     let scratch = Scratch::new();
     let file = scratch.served_file("file", SIZE, 33);
-    let (mut server, addr) =
-        common::spawn_artq_serve(&scratch.root(), &scratch.logs(), &["--retry"])
+    let (mut server, addr, stats) =
+        common::spawn_artq_serve_with_stats(&scratch.root(), &scratch.logs(), &["--retry"])
             .unwrap_or_else(|e| panic!("{e}"));
     let rt = common::runtime();
     let out = scratch.out("file");
@@ -78,6 +78,6 @@ fn quinn_through_artq_serve_retry() {
         .unwrap_or_else(|e| panic!("{e}\nserver: {}", server.describe()));
     assert_eq!(fetched.bytes, SIZE);
     common::compare_files(&file, &out).unwrap_or_else(|e| panic!("{e}"));
-    let line = common::serve_stats_line(&mut server);
-    assert!(line.contains("after Retry"), "{line}");
+    let summary = stats.first(&mut server);
+    assert_eq!(summary["retried"], true, "{summary}");
 }

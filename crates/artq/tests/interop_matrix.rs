@@ -162,15 +162,16 @@ fn ecn() {
 /// version negotiation. aioquic's client offers v2 exactly as its example
 /// client's `--negotiate-v2` does (tests/interop/client_cli.py). Evidence
 /// of v2 on both sides: the client reports the version it ended in, and
-/// `artq serve`'s statistics line names the connection's version.
+/// `artq serve`'s `--stats-json` summary names the connection's version.
 #[test]
 fn v2() {
     common::interop_python().unwrap_or_else(|e| panic!("{e}"));
     let scratch = common::Scratch::new();
     let size = 1_000_000;
     let file = scratch.served_file("v2file", size, 16);
-    let (mut server, addr) = common::spawn_artq_serve(&scratch.root(), &scratch.logs(), &[])
-        .unwrap_or_else(|e| panic!("{e}"));
+    let (mut server, addr, stats) =
+        common::spawn_artq_serve_with_stats(&scratch.root(), &scratch.logs(), &[])
+            .unwrap_or_else(|e| panic!("{e}"));
     let out = scratch.out("v2file");
     let url = format!("https://{addr}/v2file");
     let run = common::aioquic_download_with(
@@ -187,9 +188,9 @@ fn v2() {
         "the client did not end in v2:\n{}\n{context}",
         run.stderr
     );
-    let line = common::serve_stats_line(&mut server);
-    assert!(
-        line.contains("QUIC v2"),
-        "the server did not run v2: {line}"
+    let summary = stats.first(&mut server);
+    assert_eq!(
+        summary["quic_version"], "v2",
+        "the server did not run v2: {summary}"
     );
 }

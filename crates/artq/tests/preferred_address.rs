@@ -11,12 +11,15 @@ mod common;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::process;
 use common::Scratch;
 
-const SIZE: u64 = 3_000_000;
+/// Large enough that the download outlasts the probe of the preferred
+/// address even on a loaded machine (3 MB over loopback took 31 ms, and
+/// once ended before the client had moved).
+const SIZE: u64 = 30_000_000;
 const DEADLINE: Duration = Duration::from_secs(60);
 
 /// `artq get --insecure --alpn hq-interop URL -o out [extra]`.
@@ -37,44 +40,15 @@ fn artq_get(url: &str, out: &Path, extra: &[&str]) -> process::RunOutput {
     process::run_with_deadline(cmd, DEADLINE).unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// The server's `--stats-json` line for its one connection, once written
-/// (when the connection ends).
-fn server_summary(path: &Path) -> serde_json::Value {
-    let until = Instant::now() + Duration::from_secs(40);
-    loop {
-        if let Some(line) = std::fs::read_to_string(path)
-            .ok()
-            .and_then(|t| t.lines().next().map(str::to_owned))
-        {
-            return serde_json::from_str(&line)
-                .unwrap_or_else(|e| panic!("bad --stats-json line {line}: {e}"));
-        }
-        assert!(
-            Instant::now() < until,
-            "no --stats-json line in {}",
-            path.display()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 /// Serve a file with a preferred address on 127.0.0.2; returns the server,
-/// its address, the file and the stats path.
-fn serve(scratch: &Scratch) -> (process::ChildGuard, SocketAddr, std::path::PathBuf) {
-    let stats = scratch.logs().join("server-stats.json");
-    let stats_arg = stats.to_string_lossy().into_owned();
-    let (server, addr) = common::spawn_artq_serve(
+/// its address and its `--stats-json` summaries.
+fn serve(scratch: &Scratch) -> (process::ChildGuard, SocketAddr, common::ServeStats) {
+    common::spawn_artq_serve_with_stats(
         &scratch.root(),
         &scratch.logs(),
-        &[
-            "--preferred-address",
-            "127.0.0.2:0",
-            "--stats-json",
-            &stats_arg,
-        ],
+        &["--preferred-address", "127.0.0.2:0"],
     )
-    .unwrap_or_else(|e| panic!("{e}"));
-    (server, addr, stats)
+    .unwrap_or_else(|e| panic!("{e}"))
 }
 
 #[test]
@@ -95,7 +69,7 @@ fn artq_get_follows_artq_serves_preferred_address() {
         .expect("an address");
     assert_eq!(moved.ip().to_string(), "127.0.0.2", "{}", run.stderr);
     assert_ne!(moved.port(), 0);
-    let summary = server_summary(&stats);
+    let summary = stats.first(&mut server);
     assert_eq!(
         summary["local"].as_str(),
         Some(moved.to_string().as_str()),
@@ -124,7 +98,7 @@ fn artq_get_no_preferred_address_stays() {
         "{}",
         run.stderr
     );
-    let summary = server_summary(&stats);
+    let summary = stats.first(&mut server);
     assert_eq!(
         summary["local"].as_str(),
         Some(addr.to_string().as_str()),

@@ -29,8 +29,9 @@ fn get_v2(url: &str, out: &std::path::Path) -> process::RunOutput {
 fn artq_get_downloads_in_v2_from_artq_serve() {
     let scratch = Scratch::new();
     let file = scratch.served_file("file", SIZE, 52);
-    let (mut server, addr) = common::spawn_artq_serve(&scratch.root(), &scratch.logs(), &[])
-        .unwrap_or_else(|e| panic!("{e}"));
+    let (mut server, addr, stats) =
+        common::spawn_artq_serve_with_stats(&scratch.root(), &scratch.logs(), &[])
+            .unwrap_or_else(|e| panic!("{e}"));
     let out = scratch.out("file");
     let run = get_v2(&format!("https://{addr}/file"), &out);
     let context = format!("server: {}", server.describe());
@@ -40,10 +41,10 @@ fn artq_get_downloads_in_v2_from_artq_serve() {
         "artq get did not report v2:\n{}",
         run.stderr
     );
-    let line = common::serve_stats_line(&mut server);
-    assert!(
-        line.contains("QUIC v2"),
-        "the server did not run v2: {line}"
+    let summary = stats.first(&mut server);
+    assert_eq!(
+        summary["quic_version"], "v2",
+        "the server did not run v2: {summary}"
     );
 }
 

@@ -33,24 +33,22 @@ const DEADLINE: Duration = Duration::from_secs(120);
 static ONE_TRANSFER_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 /// (replicas, n_max, items delivered in round >= 2) from the server's
-/// per-connection statistics line.
-fn parse_stats(line: &str) -> Option<(u64, u64, u64)> {
-    let num_after = |key: &str| -> Option<u64> {
-        let rest = &line[line.find(key)? + key.len()..];
-        rest.trim_start()
-            .split(|c: char| !c.is_ascii_digit())
-            .next()?
-            .parse()
-            .ok()
+/// `--stats-json` summary of the connection.
+fn recovery_figures(summary: &serde_json::Value) -> (u64, u64, u64) {
+    let u = |key: &str| {
+        summary[key]
+            .as_u64()
+            .unwrap_or_else(|| panic!("no {key} in {summary}"))
     };
-    let replicas = num_after("replicas ")?;
-    let n_max = num_after("n_max ")?;
-    let hist = &line[line.find("n_hist [")? + 8..];
-    let hist: Vec<u64> = hist[..hist.find(']')?]
-        .split(',')
-        .filter_map(|v| v.trim().parse().ok())
-        .collect();
-    Some((replicas, n_max, hist.iter().skip(2).sum()))
+    let hist = summary["n_hist"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no n_hist in {summary}"));
+    let later: u64 = hist
+        .iter()
+        .skip(2)
+        .filter_map(serde_json::Value::as_u64)
+        .sum();
+    (u("replicas"), u("n_max"), later)
 }
 
 /// The unmodified client that downloads.
@@ -80,9 +78,12 @@ fn run_with(client: Client, scheme: &str, seed: u32, loss: &str, size: u64) -> (
         .unwrap_or_else(|poisoned| poisoned.into_inner());
     let scratch = Scratch::new();
     let file = scratch.served_file("file", size, 31);
-    let (mut server, server_addr) =
-        common::spawn_artq_serve(&scratch.root(), &scratch.logs(), &["--recovery", scheme])
-            .unwrap_or_else(|e| panic!("{e}"));
+    let (mut server, server_addr, stats) = common::spawn_artq_serve_with_stats(
+        &scratch.root(),
+        &scratch.logs(),
+        &["--recovery", scheme],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     let mut link_cmd = Command::new(common::artq_bin());
     link_cmd
         .args(["link", "--listen", "127.0.0.1:0", "--to"])
@@ -113,9 +114,8 @@ fn run_with(client: Client, scheme: &str, seed: u32, loss: &str, size: u64) -> (
             common::assert_downloaded(&fetched, "aioquic client", &context(), size, &file, &out);
         }
     }
-    // The server reports the connection once quinn's close reaches it.
-    let line = common::serve_stats_line(&mut server);
-    parse_stats(&line).unwrap_or_else(|| panic!("unparsable stats line: {line}"))
+    // The server reports the connection once the client's close reaches it.
+    recovery_figures(&stats.first(&mut server))
 }
 
 #[test]
@@ -173,7 +173,7 @@ fn art_needs_no_more_rounds_than_quic_on_the_same_links() {
 }
 
 #[test]
-fn stats_line_parses() {
-    let line = "connection 0 from 127.0.0.1:5 ended (closed by peer: 0 ): sent 10 packets (100 bytes), lost 3, replicas 4, n_max 2, n_hist [0, 2, 1], cwnd 100 B";
-    assert_eq!(parse_stats(line), Some((4, 2, 1)));
+fn recovery_figures_read_the_summary() {
+    let summary = serde_json::json!({"replicas": 4, "n_max": 2, "n_hist": [0, 2, 1, 3]});
+    assert_eq!(recovery_figures(&summary), (4, 2, 4));
 }

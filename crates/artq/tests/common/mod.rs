@@ -71,22 +71,59 @@ pub fn spawn_artq_serve(
     process::spawn_artq_serve(&artq_bin(), root, log_dir, extra, Duration::from_secs(20))
 }
 
-/// Waits up to 30 s for `artq serve`'s statistics line of a finished
-/// connection (`... ended (...)` on its stderr) and returns it.
-pub fn serve_stats_line(server: &mut process::ChildGuard) -> String {
-    let start = std::time::Instant::now();
-    loop {
-        let tail = server.stderr_tail();
-        if let Some(line) = tail.lines().find(|l| l.contains(" ended (")) {
-            return line.to_string();
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "no statistics line: {}",
-            server.describe()
-        );
-        std::thread::sleep(Duration::from_millis(50));
+/// `artq serve --stats-json FILE`: one JSON object per finished connection
+/// (`artq serve`'s `ConnectionSummary`), which tests read instead of
+/// scraping the human-readable line on stderr.
+pub struct ServeStats {
+    path: PathBuf,
+}
+
+impl ServeStats {
+    /// The connections that ended so far, in order.
+    pub fn ended(&self) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(&self.path)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| {
+                serde_json::from_str(l).unwrap_or_else(|e| panic!("bad --stats-json line {l}: {e}"))
+            })
+            .collect()
     }
+
+    /// The first connection's summary, waiting up to 40 s for it to end
+    /// (its line is written then); fails naming `server`.
+    pub fn first(&self, server: &mut process::ChildGuard) -> serde_json::Value {
+        let start = std::time::Instant::now();
+        loop {
+            if let Some(v) = self.ended().into_iter().next() {
+                return v;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(40),
+                "no --stats-json line in {}: {}",
+                self.path.display(),
+                server.describe()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// [`spawn_artq_serve`] with `--stats-json` into `log_dir`.
+pub fn spawn_artq_serve_with_stats(
+    root: &Path,
+    log_dir: &Path,
+    extra: &[&str],
+) -> Result<(process::ChildGuard, SocketAddr, ServeStats), String> {
+    let path = log_dir.join("serve-stats.jsonl");
+    let arg = path.to_string_lossy().into_owned();
+    let args: Vec<&str> = extra
+        .iter()
+        .copied()
+        .chain(["--stats-json", &arg])
+        .collect();
+    let (server, addr) = spawn_artq_serve(root, log_dir, &args)?;
+    Ok((server, addr, ServeStats { path }))
 }
 
 /// The workspace root (two levels above this crate's manifest).
