@@ -7,8 +7,9 @@
 //! zero padding up to the message size. Messages travel in QUIC DATAGRAM
 //! frames (RFC 9221), one frame per message, so a receiver needs nothing but
 //! RFC 9221; with the `tcp` scheme (rcp.md's TCP NewReno baseline) they
-//! travel back to back on one reliable unidirectional stream instead
-//! ([`Carriage`]). Which messages the transport retransmits or abandons is
+//! travel back to back on one reliable unidirectional stream instead: the
+//! scheme declares which ([`Carriage`], read from the connection, never
+//! from the scheme's name). Which messages the transport retransmits or abandons is
 //! the recovery policy's business (`recovery::rcp`): the application only
 //! produces and consumes.
 //!
@@ -48,6 +49,7 @@
 use std::collections::BTreeMap;
 
 use rand::RngCore;
+use transport::policy::Carriage;
 use transport::rng::{RngSeed, StackRng};
 use transport::streams::StreamEvent;
 use transport::{Connection, ConnectionError, ConnectionHandle, Endpoint, Event};
@@ -76,29 +78,6 @@ pub const MAX_DRAIN_MS: u32 = 600_000;
 /// them); a longer run keeps its totals but not the list
 /// ([`MessageReport::arrivals_complete`]).
 pub const MAX_LISTED_ARRIVALS: usize = 4 << 20;
-
-/// How messages travel.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Carriage {
-    /// One DATAGRAM frame per message (RFC 9221): the policy may abandon
-    /// a lost one.
-    Datagram,
-    /// Back to back on one reliable stream: every message is delivered, in
-    /// order (rcp.md's TCP baseline).
-    Stream,
-}
-
-impl Carriage {
-    /// The carriage a recovery scheme needs: `tcp` is reliable in-order
-    /// delivery on a stream, every other scheme decides per datagram.
-    pub fn for_scheme(scheme: &str) -> Carriage {
-        if scheme == "tcp" {
-            Carriage::Stream
-        } else {
-            Carriage::Datagram
-        }
-    }
-}
 
 /// What the message workload sends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -285,7 +264,7 @@ impl App for MessageSender {
         self.conns.insert(
             h,
             Outgoing {
-                carriage: Carriage::for_scheme(&conn.recovery_scheme()),
+                carriage: conn.message_carriage(),
                 start: None,
                 next: 0,
                 stream: None,
@@ -677,13 +656,5 @@ mod tests {
             ]
         );
         assert!(rep.arrivals_complete);
-    }
-
-    #[test]
-    fn only_tcp_carries_messages_on_a_stream() {
-        assert_eq!(Carriage::for_scheme("tcp"), Carriage::Stream);
-        for s in ["udp", "arq", "rcp", "quic"] {
-            assert_eq!(Carriage::for_scheme(s), Carriage::Datagram);
-        }
     }
 }

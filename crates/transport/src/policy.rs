@@ -424,6 +424,22 @@ pub fn with_context<R>(
     f(&mut cx)
 }
 
+/// How messages travel under a scheme ([`RecoveryPolicy::message_carriage`]).
+///
+/// Exists so that a message application (RCP's workload) asks the scheme
+/// rather than testing its name: the baselines that decide per message
+/// take datagrams, a reliable in-order baseline (rcp.md's TCP) a stream.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Carriage {
+    /// One DATAGRAM frame per message (RFC 9221): the policy may abandon
+    /// a lost one.
+    #[default]
+    Datagram,
+    /// Back to back on one reliable stream: every message is delivered, in
+    /// order.
+    Stream,
+}
+
 /// A sender-side loss recovery policy. One instance per connection.
 ///
 /// Calling protocol: `on_packet_sent` for every ack-eliciting 1-RTT packet;
@@ -437,6 +453,15 @@ pub fn with_context<R>(
 pub trait RecoveryPolicy: Send + fmt::Debug {
     /// The scheme's name as on the command line (`quic`, `art`, `fixed:3`).
     fn name(&self) -> String;
+
+    /// How an application that sends discrete messages should carry them
+    /// for this scheme: a declaration, read once per connection
+    /// ([`Connection::message_carriage`](crate::Connection::message_carriage)),
+    /// not a hook. Default: one DATAGRAM frame per message, whose loss
+    /// the policy decides on.
+    fn message_carriage(&self) -> Carriage {
+        Carriage::Datagram
+    }
 
     /// Decide how to retransmit lost data.
     fn on_data_lost(&mut self, cx: &mut PolicyContext<'_>, lost: &LostData) -> Decision;

@@ -42,8 +42,8 @@ use learn::{Activation, Dqn, DqnConfig, Epsilon, OptimizerKind, Transition};
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use transport::policy::{
-    DataKind, Decision, ItemId, LostData, PacketFate, PolicyContext, PolicyFactory, PolicyState,
-    RecoveryPolicy, SentView,
+    Carriage, DataKind, Decision, ItemId, LostData, PacketFate, PolicyContext, PolicyFactory,
+    PolicyState, RecoveryPolicy, SentView,
 };
 use wire::time::{Duration, Instant};
 
@@ -440,6 +440,15 @@ impl MessagePolicy {
 impl RecoveryPolicy for MessagePolicy {
     fn name(&self) -> String {
         self.config.name.clone()
+    }
+
+    /// `tcp` (rcp.md's TCP NewReno baseline) delivers every message in
+    /// order on one stream; the others decide per datagram.
+    fn message_carriage(&self) -> Carriage {
+        match self.config.rule {
+            Rule::Reliable => Carriage::Stream,
+            Rule::Learned | Rule::Never | Rule::Always => Carriage::Datagram,
+        }
     }
 
     fn on_data_lost(&mut self, cx: &mut PolicyContext<'_>, lost: &LostData) -> Decision {

@@ -63,6 +63,21 @@ fn fate(pn: u64, sent: u64, replica: Option<(u64, u32)>) -> PacketFate {
     }
 }
 
+/// The schemes declare how the message workload carries their messages:
+/// only `tcp` on a reliable stream.
+#[test]
+fn only_tcp_asks_for_a_stream() {
+    use transport::policy::{Carriage, RecoveryPolicy};
+    assert_eq!(policy("tcp").message_carriage(), Carriage::Stream);
+    for s in ["udp", "arq", "rcp", "rcp:beta=0.3"] {
+        assert_eq!(policy(s).message_carriage(), Carriage::Datagram, "{s}");
+    }
+    assert_eq!(
+        transport::policy::QuicPolicy.message_carriage(),
+        Carriage::Datagram
+    );
+}
+
 #[test]
 fn options_parse_with_defaults_and_bad_ones_are_refused() {
     let c = parse("rcp").unwrap().unwrap();

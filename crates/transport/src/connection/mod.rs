@@ -674,6 +674,12 @@ impl Connection {
         self.policy.name()
     }
 
+    /// How the recovery scheme wants an application's messages carried
+    /// ([`crate::policy::RecoveryPolicy::message_carriage`]).
+    pub fn message_carriage(&self) -> crate::policy::Carriage {
+        self.policy.message_carriage()
+    }
+
     /// The congestion controller's name.
     pub fn congestion_algorithm(&self) -> &'static str {
         self.cc.name()
