@@ -46,6 +46,7 @@ pub mod rcp;
 pub mod registry;
 pub mod rounds;
 pub mod steer;
+mod whole;
 
 pub use art::{ArtConfig, ArtFactory, ArtPolicy, BanditConfig, BanditStrategy};
 pub use autorec::{AutorecConfig, AutorecPolicy};

@@ -21,6 +21,7 @@ use crate::autorec::{
 use crate::fec::FecPolicy;
 use crate::fixed::FixedPolicy;
 use crate::rounds::{RoundRule, RoundsPolicy};
+use crate::whole::{whole, WholeError};
 
 /// Every scheme name this build accepts (parameters as `R`), with a one-line
 /// description (for `--help` and error messages).
@@ -299,13 +300,10 @@ pub fn parse_scheme(name: &str) -> Result<Scheme, SchemeError> {
                 form: form.clone(),
             };
             let p = param.ok_or_else(|| bad("the level R is missing".into()))?;
-            if p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()) {
-                return Err(bad(format!("'{p}' is not a number")));
-            }
-            let a = match p.parse::<u32>() {
-                Ok(a) if a <= AUTOREC_A_MAX => a,
-                _ => return Err(bad(format!("R = {p} is out of range"))),
-            };
+            let a = whole(p, 0..=AUTOREC_A_MAX).map_err(|e| match e {
+                WholeError::NotANumber => bad(format!("'{p}' is not a number")),
+                WholeError::OutOfRange => bad(format!("R = {p} is out of range")),
+            })?;
             Arc::new(AutorecPolicy::new(AutorecConfig {
                 variant: AutorecVariant::Fixed(a),
                 ..AutorecConfig::default()
@@ -437,14 +435,10 @@ fn art_dqn(name: &str, param: Option<&str>) -> Result<ArtFactory, SchemeError> {
                 );
             }
             "seed" => {
-                if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
-                    return Err(bad(format!("seed '{value}' is not a number")));
-                }
-                seed = Some(
-                    value
-                        .parse()
-                        .map_err(|_| bad(format!("seed {value} is out of range")))?,
-                );
+                seed = Some(whole(value, 0..=u64::MAX).map_err(|e| match e {
+                    WholeError::NotANumber => bad(format!("seed '{value}' is not a number")),
+                    WholeError::OutOfRange => bad(format!("seed {value} is out of range")),
+                })?);
             }
             "online" => {
                 online = Some(match value {
@@ -545,13 +539,10 @@ fn art_options(name: &str, param: Option<&str>) -> Result<usize, SchemeError> {
     let Some(v) = p.strip_prefix("l_queue=") else {
         return Err(bad(format!("unknown option '{p}'")));
     };
-    if v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(bad(format!("'{v}' is not a number")));
-    }
-    match v.parse::<usize>() {
-        Ok(n) if (1..=MAX_L_QUEUE).contains(&n) => Ok(n),
-        _ => Err(bad(format!("l_queue = {v} is out of range"))),
-    }
+    whole(v, 1..=MAX_L_QUEUE).map_err(|e| match e {
+        WholeError::NotANumber => bad(format!("'{v}' is not a number")),
+        WholeError::OutOfRange => bad(format!("l_queue = {v} is out of range")),
+    })
 }
 
 /// The options of `autorec:KEY=VALUE,...`: `theta=MS` (Θ_thres in
@@ -573,15 +564,11 @@ fn autorec_options(name: &str, param: Option<&str>) -> Result<AutorecConfig, Sch
         };
         match key {
             "theta" => {
-                if v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit()) {
-                    return Err(bad(format!("'{v}' is not a number of milliseconds")));
-                }
-                match v.parse::<u64>() {
-                    Ok(ms) if ms <= 10_000 => {
-                        config.adapter.theta = wire::time::Duration::from_millis(ms)
-                    }
-                    _ => return Err(bad(format!("theta = {v} is out of range"))),
-                }
+                let ms = whole(v, 0..=10_000u64).map_err(|e| match e {
+                    WholeError::NotANumber => bad(format!("'{v}' is not a number of milliseconds")),
+                    WholeError::OutOfRange => bad(format!("theta = {v} is out of range")),
+                })?;
+                config.adapter.theta = wire::time::Duration::from_millis(ms);
             }
             "alpha" => match v.parse::<f64>() {
                 Ok(a) if a > 0.0 && a <= 100.0 => config.adapter.alpha = a,
@@ -607,13 +594,10 @@ fn block(name: &str, param: Option<&str>) -> Result<u32, SchemeError> {
     let Some(p) = param else {
         return Err(bad("the block size K is missing".into()));
     };
-    if p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(bad(format!("'{p}' is not a number")));
-    }
-    match p.parse::<u32>() {
-        Ok(k) if (1..=wire::frame::MAX_FEC_BLOCK as u32).contains(&k) => Ok(k),
-        _ => Err(bad(format!("K = {p} is out of range"))),
-    }
+    whole(p, 1..=wire::frame::MAX_FEC_BLOCK as u32).map_err(|e| match e {
+        WholeError::NotANumber => bad(format!("'{p}' is not a number")),
+        WholeError::OutOfRange => bad(format!("K = {p} is out of range")),
+    })
 }
 
 /// The redundancy level R of `base:R`.
@@ -627,13 +611,10 @@ fn level(name: &str, param: Option<&str>, base: &str) -> Result<u32, SchemeError
     let Some(p) = param else {
         return Err(bad("the redundancy level R is missing".into()));
     };
-    if p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(bad(format!("'{p}' is not a number")));
-    }
-    match p.parse::<u32>() {
-        Ok(r) if (1..=MAX_REPLICAS as u32).contains(&r) => Ok(r),
-        _ => Err(bad(format!("R = {p} is out of range"))),
-    }
+    whole(p, 1..=MAX_REPLICAS as u32).map_err(|e| match e {
+        WholeError::NotANumber => bad(format!("'{p}' is not a number")),
+        WholeError::OutOfRange => bad(format!("R = {p} is out of range")),
+    })
 }
 
 #[cfg(test)]

@@ -43,6 +43,7 @@ use transport::policy::{
 use crate::art::scheduler::spread;
 use crate::art::{RedundancyAdapter, ReplicaScheduler};
 use crate::registry::SchemeError;
+use crate::whole::{whole, WholeError};
 use budget::Budget;
 use model::{BurstHistogram, LossModel};
 
@@ -274,12 +275,10 @@ impl ArtPlusConfig {
                 "late_rtts" => c.late_rtts = number(key, v)?,
                 "quantile" => c.quantile = number(key, v)?,
                 "history" => {
-                    if v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit()) {
-                        return Err(bad(format!("history '{v}' is not a number")));
-                    }
-                    c.history = v
-                        .parse()
-                        .map_err(|_| bad(format!("history {v} is out of range")))?;
+                    c.history = whole(v, 0..=usize::MAX).map_err(|e| match e {
+                        WholeError::NotANumber => bad(format!("history '{v}' is not a number")),
+                        WholeError::OutOfRange => bad(format!("history {v} is out of range")),
+                    })?;
                 }
                 _ => return Err(bad(format!("unknown option '{key}'"))),
             }
