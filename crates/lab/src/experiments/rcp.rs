@@ -246,8 +246,9 @@ impl Dumbbell {
         // here acknowledges every packet the moment it arrives. QUIC's
         // usual ACK every second packet, or after up to 25 ms, delays
         // each loss detection and RTT sample by up to 25 slots; on this
-        // channel that alone took ARQ from 1.57 to 2.28 retransmissions
-        // per message and its loss from 0.034 to 0.062 (docs/reproduce.md).
+        // channel that alone took ARQ from 1.48-1.53 to 2.28
+        // retransmissions per message and its loss from 0.030-0.033 to
+        // 0.058-0.072 (seeds 1-3, docs/reproduce.md).
         let (ack_threshold, max_ack_delay) = match self.channel {
             Channel::Authors => (Some(1), Some(0.0)),
             Channel::Queue => (None, None),
