@@ -14,7 +14,7 @@
 use transport::policy::{Decision, LostData, PolicyContext, QuicPolicy, RecoveryPolicy};
 use wire::frame::MAX_FEC_BLOCK;
 
-use crate::registry::SchemeError;
+use crate::error::SchemeError;
 
 /// The retransmission half of `fec:K`: plain QUIC's (one replica per loss,
 /// DATAGRAM data given up), under the scheme's name. The coding half is the

@@ -12,7 +12,7 @@ use transport::policy::{
     DataKind, Decision, LostData, PolicyContext, RecoveryPolicy, MAX_REPLICAS,
 };
 
-use crate::registry::SchemeError;
+use crate::error::SchemeError;
 
 /// R replicas per round, all due at once, not opportunistic.
 ///

@@ -40,6 +40,8 @@
 pub mod art;
 pub mod artplus;
 pub mod autorec;
+pub mod desk;
+pub mod error;
 pub mod fec;
 pub mod fixed;
 pub mod rcp;

@@ -18,6 +18,7 @@ use crate::art::{
 use crate::autorec::{
     AutorecConfig, AutorecPolicy, Variant as AutorecVariant, A_MAX as AUTOREC_A_MAX,
 };
+pub use crate::error::SchemeError;
 use crate::fec::FecPolicy;
 use crate::fixed::FixedPolicy;
 use crate::rounds::{RoundRule, RoundsPolicy};
@@ -116,45 +117,6 @@ pub const SCHEMES: &[(&str, &str)] = &[
 /// Names from DESIGN.md that this build does not implement yet, and why
 /// (none today; kept so a future name can be listed before it exists).
 const PLANNED: &[(&str, &str)] = &[];
-
-/// An unknown or malformed scheme name, or unusable scheme parameters.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SchemeError {
-    /// No scheme has this name.
-    #[error("unknown recovery scheme '{name}' (available: {available})")]
-    Unknown {
-        /// The name given.
-        name: String,
-        /// The accepted names, comma separated.
-        available: String,
-    },
-    /// A known scheme with a missing, extra or bad parameter.
-    #[error("bad recovery scheme '{name}': {reason}; the form is {form}")]
-    BadParameter {
-        /// The name given.
-        name: String,
-        /// What is wrong.
-        reason: String,
-        /// The valid form, e.g. `fixed:R with R an integer in 1..=32`.
-        form: String,
-    },
-    /// A scheme of the papers that this build does not provide.
-    #[error("recovery scheme '{name}' is not implemented yet: {reason}")]
-    NotImplemented {
-        /// The name given.
-        name: String,
-        /// Why.
-        reason: String,
-    },
-    /// Programmatic configuration out of range.
-    #[error("invalid configuration for recovery scheme '{scheme}': {reason}")]
-    InvalidConfig {
-        /// The scheme configured.
-        scheme: String,
-        /// What is wrong.
-        reason: String,
-    },
-}
 
 fn available() -> String {
     SCHEMES

@@ -52,8 +52,8 @@ pub use dqn::{
 pub use mab::{BanditAdapter, BanditConfig, BanditStrategy};
 pub use scheduler::{BurstTracker, ReplicaScheduler};
 
-use crate::registry::SchemeError;
-use crate::steer::{self, DecisionPoint, SharedDesk};
+use crate::desk::{self, DecisionPoint, SharedDesk};
+use crate::error::SchemeError;
 
 /// Largest accepted `L_queue` (the paper uses 10 and shows larger changes
 /// little, journal Fig. 15).
@@ -330,7 +330,7 @@ impl Steered {
     /// decision point (the round is deferred).
     fn on_data_lost(&mut self, item: ItemId, round: u32, obs: dqn::Observation) -> Option<u32> {
         if let Some(state) = self.posted.remove(&(item, round)) {
-            let answer = steer::lock(&self.desk).take_answer(item, round);
+            let answer = desk::lock(&self.desk).take_answer(item, round);
             let level = answer.map_or(1, |a| a.saturating_add(1).min(self.book.r_max()));
             self.book.decided(item, round, state, level);
             return Some(level);
@@ -339,7 +339,7 @@ impl Steered {
             self.reward(&s);
         }
         let state = self.book.state(round);
-        steer::lock(&self.desk).post(DecisionPoint {
+        desk::lock(&self.desk).post(DecisionPoint {
             item,
             round,
             observation: state.to_vec(),
@@ -353,7 +353,7 @@ impl Steered {
 
     fn reward(&self, s: &dqn::Settled) {
         let r = dqn::round_reward(s.round, s.level, s.received, self.penalty);
-        steer::lock(&self.desk).add_reward(r);
+        desk::lock(&self.desk).add_reward(r);
     }
 }
 

@@ -42,7 +42,7 @@ use transport::policy::{
 
 use crate::art::scheduler::spread;
 use crate::art::{RedundancyAdapter, ReplicaScheduler};
-use crate::registry::SchemeError;
+use crate::error::SchemeError;
 use crate::whole::{whole, WholeError};
 use budget::Budget;
 use model::{BurstHistogram, LossModel};

@@ -60,11 +60,11 @@ use transport::policy::{
 };
 use wire::time::{Duration, Instant};
 
-use crate::registry::SchemeError;
+use crate::error::SchemeError;
 pub use adapter::{Adapter, AdapterConfig, Interval, A_MAX};
 pub use steered::AutorecReward;
 
-use crate::steer::SharedDesk;
+use crate::desk::SharedDesk;
 
 /// The decision interval's floor (see the module doc).
 pub const DECISION_INTERVAL: Duration = Duration::from_secs(1);

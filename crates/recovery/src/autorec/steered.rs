@@ -22,7 +22,7 @@
 use transport::policy::ItemId;
 
 use super::adapter::{self, Interval, A_MAX};
-use crate::steer::{self, DecisionPoint, SharedDesk};
+use crate::desk::{self, DecisionPoint, SharedDesk};
 
 /// The reward of an interval, by preset.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -80,7 +80,7 @@ impl Steered {
         let Some((p_item, p_round)) = self.pending else {
             return false;
         };
-        let Some(answer) = steer::lock(&self.desk).take_answer(p_item, p_round) else {
+        let Some(answer) = desk::lock(&self.desk).take_answer(p_item, p_round) else {
             return false;
         };
         self.level = answer.min(A_MAX);
@@ -99,7 +99,7 @@ impl Steered {
     pub(super) fn post(&mut self, item: ItemId, round: u32, m: &Interval, alpha: f64) {
         let state = adapter::state(m, self.level, alpha, self.last_utility);
         let u = adapter::utility(alpha, self.level, m);
-        let mut desk = steer::lock(&self.desk);
+        let mut desk = desk::lock(&self.desk);
         if self.decided {
             let reward = match self.reward {
                 AutorecReward::Utility => {

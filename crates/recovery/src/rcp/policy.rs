@@ -48,7 +48,7 @@ use transport::policy::{
 use wire::time::{Duration, Instant};
 
 use super::model::{state, Estimates, RcpRto, RtoRule, Utility};
-use crate::steer::{self, DecisionPoint, SharedDesk};
+use crate::desk::{self, DecisionPoint, SharedDesk};
 
 /// Decisions awaiting their reward that one connection keeps at most; the
 /// oldest is forgotten beyond it (an item the transport ended without
@@ -377,7 +377,7 @@ impl MessagePolicy {
     /// Store a transition and take one learning step.
     fn experience(&mut self, t: Transition) {
         if let Some(desk) = &self.steer {
-            steer::lock(desk).add_reward(f64::from(t.reward));
+            desk::lock(desk).add_reward(f64::from(t.reward));
             return;
         }
         let Some(l) = self.learner.as_mut() else {
@@ -464,7 +464,7 @@ impl RecoveryPolicy for MessagePolicy {
         let action = match &self.steer {
             None => self.choose(&s, cx.rng),
             Some(desk) => {
-                let mut desk = steer::lock(desk);
+                let mut desk = desk::lock(desk);
                 match desk.take_answer(lost.item, lost.round) {
                     Some(0) => DROP,
                     Some(_) => RETRANSMIT,

@@ -6,6 +6,7 @@
 use wire::frame::AckFrame;
 use wire::time::{Duration, Instant};
 
+use super::recovery::SPURIOUS_LOSS_WINDOW_PTOS;
 use super::spaces::{Retransmit, SentPacket};
 use super::{Connection, SpaceId};
 use crate::error::TransportError;
@@ -34,7 +35,9 @@ impl Connection {
             }
         }
         if space == SpaceId::Data {
-            self.detect_spurious(now, ack);
+            let horizon = now - self.pto_duration(SpaceId::Data) * SPURIOUS_LOSS_WINDOW_PTOS;
+            let (recovery, mut cx) = self.recovery(now);
+            recovery.detect_spurious(&mut cx, &ack.ranges, horizon);
         }
         if newly.is_empty() {
             return Ok(());
@@ -86,10 +89,8 @@ impl Connection {
         if self.side.is_server() || self.handshake_confirmed || space != SpaceId::Initial {
             self.pto_count = 0;
         }
-        self.publish_recovery_records(now);
-        if space == SpaceId::Data {
-            self.publish_policy_state(now);
-        }
+        let (recovery, mut cx) = self.recovery(now);
+        recovery.publish(&mut cx, space == SpaceId::Data);
         self.set_loss_detection_timer(now);
         if !self.subscribers.is_empty() {
             let v = self.path_view();
@@ -134,22 +135,14 @@ impl Connection {
                 _ => {}
             }
         }
-        if p.early_copy {
-            self.remember_early_ack(&p.stream_chunks, p.time_sent);
-        }
         for c in &p.stream_chunks {
             self.streams.on_chunk_acked(c);
         }
-        for id in &p.datagrams {
-            self.datagram_store.remove(id);
-        }
         if space != SpaceId::Data {
+            self.recovery.forget_datagrams(&p.datagrams);
             return;
         }
-        let fate = p.fate(pn);
-        self.call_policy(now, |policy, cx| policy.on_packet_acked(cx, &fate));
-        if let Some(r) = p.replica {
-            self.on_replica_acked(now, &r, p.time_sent);
-        }
+        let (recovery, mut cx) = self.recovery(now);
+        recovery.on_packet_acked(&mut cx, pn, &p);
     }
 }

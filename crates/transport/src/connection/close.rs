@@ -75,8 +75,8 @@ impl Connection {
     /// The connection is closing: lost data still being recovered never
     /// will be, and its items say so.
     pub(super) fn abandon_recovery(&mut self, now: Instant) {
-        self.engine.abandon_all(now);
-        self.publish_recovery_records(now);
+        let (recovery, mut cx) = self.recovery(now);
+        recovery.abandon_all(&mut cx);
     }
 
     pub(super) fn set_drained(&mut self) {

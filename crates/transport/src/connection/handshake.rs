@@ -76,7 +76,8 @@ impl Connection {
         self.cc.on_mtu_update(u64::from(self.max_datagram_size));
         self.peer_max_datagram_frame = params.max_datagram_frame_size;
         self.cids.set_peer_limit(params.active_connection_id_limit);
-        self.fec_tx = self.config.fec.encoder_for(params.artq_fec);
+        self.recovery
+            .set_fec_encoder(self.config.fec.encoder_for(params.artq_fec));
         self.on_server_params(&params)?;
         if let (true, Some(token)) = (self.side.is_client(), params.stateless_reset_token) {
             // RFC 9000 §10.3: the server's handshake ID's reset token.

@@ -152,7 +152,8 @@ impl Connection {
         let initial_pto = crate::rtt::RttEstimator::new(self.config.initial_rtt).pto_base();
         let pto = self.pto_duration(SpaceId::Data).max(initial_pto);
         self.timers.set(Timer::PathValidation, now + pto * 3);
-        self.call_policy(now, |policy, cx| policy.on_path_change(cx));
+        let (recovery, mut cx) = self.recovery(now);
+        recovery.on_path_change(&mut cx);
     }
 
     /// Congestion control and RTT start over on a new path (§9.4).
@@ -187,7 +188,8 @@ impl Connection {
         if ip_changed {
             self.reset_path_state(now);
         }
-        self.call_policy(now, |policy, cx| policy.on_path_change(cx));
+        let (recovery, mut cx) = self.recovery(now);
+        recovery.on_path_change(&mut cx);
     }
 
     /// A PTO fired: a challenge not yet answered goes out again.

@@ -22,12 +22,15 @@
 //! - `ack`: ACK frames, RTT samples, what an acknowledged packet releases;
 //! - `loss`: RFC 9002 loss detection, PTO and persistent congestion as pure
 //!   functions over sent-packet records;
-//! - `recovery`: applying those rules to the connection (declaring packets
-//!   lost, the loss-detection timer, PTO probes) and the retransmission
-//!   rounds driven by the [`crate::policy::RecoveryPolicy`];
-//! - `engine`: lost data as items, their rounds and replicas; one record
-//!   per item when it leaves;
-//! - `spurious`: lost packets acknowledged after all (RFC 9002 §6.1);
+//! - `loss_detection`: applying those rules to the connection (declaring
+//!   packets lost, what each releases, congestion events, the
+//!   loss-detection timer, PTO probes);
+//! - `recovery`: the sender's recovery of lost data as one owner
+//!   (`Recovery`): the retransmission engine (items, rounds, replicas, one
+//!   record per item), lost packets acknowledged after all (RFC 9002
+//!   §6.1), early copies, the DATAGRAM payloads a policy may resend, FEC's
+//!   sender, and the [`crate::policy::RecoveryPolicy`], which nothing else
+//!   calls;
 //! - `handshake`: TLS output and keys, peer transport parameters, handshake
 //!   completion and confirmation, discarding the Initial/Handshake spaces;
 //! - `cids`: connection IDs issued and received, and the authentication
@@ -46,20 +49,18 @@
 mod ack;
 mod cids;
 mod close;
-mod copies;
 mod datagrams;
 mod ecn;
-mod engine;
 mod handshake;
 mod key_phase;
 mod loss;
+mod loss_detection;
 mod migration;
 mod preferred_address;
 mod recovery;
 mod recv;
 mod send;
 pub(crate) mod spaces;
-mod spurious;
 mod timer;
 mod validation;
 mod version;
@@ -82,7 +83,6 @@ use crate::crypto::{self, Keys, TlsSession};
 use crate::error::TransportError;
 use crate::events::Subscriber;
 use crate::pacing::Pacer;
-use crate::policy::RecoveryPolicy;
 use crate::rng::{RngSeed, StackRng};
 use crate::rtt::RttEstimator;
 use crate::stats::ConnectionStats;
@@ -91,10 +91,10 @@ use crate::streams::{StreamEvent, Streams};
 use self::cids::CidState;
 pub use self::datagrams::DatagramError;
 use self::datagrams::DatagramQueue;
-use self::engine::Engine;
 use self::handshake::local_params;
 pub use self::key_phase::KeyUpdateError;
 use self::key_phase::OneRttKeys;
+use self::recovery::Recovery;
 use self::spaces::PacketSpace;
 pub use self::spaces::SpaceId;
 use self::timer::{Timer, TimerTable};
@@ -259,26 +259,11 @@ pub struct Connection {
     auth_failures: u64,
     /// A test's integrity limit in place of the AEADs' own.
     integrity_limit_override: Option<u64>,
-    /// Lost data being recovered: items, rounds, replicas.
-    engine: Engine,
-    /// 1-RTT packets declared lost, kept a while to spot spurious losses.
-    lost_history: spurious::LostHistory,
-    /// Stream data that early copies (a probe's, a head-of-line copy)
-    /// delivered, the latest [`copies::EARLY_ACKS`] chunks, each with its
-    /// copy's send time: how a loss declared after its copy got through is
-    /// counted as recovered (`Connection::delivered_by_copy`).
-    early_acked: std::collections::VecDeque<(crate::streams::StreamChunk, Instant)>,
-    policy: Box<dyn RecoveryPolicy>,
-    /// What the policy last reported of its state to the subscribers.
-    last_policy_state: Option<crate::policy::PolicyState>,
-    /// What the policy publishes during a callback, until handed on.
-    policy_events: crate::policy::PolicyEvents,
+    /// The sender's recovery of lost data (engine, lost history, early
+    /// copies, DATAGRAM store, policy, FEC sender): the one owner.
+    recovery: Recovery,
     streams: Streams,
     datagrams_out: VecDeque<Vec<u8>>,
-    /// Payloads of DATAGRAM frames sent and neither acknowledged nor given
-    /// up, by id: what a policy may retransmit (RCP).
-    datagram_store: std::collections::BTreeMap<u64, Vec<u8>>,
-    next_datagram_id: u64,
     datagrams_in: DatagramQueue,
     peer_max_datagram_frame: Option<u64>,
     /// PATH_CHALLENGE data to echo, with the path each came on.
@@ -319,8 +304,6 @@ pub struct Connection {
     /// The endpoint's issuer of connection IDs and reset tokens (worker
     /// shape, static reset key).
     cid_issuer: Arc<CidIssuer>,
-    /// Block-FEC sender (when the policy asks for it and the peer decodes).
-    fec_tx: Option<crate::fec::FecEncoder>,
     /// Block-FEC receiver.
     fec_rx: crate::fec::FecDecoder,
     /// Test hook: raw frame bytes for the next 1-RTT packet.
@@ -446,16 +429,9 @@ impl Connection {
             early_crypto_resends: 0,
             auth_failures: 0,
             integrity_limit_override: None,
-            engine: Engine::default(),
-            lost_history: spurious::LostHistory::default(),
-            early_acked: std::collections::VecDeque::new(),
-            policy: config.policy.build(),
-            last_policy_state: None,
-            policy_events: crate::policy::PolicyEvents::default(),
+            recovery: Recovery::new(config.policy.build()),
             streams: Streams::new(side, config.streams.clone()),
             datagrams_out: VecDeque::new(),
-            datagram_store: std::collections::BTreeMap::new(),
-            next_datagram_id: 0,
             datagrams_in: DatagramQueue::new(&config),
             peer_max_datagram_frame: None,
             path_responses: VecDeque::new(),
@@ -483,7 +459,6 @@ impl Connection {
             rng,
             cid_issuer: ids.issuer,
             raw_frames: Vec::new(),
-            fec_tx: None,
             fec_rx: crate::fec::FecDecoder::default(),
             config,
         };
@@ -671,13 +646,13 @@ impl Connection {
 
     /// The name of the loss recovery policy in use.
     pub fn recovery_scheme(&self) -> String {
-        self.policy.name()
+        self.recovery.scheme()
     }
 
     /// How the recovery scheme wants an application's messages carried
     /// ([`crate::policy::RecoveryPolicy::message_carriage`]).
     pub fn message_carriage(&self) -> crate::policy::Carriage {
-        self.policy.message_carriage()
+        self.recovery.message_carriage()
     }
 
     /// The congestion controller's name.

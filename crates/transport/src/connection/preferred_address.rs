@@ -256,7 +256,8 @@ impl Connection {
         }
         // A non-probing packet soon, so the server follows.
         self.space_mut(SpaceId::Data).ping_pending = true;
-        self.call_policy(now, |policy, cx| policy.on_path_change(cx));
+        let (recovery, mut cx) = self.recovery(now);
+        recovery.on_path_change(&mut cx);
         true
     }
 
@@ -286,7 +287,8 @@ impl Connection {
         if previous.is_none_or(|p| p.ip() != local.ip()) {
             self.reset_path_state(now);
         }
-        self.call_policy(now, |policy, cx| policy.on_path_change(cx));
+        let (recovery, mut cx) = self.recovery(now);
+        recovery.on_path_change(&mut cx);
     }
 
     /// Queue the answer to a PATH_CHALLENGE from the datagram being read.

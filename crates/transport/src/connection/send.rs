@@ -6,11 +6,13 @@ use wire::packet::{self, LongHeaderLayout, LongType};
 use wire::time::Instant;
 use wire::TransportErrorCode;
 
+use super::recovery::SendWindow;
 use super::spaces::{Retransmit, SentPacket};
 use super::{Connection, SpaceId, State, Timer, Transmit, LOCAL_ACK_DELAY_EXPONENT};
 use crate::crypto;
 use crate::error::TransportError;
 use crate::policy::SentView;
+use crate::streams::StreamChunk;
 
 /// AEAD tag length of every QUIC v1 cipher suite.
 const TAG_LEN: usize = 16;
@@ -133,13 +135,8 @@ impl Connection {
 
     /// Timers that depend on what is waiting to be sent.
     fn update_send_timers(&mut self, now: Instant) {
-        let queued = self.engine.next_send_at().filter(|t| *t > now);
-        let reinjection = self.policy.next_reinjection().filter(|t| *t > now);
-        let replica = match (queued, reinjection) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        self.timers.set_opt(Timer::Replica, replica);
+        let wakeup = self.recovery.next_wakeup(now);
+        self.timers.set_opt(Timer::Replica, wakeup);
         let ack = self
             .space(SpaceId::Data)
             .ack_deadline
@@ -152,7 +149,7 @@ impl Connection {
         // Queued DATAGRAM frames are data waiting too: without them, a
         // datagram-only sender counted every acknowledgement as
         // application-limited and its window never grew.
-        self.streams.has_pending() || self.engine.has_queued() || !self.datagrams_out.is_empty()
+        self.streams.has_pending() || self.recovery.has_queued() || !self.datagrams_out.is_empty()
     }
 
     fn congestion_allows(&self) -> bool {
@@ -175,7 +172,7 @@ impl Connection {
         let probing = SpaceId::ALL.iter().any(|&s| self.space(s).probes > 0);
         let cwnd_ok = self.congestion_allows() || probing;
         let mut pacing_ok = true;
-        let replica_waiting = space == SpaceId::Data && self.engine.has_due(now, false);
+        let replica_waiting = space == SpaceId::Data && self.recovery.has_due(now, false);
         if (cwnd_ok || replica_waiting) && !probing && space == SpaceId::Data {
             let rate = self.pacing_rate();
             if let Some(t) = self
@@ -187,30 +184,25 @@ impl Connection {
             }
         }
         let may_elicit = cwnd_ok && pacing_ok;
-        let mut head_copy = None;
-        if space == SpaceId::Data && self.handshake_complete && may_elicit && !probing {
-            let room = limit.saturating_sub(buf.len() + MAX_SHORT_HEADER + TAG_LEN);
-            head_copy = self.offer_reinjection(now, room);
-        }
-        // Opportunistic replicas (ART journal §6.4) go even when the window
-        // is full, but still at the pacing rate: "sent on time even when the
-        // congestion window is insufficient" asks nothing of pacing, and
-        // pacing is what keeps the first replicas of a burst of losses from
-        // leaving together and dying in the next outage together.
-        let replica = if space == SpaceId::Data && self.handshake_complete && pacing_ok {
-            self.engine.pop_due(now, may_elicit)
+        let resend = if space == SpaceId::Data && self.handshake_complete {
+            let window = SendWindow {
+                may_elicit,
+                pacing_ok,
+                probing,
+                // Only read when a packet may go (and costs a scan).
+                app_limited: may_elicit && !probing && !self.has_eliciting(SpaceId::Data, now),
+                room: limit.saturating_sub(buf.len() + MAX_SHORT_HEADER + TAG_LEN),
+            };
+            let (recovery, mut cx) = self.recovery(now);
+            recovery.plan_resend(&mut cx, window)
         } else {
             None
         };
-        // Offered only when nothing was due, so this never drops one.
-        let head_copy = head_copy.filter(|_| replica.is_none());
         let s = self.space(space);
         let ack_due = s.ack_pending
             && !s.received.is_empty()
             && (space != SpaceId::Data || s.ack_deadline.is_some_and(|d| d <= now));
-        let elicit = replica.is_some()
-            || head_copy.is_some()
-            || (may_elicit && self.has_eliciting(space, now));
+        let elicit = resend.is_some() || (may_elicit && self.has_eliciting(space, now));
         if !ack_due && !elicit {
             if space == SpaceId::Data && cwnd_ok && pacing_ok && !self.has_data_to_send() {
                 self.rate.on_app_limited(self.bytes_in_flight);
@@ -253,35 +245,12 @@ impl Connection {
         {
             record.ack_eliciting = true;
         }
-        // A replica packet carries its data first (after a challenge), cut
-        // to the room there is; other frames only fill what is left. A replica whose data was
-        // acknowledged meanwhile (through a probe's or another copy)
-        // carries nothing: the next due one takes its place, or a replica
-        // left in the queue would wait for a timer that nothing arms.
-        let mut next = replica;
-        while let Some(r) = next {
-            if self.write_replica(buf, max_end, &r, &mut record) {
-                record.replica = Some(r);
-                record.ack_eliciting = true;
-                break;
-            }
-            if !self.remaining(r.item).is_empty() {
-                // Data is left but not a byte of it fit this packet: the
-                // replica waits for the next one (abandoning it here would
-                // leave that data unsent for good).
-                self.engine.put_back(now, &r);
-                break;
-            }
-            self.engine.on_replica_empty(now, &r);
-            self.publish_recovery_records(now);
-            next = self.engine.pop_due(now, may_elicit);
-        }
-
-        if let Some(c) = head_copy {
-            if self.write_head_copy(buf, max_end, &c, &mut record) {
-                record.early_copy = true;
-                record.ack_eliciting = true;
-            }
+        // A replica or a head-of-line copy comes first (after a
+        // challenge), cut to the room there is; other frames only fill
+        // what is left.
+        if let Some(resend) = resend {
+            let (recovery, mut cx) = self.recovery(now);
+            recovery.write_resend(&mut cx, resend, buf, max_end, may_elicit, &mut record);
         }
 
         // A probe with no new data to carry resends the oldest data in
@@ -291,10 +260,20 @@ impl Connection {
             && record.replica.is_none()
             && !record.early_copy
             && std::mem::take(&mut self.space_mut(space).probe_copy)
-            && self.write_probe_copy(buf, max_end, &mut record)
         {
-            record.early_copy = true;
-            record.ack_eliciting = true;
+            /// Packets looked at: the oldest in flight are where a probe's
+            /// copy helps, and the scan stays short on a full window.
+            const SCAN: usize = 16;
+            let candidates: Vec<Vec<StreamChunk>> = self
+                .space(SpaceId::Data)
+                .sent
+                .values()
+                .filter(|p| p.ack_eliciting && p.in_flight && !p.stream_chunks.is_empty())
+                .take(SCAN)
+                .map(|p| p.stream_chunks.clone())
+                .collect();
+            let (recovery, mut cx) = self.recovery(now);
+            recovery.write_probe_copy(&mut cx, &candidates, buf, max_end, &mut record);
         }
 
         // ACK (RFC 9000 §13.2): when due, or piggybacked on eliciting packets.
@@ -328,33 +307,11 @@ impl Connection {
         // A completed FEC block's repair symbol travels in its own packet.
         let alone = record.replica.is_none() && !record.early_copy;
         let fec_ready = space == SpaceId::Data && may_elicit && alone;
-        if let Some((pns, repair)) = self
-            .fec_tx
-            .as_mut()
-            .filter(|_| fec_ready)
-            .and_then(|f| f.ready.take())
-        {
-            let deltas = crate::fec::FecEncoder::deltas(&pns);
-            let first_pn = pns.first().copied().unwrap_or(0);
-            let f = Frame::ArtqFec(wire::frame::FecRepair {
-                first_pn,
-                count: pns.len() as u64,
-                deltas: &deltas,
-                repair: &repair,
-            });
-            let mut tmp = Vec::with_capacity(repair.len() + 16);
-            f.encode(&mut tmp);
-            if buf.len() + tmp.len() <= max_end {
-                buf.extend_from_slice(&tmp);
-                record.ack_eliciting = true;
-                self.stats.fec_repairs += 1;
-            } else {
-                tracing::debug!(
-                    len = tmp.len(),
-                    "FEC repair frame does not fit a packet; block skipped"
-                );
-            }
-        } else if elicit && alone {
+        let fec_repair = fec_ready && {
+            let (recovery, mut cx) = self.recovery(now);
+            recovery.write_fec_repair(&mut cx, buf, max_end, &mut record)
+        };
+        if !fec_repair && elicit && alone {
             self.write_eliciting_frames(now, space, buf, max_end, may_elicit, &mut record);
         }
 
@@ -420,7 +377,7 @@ impl Connection {
         self.handshake_done_pending
             || self.new_token_due()
             || !self.raw_frames.is_empty()
-            || self.fec_tx.as_ref().is_some_and(|f| f.ready.is_some())
+            || self.recovery.fec_pending()
             || self
                 .path_responses
                 .front()
@@ -430,7 +387,7 @@ impl Connection {
             || !self.cids.pending_retire.is_empty()
             || !self.datagrams_out.is_empty()
             || self.streams.has_pending()
-            || self.engine.has_due(now, true)
+            || self.recovery.has_due(now, true)
     }
 
     /// Everything but ACKs and replicas, in priority order.
@@ -530,21 +487,17 @@ impl Connection {
                 let Some(d) = self.datagrams_out.pop_front() else {
                     break;
                 };
-                let id = self.next_datagram_id;
-                self.next_datagram_id += 1;
-                self.datagram_store.insert(id, d);
+                let id = self.recovery.store_datagram(d);
                 record.datagrams.push(id);
                 record.ack_eliciting = true;
             }
             // New stream data; room sized for the largest packet number so
             // that a replica of this data always fits in one packet.
             let mut header_slack = MAX_PN_LEN.saturating_sub(self.pn_len_in_use(space));
-            if let Some(enc) = self.fec_tx.as_ref() {
-                // The block's repair frame must fit one packet: its symbol is
-                // the longest payload + 2, its header up to ~24 bytes plus one
-                // or two bytes per packet-number delta.
-                header_slack += enc.frame_overhead();
-            }
+            // The block's repair frame must fit one packet: its symbol is
+            // the longest payload + 2, its header up to ~24 bytes plus one
+            // or two bytes per packet-number delta.
+            header_slack += self.recovery.fec_frame_overhead();
             loop {
                 let room = max_end.saturating_sub(buf.len() + header_slack);
                 if room < 8 {
@@ -579,9 +532,8 @@ impl Connection {
         }
 
         if b.space == SpaceId::Data && b.record.new_data {
-            if let Some(enc) = self.fec_tx.as_mut() {
-                enc.add(b.pn, &buf[b.pn_offset + b.pn_len..end - TAG_LEN]);
-            }
+            self.recovery
+                .on_new_data_sent(b.pn, &buf[b.pn_offset + b.pn_len..end - TAG_LEN]);
         }
         if let Some(keys) = self.local_keys(b.space) {
             if crypto::seal(
@@ -628,7 +580,8 @@ impl Connection {
                 replica: b.record.replica,
                 carries_new_data: b.record.new_data,
             };
-            b.record.tag = self.call_policy(now, |policy, cx| policy.on_packet_sent(cx, &view));
+            let (recovery, mut cx) = self.recovery(now);
+            b.record.tag = recovery.on_packet_sent(&mut cx, &view);
         }
         if b.record.in_flight {
             self.bytes_in_flight += u64::from(size);

@@ -77,14 +77,14 @@ pub(crate) struct SentPacket {
     pub replica: Option<ReplicaRef>,
     /// The replica was a reinjection (`Engine::reinject`, AutoRec): it
     /// holds no round, and its loss is a congestion signal like any lost
-    /// packet's (`Connection::on_data_packet_lost`).
+    /// packet's (`Recovery::on_data_packet_lost`).
     pub reinjection: bool,
     /// The packet carries first transmissions of stream data.
     pub new_data: bool,
     /// The packet carries a copy of data sent before any loss of it was
     /// declared: a head-of-line copy while flow-control blocked
     /// (policy.rs, "Head-of-line copies") or a probe's copy of the oldest
-    /// data in flight (`Connection::write_probe_copy`). Its loss starts no
+    /// data in flight (`Recovery::write_probe_copy`). Its loss starts no
     /// recovery: the data's own packets do.
     pub early_copy: bool,
     /// The recovery policy's label for it.

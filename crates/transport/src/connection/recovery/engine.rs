@@ -28,6 +28,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use wire::time::{Duration, Instant};
 
+use super::copies::EarlyCopies;
 use crate::events::{AbandonReason, RecoveryOutcome, RecoveryRecord};
 use crate::policy::{
     DataKind, Decision, ItemId, LostData, ReplicaRef, StreamPosition, MAX_REPLICAS,
@@ -48,7 +49,9 @@ struct Item {
     t_unit: Option<Duration>,
     /// Current round (0 until the first round starts).
     round: u32,
-    /// Replicas sent so far, all rounds, reinjections included (`k`).
+    /// Retransmissions of its data so far (`k`): replicas of all rounds,
+    /// reinjections, and the early copies (a probe's, a head-of-line copy)
+    /// sent before its loss was declared.
     sent: u32,
     /// Replicas the policy decided for the current round, sent and not yet
     /// declared lost (reinjections are not counted: they hold no round).
@@ -190,12 +193,17 @@ pub(crate) struct Engine {
     opportunistic_queued: usize,
     next_item: u64,
     next_seq: u64,
+    /// Resends of stream data before its loss was declared: counted in
+    /// the item the data becomes, and delivering it when acknowledged.
+    early: EarlyCopies,
     /// Records of items that left, for [`Engine::take_records`].
     records: Vec<RecoveryRecord>,
 }
 
 impl Engine {
-    /// Lost data becomes an item (round 0: no round started yet).
+    /// Lost data becomes an item (round 0: no round started yet). The
+    /// early copies that carried some of its data already count among its
+    /// retransmissions.
     pub fn create(
         &mut self,
         first_sent: Instant,
@@ -205,6 +213,7 @@ impl Engine {
     ) -> ItemId {
         let id = ItemId(self.next_item);
         self.next_item += 1;
+        let copies = self.early.count_carrying(&chunks);
         self.items.insert(
             id,
             Item {
@@ -214,7 +223,7 @@ impl Engine {
                 first_lost,
                 t_unit: None,
                 round: 0,
-                sent: 0,
+                sent: copies,
                 outstanding: 0,
                 queued: 0,
                 reinjection_queued: false,
@@ -487,6 +496,23 @@ impl Engine {
         }
     }
 
+    /// An early copy (a probe's, a head-of-line copy: a resend of stream
+    /// data whose loss has not been declared) carrying `chunks` left.
+    pub fn on_copy_sent(&mut self, chunks: &[StreamChunk]) {
+        self.early.on_sent(chunks);
+    }
+
+    /// An early copy sent at `sent` carrying `chunks` was acknowledged.
+    pub fn on_copy_acked(&mut self, chunks: &[StreamChunk], sent: Instant) {
+        self.early.on_acked(chunks, sent);
+    }
+
+    /// When acknowledged early copies delivered all of `chunks` (data
+    /// whose loss is being declared), the latest such copy's send time.
+    pub fn delivered_early(&self, chunks: &[StreamChunk]) -> Option<Instant> {
+        self.early.delivered_by(chunks)
+    }
+
     /// A new item's data was already delivered by a copy sent at
     /// `copy_sent`, before its loss was declared (a probe's or a
     /// head-of-line copy): it ends delivered in round 1 by one
@@ -639,11 +665,9 @@ impl Engine {
         let needed = match (round, self.items.get(&id)) {
             (0, _) | (_, None) => 0,
             (n, Some(item)) => {
-                let before = item
-                    .round_starts
-                    .get(n as usize - 1)
-                    .copied()
-                    .unwrap_or(item.sent);
+                // A round that never started delivered it only when an
+                // early copy did (`delivered_by_copy`): the first resend.
+                let before = item.round_starts.get(n as usize - 1).copied().unwrap_or(0);
                 (before + u32::from(index) + 1).min(item.sent.max(1))
             }
         };
