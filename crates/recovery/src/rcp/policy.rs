@@ -292,16 +292,6 @@ impl core::fmt::Debug for Learner {
     }
 }
 
-/// Counts of a connection's decisions, for `retransmission_probability`
-/// and traces.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DecisionCounts {
-    /// Timed-out messages the policy chose to retransmit.
-    pub retransmit: u64,
-    /// Timed-out messages it gave up.
-    pub drop: u64,
-}
-
 /// A decision deferred to a steering driver ([`crate::steer`]): what the
 /// first call computed, for the resumed call to continue from.
 #[derive(Clone, Copy, Debug)]
@@ -322,7 +312,6 @@ pub struct MessagePolicy {
     estimates: Estimates,
     pending: BTreeMap<ItemId, Pending>,
     learner: Option<Learner>,
-    counts: DecisionCounts,
     /// Why learning stopped, if it did (a non-finite state, say): the
     /// policy then keeps deciding greedily from what it learned.
     learn_error: Option<String>,
@@ -340,7 +329,6 @@ impl MessagePolicy {
             estimates: Estimates::default(),
             pending: BTreeMap::new(),
             learner: None,
-            counts: DecisionCounts::default(),
             learn_error: None,
         }
     }
@@ -357,11 +345,6 @@ impl MessagePolicy {
                 ..config
             })
         }
-    }
-
-    /// Decisions so far.
-    pub fn counts(&self) -> DecisionCounts {
-        self.counts
     }
 
     /// The learner's steps so far (0 for the rule-based schemes).
@@ -488,7 +471,6 @@ impl RecoveryPolicy for MessagePolicy {
             }
         };
         if action == DROP {
-            self.counts.drop += 1;
             self.estimates.on_given_up();
             let reward = self.config.utility.dropped_reward(&self.estimates) as f32;
             self.experience(Transition {
@@ -500,7 +482,6 @@ impl RecoveryPolicy for MessagePolicy {
             });
             return Decision::Drop;
         }
-        self.counts.retransmit += 1;
         if self.pending.len() >= MAX_PENDING {
             self.pending.pop_first();
         }
@@ -580,8 +561,6 @@ impl RecoveryPolicy for MessagePolicy {
             "latency_estimate_ms",
             self.estimates.latency().as_secs_f64() * 1e3,
         );
-        out.set("retransmit_decisions", self.counts.retransmit as f64);
-        out.set("drop_decisions", self.counts.drop as f64);
         if let Some(l) = &self.learner {
             out.set("epsilon", l.dqn.epsilon());
             out.set("learn_steps", l.dqn.learn_steps() as f64);

@@ -131,7 +131,6 @@ fn udp_drops_arq_retransmits_at_the_timeout_and_stream_data_is_always_resent() {
         ),
         Decision::Drop
     );
-    assert_eq!(udp.counts().drop, 1);
     // Stream data is never dropped, whatever the scheme.
     for name in ["udp", "arq", "rcp", "tcp"] {
         let mut p = policy(name);
@@ -183,7 +182,6 @@ fn udp_drops_arq_retransmits_at_the_timeout_and_stream_data_is_always_resent() {
         &mut rng,
     );
     assert_eq!(d, Decision::single(at(400)));
-    assert_eq!(arq.counts().retransmit, 2);
 }
 
 #[test]
@@ -210,11 +208,11 @@ fn rcp_learns_from_its_decisions_and_is_repeatable() {
             }
             decisions.push(d == Decision::Drop);
         }
-        (decisions, p.counts(), p.learn_steps())
+        (decisions, p.learn_steps())
     };
-    let (a, counts, steps) = run(3);
-    assert_eq!(counts.retransmit + counts.drop, 200);
-    assert!(counts.retransmit > 0 && counts.drop > 0, "{counts:?}");
+    let (a, steps) = run(3);
+    let drops = a.iter().filter(|d| **d).count();
+    assert!(drops > 0 && drops < a.len(), "{drops} drops of {}", a.len());
     // Once the memory holds a batch, every experience is one learning step.
     assert!(steps > 100, "{steps}");
     assert_eq!(run(3).0, a, "same seed, same decisions");
@@ -242,7 +240,7 @@ fn rcp_prefers_retransmitting_when_only_delivery_counts() {
             );
         }
     }
-    let before = p.counts();
+    let mut late = 0;
     for i in 1500..1700u64 {
         let d = lose(
             &mut p,
@@ -251,6 +249,7 @@ fn rcp_prefers_retransmitting_when_only_delivery_counts() {
             &mut rng,
         );
         if matches!(d, Decision::Retransmit { .. }) {
+            late += 1;
             ack(
                 &mut p,
                 at(i + 300),
@@ -259,7 +258,6 @@ fn rcp_prefers_retransmitting_when_only_delivery_counts() {
             );
         }
     }
-    let late = p.counts().retransmit - before.retransmit;
     assert!(late >= 190, "only {late} of the last 200 retransmitted");
 }
 
