@@ -9,8 +9,8 @@ use recovery::Scheme;
 pub fn scheme(name: &str) -> Result<Scheme> {
     if name == "help" || name == "list" {
         println!("available recovery schemes:");
-        for (n, d) in recovery::SCHEMES {
-            println!("  {n:<12} {d}");
+        for row in recovery::SCHEMES {
+            println!("  {:<12} {}", row.name, row.help);
         }
         std::process::exit(0);
     }

@@ -154,7 +154,7 @@ fn default_scenario(py: Python<'_>) -> PyResult<Py<PyAny>> {
 /// takes a parameter (`fixed:3`).
 #[pyfunction]
 fn schemes() -> Vec<(&'static str, &'static str)> {
-    recovery::SCHEMES.to_vec()
+    recovery::SCHEMES.iter().map(|r| (r.name, r.help)).collect()
 }
 
 /// The experiments of `reproduce`, as (name, title) pairs.

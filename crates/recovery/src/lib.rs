@@ -55,6 +55,6 @@ pub use autorec::{AutorecConfig, AutorecPolicy};
 pub use fec::FecPolicy;
 pub use fixed::FixedPolicy;
 pub use registry::{
-    parse_art_dqn, parse_scheme, parse_scheme_measuring, Scheme, SchemeError, SCHEMES,
+    parse_art_dqn, parse_scheme, parse_scheme_measuring, Scheme, SchemeError, SchemeRow, SCHEMES,
 };
 pub use rounds::{RoundRule, RoundsPolicy};

@@ -24,94 +24,194 @@ use crate::fixed::FixedPolicy;
 use crate::rounds::{RoundRule, RoundsPolicy};
 use crate::whole::{whole, WholeError};
 
-/// Every scheme name this build accepts (parameters as `R`), with a one-line
-/// description (for `--help` and error messages).
-pub const SCHEMES: &[(&str, &str)] = &[
-    ("quic", "plain QUIC: one retransmission per loss (RFC 9002)"),
-    (
-        "fixed:R",
-        "R replicas per round, back to back (R in 1..=32; ART journal §7.1)",
-    ),
-    (
-        "2n+1",
-        "R = 2n+1 replicas in round n, back to back (ART journal §7.1)",
-    ),
-    (
-        "or3",
-        "OR3: R = 2n-1 replicas in round n, back to back (ART journal §7.1)",
-    ),
-    (
-        "art",
-        "ART: redundancy adapter + replica scheduler, opportunistic (ART journal §6); art:l_queue=N sets the replica-fate window L_queue (default 10; Fig. 15)",
-    ),
-    (
-        "art+",
-        "art+: our own policy (docs/recovery.md): head-of-line aware (a stream head only once its loss is found late), model-based level, burst-aware spread, cost budget (head-of-line copies while flow-control blocked: stall=on); art+:hol=off,model=off,burst=off,budget=off|X,stall=on,late_rtts=R,target=P,... switch each off or tune it",
-    ),
-    (
-        "art-or3start",
-        "ART with each round's level starting at OR3's 2n-1, as in the authors' artifact",
-    ),
-    (
-        "art-fix:R",
-        "ART with a fixed level R and the replica scheduler (ablation, Fig. 18)",
-    ),
-    (
-        "art-norand",
-        "ART's redundancy adapter without the replica scheduler (ablation)",
-    ),
-    (
-        "art-norand:R",
-        "fixed level R, no replica scheduler, opportunistic (Fig. 18(b) ART-norand)",
-    ),
-    (
-        "art-mab-eg",
-        "ART with an epsilon-greedy bandit adapter (ART journal Appendix A.1)",
-    ),
-    (
-        "art-mab-ucb",
-        "ART with a UCB bandit adapter (ART journal Appendix A.1)",
-    ),
-    (
-        "art-dqn",
-        "ART with a DQN adapter learning online (ART journal Appendix A.2); art-dqn:gamma=G sets the reward's penalty ratio (default 1.05), seed=N its initial weights, per=loss|connection decides per lost round (default) or once per connection per RTT (the paper's), reward=a2|tail the paper's reward (default) or ours for late rounds, model=FILE starts from a model of `artq train art-dqn` and takes its options (options comma separated, model last)",
-    ),
-    (
-        "rcp",
-        "RCP: a Double DQN decides per timed-out message whether to retransmit (rcp.md); rcp:beta=B,alpha=A,norm=simple|tuned|asrun,...,rto=rfc6298|eq9 sets the utility and the timer; no congestion control",
-    ),
-    (
-        "udp",
-        "messages never retransmitted, no congestion control (rcp.md's UDP baseline)",
-    ),
-    (
-        "arq",
-        "messages always retransmitted at RCP's timeout, no congestion control (rcp.md's ARQ baseline)",
-    ),
-    (
-        "tcp",
-        "messages on one reliable stream, NewReno (rcp.md's TCP baseline)",
-    ),
-    (
-        "autorec",
-        "AutoRec: ARQ + off-mode and opportunistic reinjection, A_thres adapted online (autorec.md §4); autorec:theta=MS,alpha=X sets Θ_thres (default 50 ms) and α (default 0.1)",
-    ),
-    (
-        "autorec-offmode",
-        "AutoRec with off-mode reinjection only (Fig. 12's AutoRec (1))",
-    ),
-    (
-        "autorec-fixed:R",
-        "AutoRec without the adapter: A_thres fixed at R in 0..=4 (Fig. 12's AutoRec (2): R = 2)",
-    ),
-    (
-        "autorec-nogate",
-        "AutoRec without the E_waiting gate (Fig. 12's AutoRec (3))",
-    ),
-    (
-        "fec:K",
-        "block FEC, 1 XOR repair packet per K data packets (K in 1..=255; needs an artq receiver; Fig. 22)",
-    ),
+/// One scheme of the registry: its name, what it is, and how a name of it
+/// is parsed into a [`Scheme`].
+///
+/// Exists so that a scheme is registered in one place: `--help`, the
+/// error listing the names and the parser all read [`SCHEMES`].
+#[derive(Clone, Copy)]
+pub struct SchemeRow {
+    /// The name as written on the command line, parameters as `R` or `K`
+    /// (`fixed:R`); what precedes the first `:` is what a name is matched
+    /// on.
+    pub name: &'static str,
+    /// One line for `--help` and error messages.
+    pub help: &'static str,
+    /// Builds the scheme from the whole name and what follows its first
+    /// `:` (`None` without one).
+    build: fn(&str, Option<&str>) -> Result<Scheme, SchemeError>,
+}
+
+impl core::fmt::Debug for SchemeRow {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("SchemeRow")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SchemeRow {
+    /// The part of [`SchemeRow::name`] a name is matched on (`fixed` for
+    /// `fixed:R`).
+    pub fn base(&self) -> &'static str {
+        self.name.split(':').next().unwrap_or(self.name)
+    }
+}
+
+/// Every scheme this build accepts, one row each (a scheme with and
+/// without a parameter, like `art-norand` and `art-norand:R`, has a row
+/// per form, both parsed by the same function).
+pub static SCHEMES: &[SchemeRow] = &[
+    SchemeRow {
+        name: "quic",
+        help: "plain QUIC: one retransmission per loss (RFC 9002)",
+        build: |name, param| {
+            no_param(name, param, "quic")?;
+            Ok(policy(QuicPolicy))
+        },
+    },
+    SchemeRow {
+        name: "fixed:R",
+        help: "R replicas per round, back to back (R in 1..=32; ART journal §7.1)",
+        build: |name, param| Ok(policy(FixedPolicy::new(level(name, param, "fixed")?)?)),
+    },
+    SchemeRow {
+        name: "2n+1",
+        help: "R = 2n+1 replicas in round n, back to back (ART journal §7.1)",
+        build: |name, param| {
+            no_param(name, param, "2n+1")?;
+            Ok(policy(RoundsPolicy::new(RoundRule::TwoNPlusOne)))
+        },
+    },
+    SchemeRow {
+        name: "or3",
+        help: "OR3: R = 2n-1 replicas in round n, back to back (ART journal §7.1)",
+        build: |name, param| {
+            no_param(name, param, "or3")?;
+            Ok(policy(RoundsPolicy::new(RoundRule::Or3)))
+        },
+    },
+    SchemeRow {
+        name: "art",
+        help: "ART: redundancy adapter + replica scheduler, opportunistic (ART journal §6); art:l_queue=N sets the replica-fate window L_queue (default 10; Fig. 15)",
+        build: |name, param| {
+            art(ArtConfig {
+                l_queue: art_options(name, param)?,
+                ..ArtConfig::default()
+            })
+        },
+    },
+    SchemeRow {
+        name: "art+",
+        help: "art+: our own policy (docs/recovery.md): head-of-line aware (a stream head only once its loss is found late), model-based level, burst-aware spread, cost budget (head-of-line copies while flow-control blocked: stall=on); art+:hol=off,model=off,burst=off,budget=off|X,stall=on,late_rtts=R,target=P,... switch each off or tune it",
+        build: |name, param| {
+            Ok(policy(crate::artplus::ArtPlusPolicy::new(
+                crate::artplus::ArtPlusConfig::parse(name, param)?,
+            )?))
+        },
+    },
+    SchemeRow {
+        name: "art-or3start",
+        help: "ART with each round's level starting at OR3's 2n-1, as in the authors' artifact",
+        build: |name, param| {
+            no_param(name, param, "art-or3start")?;
+            art(ArtConfig::or3_start())
+        },
+    },
+    SchemeRow {
+        name: "art-fix:R",
+        help: "ART with a fixed level R and the replica scheduler (ablation, Fig. 18)",
+        build: |name, param| art(ArtConfig::fixed(level(name, param, "art-fix")?)),
+    },
+    SchemeRow {
+        name: "art-norand",
+        help: "ART's redundancy adapter without the replica scheduler (ablation)",
+        build: art_norand,
+    },
+    SchemeRow {
+        name: "art-norand:R",
+        help: "fixed level R, no replica scheduler, opportunistic (Fig. 18(b) ART-norand)",
+        build: art_norand,
+    },
+    SchemeRow {
+        name: "art-mab-eg",
+        help: "ART with an epsilon-greedy bandit adapter (ART journal Appendix A.1)",
+        build: |name, param| {
+            no_param(name, param, "art-mab-eg")?;
+            art(ArtConfig::bandit(BanditConfig::epsilon_greedy()))
+        },
+    },
+    SchemeRow {
+        name: "art-mab-ucb",
+        help: "ART with a UCB bandit adapter (ART journal Appendix A.1)",
+        build: |name, param| {
+            no_param(name, param, "art-mab-ucb")?;
+            art(ArtConfig::bandit(BanditConfig::ucb()))
+        },
+    },
+    SchemeRow {
+        name: "art-dqn",
+        help: "ART with a DQN adapter learning online (ART journal Appendix A.2); art-dqn:gamma=G sets the reward's penalty ratio (default 1.05), seed=N its initial weights, per=loss|connection decides per lost round (default) or once per connection per RTT (the paper's), reward=a2|tail the paper's reward (default) or ours for late rounds, model=FILE starts from a model of `artq train art-dqn` and takes its options (options comma separated, model last)",
+        build: |name, param| Ok(policy(art_dqn(name, param)?)),
+    },
+    SchemeRow {
+        name: "rcp",
+        help: "RCP: a Double DQN decides per timed-out message whether to retransmit (rcp.md); rcp:beta=B,alpha=A,norm=simple|tuned|asrun,...,rto=rfc6298|eq9 sets the utility and the timer; no congestion control",
+        build: estimated_message_scheme,
+    },
+    SchemeRow {
+        name: "udp",
+        help: "messages never retransmitted, no congestion control (rcp.md's UDP baseline)",
+        build: estimated_message_scheme,
+    },
+    SchemeRow {
+        name: "arq",
+        help: "messages always retransmitted at RCP's timeout, no congestion control (rcp.md's ARQ baseline)",
+        build: estimated_message_scheme,
+    },
+    SchemeRow {
+        name: "tcp",
+        help: "messages on one reliable stream, NewReno (rcp.md's TCP baseline)",
+        build: estimated_message_scheme,
+    },
+    SchemeRow {
+        name: "autorec",
+        help: "AutoRec: ARQ + off-mode and opportunistic reinjection, A_thres adapted online (autorec.md §4); autorec:theta=MS,alpha=X sets Θ_thres (default 50 ms) and α (default 0.1)",
+        build: |name, param| Ok(policy(AutorecPolicy::new(autorec_options(name, param)?)?)),
+    },
+    SchemeRow {
+        name: "autorec-offmode",
+        help: "AutoRec with off-mode reinjection only (Fig. 12's AutoRec (1))",
+        build: |name, param| {
+            no_param(name, param, "autorec-offmode")?;
+            autorec(AutorecVariant::OffModeOnly)
+        },
+    },
+    SchemeRow {
+        name: "autorec-fixed:R",
+        help: "AutoRec without the adapter: A_thres fixed at R in 0..=4 (Fig. 12's AutoRec (2): R = 2)",
+        build: autorec_fixed,
+    },
+    SchemeRow {
+        name: "autorec-nogate",
+        help: "AutoRec without the E_waiting gate (Fig. 12's AutoRec (3))",
+        build: |name, param| {
+            no_param(name, param, "autorec-nogate")?;
+            autorec(AutorecVariant::NoGate)
+        },
+    },
+    SchemeRow {
+        name: "fec:K",
+        help: "block FEC, 1 XOR repair packet per K data packets (K in 1..=255; needs an artq receiver; Fig. 22)",
+        build: |name, param| {
+            let policy = FecPolicy::new(block(name, param)?)?;
+            Ok(Scheme {
+                fec_block: Some(policy.block_size()),
+                policy: Arc::new(policy),
+                congestion: None,
+            })
+        },
+    },
 ];
 
 /// Names from DESIGN.md that this build does not implement yet, and why
@@ -121,7 +221,7 @@ const PLANNED: &[(&str, &str)] = &[];
 fn available() -> String {
     SCHEMES
         .iter()
-        .map(|(n, _)| *n)
+        .map(|r| r.name)
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -191,108 +291,69 @@ impl Scheme {
     }
 }
 
-/// The scheme for a name.
+/// The scheme for a name: the row of [`SCHEMES`] whose base it has.
 pub fn parse_scheme(name: &str) -> Result<Scheme, SchemeError> {
     let (base, param) = match name.split_once(':') {
         Some((b, p)) => (b, Some(p)),
         None => (name, None),
     };
-    let factory: Arc<dyn PolicyFactory> = match base {
-        "quic" => {
-            no_param(name, param, "quic")?;
-            Arc::new(QuicPolicy)
-        }
-        "2n+1" => {
-            no_param(name, param, "2n+1")?;
-            Arc::new(RoundsPolicy::new(RoundRule::TwoNPlusOne))
-        }
-        "or3" => {
-            no_param(name, param, "or3")?;
-            Arc::new(RoundsPolicy::new(RoundRule::Or3))
-        }
-        "art" => art(ArtConfig {
-            l_queue: art_options(name, param)?,
-            ..ArtConfig::default()
-        })?,
-        "art+" => Arc::new(crate::artplus::ArtPlusPolicy::new(
-            crate::artplus::ArtPlusConfig::parse(name, param)?,
-        )?),
-        "art-or3start" => {
-            no_param(name, param, "art-or3start")?;
-            art(ArtConfig::or3_start())?
-        }
-        "art-mab-eg" => {
-            no_param(name, param, "art-mab-eg")?;
-            art(ArtConfig::bandit(BanditConfig::epsilon_greedy()))?
-        }
-        "art-mab-ucb" => {
-            no_param(name, param, "art-mab-ucb")?;
-            art(ArtConfig::bandit(BanditConfig::ucb()))?
-        }
-        "art-dqn" => Arc::new(art_dqn(name, param)?),
-        "fixed" => Arc::new(FixedPolicy::new(level(name, param, "fixed")?)?),
-        "fec" => {
-            let policy = FecPolicy::new(block(name, param)?)?;
-            return Ok(Scheme {
-                fec_block: Some(policy.block_size()),
-                policy: Arc::new(policy),
-                congestion: None,
-            });
-        }
-        "autorec" => Arc::new(AutorecPolicy::new(autorec_options(name, param)?)?),
-        "autorec-offmode" => {
-            no_param(name, param, "autorec-offmode")?;
-            Arc::new(AutorecPolicy::new(AutorecConfig {
-                variant: AutorecVariant::OffModeOnly,
-                ..AutorecConfig::default()
-            })?)
-        }
-        "autorec-nogate" => {
-            no_param(name, param, "autorec-nogate")?;
-            Arc::new(AutorecPolicy::new(AutorecConfig {
-                variant: AutorecVariant::NoGate,
-                ..AutorecConfig::default()
-            })?)
-        }
-        "autorec-fixed" => {
-            let form = format!("autorec-fixed:R with R an integer in 0..={AUTOREC_A_MAX}");
-            let bad = |reason: String| SchemeError::BadParameter {
-                name: name.into(),
-                reason,
-                form: form.clone(),
-            };
-            let p = param.ok_or_else(|| bad("the level R is missing".into()))?;
-            let a = whole(p, 0..=AUTOREC_A_MAX).map_err(|e| match e {
-                WholeError::NotANumber => bad(format!("'{p}' is not a number")),
-                WholeError::OutOfRange => bad(format!("R = {p} is out of range")),
-            })?;
-            Arc::new(AutorecPolicy::new(AutorecConfig {
-                variant: AutorecVariant::Fixed(a),
-                ..AutorecConfig::default()
-            })?)
-        }
-        "art-fix" => art(ArtConfig::fixed(level(name, param, "art-fix")?))?,
-        "art-norand" => match param {
-            None => art(ArtConfig::norand())?,
-            Some(_) => art(ArtConfig::fixed_norand(level(name, param, "art-norand")?))?,
-        },
-        "rcp" | "udp" | "arq" | "tcp" => {
-            return message_scheme(name, crate::rcp::policy::LatencySource::Estimated)
-        }
-        _ => {
-            if let Some((_, reason)) = PLANNED.iter().find(|(n, _)| *n == name) {
-                return Err(SchemeError::NotImplemented {
-                    name: name.into(),
-                    reason: (*reason).into(),
-                });
-            }
-            return Err(SchemeError::Unknown {
-                name: name.into(),
-                available: available(),
-            });
-        }
+    if let Some(row) = SCHEMES.iter().find(|r| r.base() == base) {
+        return (row.build)(name, param);
+    }
+    if let Some((_, reason)) = PLANNED.iter().find(|(n, _)| *n == name) {
+        return Err(SchemeError::NotImplemented {
+            name: name.into(),
+            reason: (*reason).into(),
+        });
+    }
+    Err(SchemeError::Unknown {
+        name: name.into(),
+        available: available(),
+    })
+}
+
+/// A scheme that is only a policy.
+fn policy(p: impl PolicyFactory + 'static) -> Scheme {
+    Scheme::from_policy(Arc::new(p))
+}
+
+/// `art-norand` (the adapter without the scheduler) and `art-norand:R`
+/// (a fixed level without the scheduler).
+fn art_norand(name: &str, param: Option<&str>) -> Result<Scheme, SchemeError> {
+    match param {
+        None => art(ArtConfig::norand()),
+        Some(_) => art(ArtConfig::fixed_norand(level(name, param, "art-norand")?)),
+    }
+}
+
+/// AutoRec in one of its variants, with the paper's defaults.
+fn autorec(variant: AutorecVariant) -> Result<Scheme, SchemeError> {
+    Ok(policy(AutorecPolicy::new(AutorecConfig {
+        variant,
+        ..AutorecConfig::default()
+    })?))
+}
+
+/// `autorec-fixed:R`: AutoRec with A_thres fixed at R.
+fn autorec_fixed(name: &str, param: Option<&str>) -> Result<Scheme, SchemeError> {
+    let form = format!("autorec-fixed:R with R an integer in 0..={AUTOREC_A_MAX}");
+    let bad = |reason: String| SchemeError::BadParameter {
+        name: name.into(),
+        reason,
+        form: form.clone(),
     };
-    Ok(Scheme::from_policy(factory))
+    let p = param.ok_or_else(|| bad("the level R is missing".into()))?;
+    let a = whole(p, 0..=AUTOREC_A_MAX).map_err(|e| match e {
+        WholeError::NotANumber => bad(format!("'{p}' is not a number")),
+        WholeError::OutOfRange => bad(format!("R = {p} is out of range")),
+    })?;
+    autorec(AutorecVariant::Fixed(a))
+}
+
+/// `rcp`, `udp`, `arq`, `tcp` with their latencies estimated (a real
+/// network; [`parse_scheme_measuring`] for the simulator).
+fn estimated_message_scheme(name: &str, _param: Option<&str>) -> Result<Scheme, SchemeError> {
+    message_scheme(name, crate::rcp::policy::LatencySource::Estimated)
 }
 
 /// The scheme for a name, as [`parse_scheme`], for a sender whose peer's
@@ -344,8 +405,8 @@ fn message_scheme(
     })
 }
 
-fn art(config: ArtConfig) -> Result<Arc<dyn PolicyFactory>, SchemeError> {
-    Ok(Arc::new(ArtFactory::new(config)?))
+fn art(config: ArtConfig) -> Result<Scheme, SchemeError> {
+    Ok(policy(ArtFactory::new(config)?))
 }
 
 /// `art-dqn[:OPTIONS]`: comma-separated `gamma=G` (in (0, 100]), `seed=N`,
@@ -585,7 +646,7 @@ mod tests {
 
     #[test]
     fn parses_every_listed_name() {
-        for (pattern, _) in SCHEMES {
+        for pattern in SCHEMES.iter().map(|r| r.name) {
             let name = pattern.replace('R', "3").replace('K', "9");
             let f = parse_scheme(&name).unwrap_or_else(|e| panic!("{name}: {e}"));
             assert_eq!(f.name(), name, "the scheme echoes its name");

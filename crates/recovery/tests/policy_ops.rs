@@ -16,7 +16,7 @@ use wire::time::{Duration, Instant};
 /// Names to exercise: every listed pattern with a few parameters.
 fn names() -> Vec<String> {
     let mut v = Vec::new();
-    for (pattern, _) in recovery::SCHEMES {
+    for pattern in recovery::SCHEMES.iter().map(|r| r.name) {
         if pattern.starts_with("autorec-fixed") {
             // AutoRec's levels are 0..=4 (autorec.md eq. 1).
             for r in [0, 2, 4] {
