@@ -17,7 +17,7 @@
 //! Stateless resets (RFC 9000 §10.3): with [`StaticKeys`] a token is
 //! `HMAC-SHA256(reset, cid)[..16]`, computable by any worker or a restarted
 //! server, which is what lets an endpoint without state for a connection
-//! end it ([`stateless_reset`]). Without them a token is random and only
+//! end it (`stateless_reset`). Without them a token is random and only
 //! the connection knows it.
 
 use rand::{Rng, RngCore};

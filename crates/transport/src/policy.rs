@@ -31,11 +31,11 @@
 //! AutoRec (autorec.md §4.2) builds on. The transport offers the chance at
 //! two moments, and only when congestion control and pacing would let a
 //! packet go (a reinjection is a regular, congestion-controlled packet):
-//! - [`RecoveryPolicy::on_app_limited`]: the sender is *application-limited*
+//! - [`SendingHooks::on_app_limited`]: the sender is *application-limited*
 //!   (off-mode): no stream data, due replica or control frame waits, and
 //!   neither the window nor pacing holds anything back;
-//! - [`RecoveryPolicy::on_reinjection_timer`]: the time the policy gave in
-//!   [`RecoveryPolicy::next_reinjection`] has come (on-mode included).
+//! - [`SendingHooks::on_reinjection_timer`]: the time the policy gave in
+//!   [`SendingHooks::next_reinjection`] has come (on-mode included).
 //!
 //! Either returns the [`ItemId`] to reinject, or `None`. The replica is
 //! tagged with the item's current round and the next index
@@ -49,7 +49,7 @@
 //! changes no round and is reported to congestion control as any lost
 //! packet is in a stack without rounds (LSQUIC, AutoRec's base). The
 //! transport refuses silently an item that has left recovery or still has
-//! a replica queued; [`RecoveryPolicy::on_recovery_ended`] tells the policy
+//! a replica queued; [`SendingHooks::on_recovery_ended`] tells the policy
 //! when an item leaves, so it can forget it. A policy that implements none of these
 //! methods (every scheme but AutoRec) is asked nothing that changes what it
 //! sends.
@@ -60,7 +60,7 @@
 //! or MAX_STREAM_DATA) gives it no credit, it is idle on the link like an
 //! application-limited sender, and what it waits for is the data at the
 //! head of line: the receiver cannot raise its limits until it arrives.
-//! The transport then offers [`RecoveryPolicy::on_flow_blocked`] a
+//! The transport then offers [`SendingHooks::on_flow_blocked`] a
 //! [`HeadOfLine`]: the lowest stretch of sent, unacknowledged stream data
 //! not copied before (at most one packet of it), whether or not it has been
 //! declared lost. A `true` sends it in a packet of its own, now, as a
@@ -134,7 +134,7 @@ pub struct StreamPosition {
 }
 
 /// The data a head-of-line copy would carry, offered to
-/// [`RecoveryPolicy::on_flow_blocked`] (module doc, "Head-of-line copies").
+/// [`SendingHooks::on_flow_blocked`] (module doc, "Head-of-line copies").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HeadOfLine {
     /// Stream payload bytes the copy would carry (at most one packet's).
@@ -489,6 +489,35 @@ pub trait RecoveryPolicy: Send + fmt::Debug {
     /// when the IP address changed). The default keeps everything.
     fn on_path_change(&mut self, _cx: &mut PolicyContext<'_>) {}
 
+    /// The policy's hooks for sending beyond its decisions (reinjection,
+    /// head-of-line copies; module doc), when it has them: a policy that
+    /// only decides leaves the default, `None`, and is never offered those
+    /// moments.
+    fn sending_hooks(&mut self) -> Option<&mut dyn SendingHooks> {
+        None
+    }
+
+    /// Write what the policy wants traced about its own state (ART's
+    /// redundancy levels, say) into `out`, as named numbers. The connection
+    /// asks after each ACK frame and loss-detection pass, only when a
+    /// subscriber listens, and publishes the state to subscribers (qlog
+    /// event `artq:policy_state`) when it changed: a time series of the
+    /// policy's variables, where [`PolicyContext::publish`] is for discrete
+    /// events. The default reports nothing.
+    fn report_state(&self, _out: &mut PolicyState) {}
+}
+
+/// The moments the transport offers a policy to send something its
+/// decisions did not ask for (module doc, "Reinjection and off-mode" and
+/// "Head-of-line copies"), and the end of an item's recovery, which tells
+/// a reinjecting policy to forget the item. Reached through
+/// [`RecoveryPolicy::sending_hooks`]; every method has a default that
+/// sends nothing, so a policy implements the ones it uses.
+///
+/// Exists as its own trait so that the seam a decision-only scheme
+/// implements stays small: `name` and `on_data_lost`, and the fate
+/// callbacks it wants.
+pub trait SendingHooks {
     /// The sender is application-limited (off-mode, see the module doc):
     /// return an item to reinject now, or `None`. Asked again each time the
     /// sender finds itself idle, so one item per call is enough.
@@ -504,13 +533,13 @@ pub trait RecoveryPolicy: Send + fmt::Debug {
         false
     }
 
-    /// When the policy wants [`RecoveryPolicy::on_reinjection_timer`]
+    /// When the policy wants [`SendingHooks::on_reinjection_timer`]
     /// called, whatever the sender is doing; `None` (the default): never.
     fn next_reinjection(&self) -> Option<Instant> {
         None
     }
 
-    /// The time of [`RecoveryPolicy::next_reinjection`] has come and a
+    /// The time of [`SendingHooks::next_reinjection`] has come and a
     /// packet may go: return an item to reinject now, or `None`.
     fn on_reinjection_timer(&mut self, _cx: &mut PolicyContext<'_>) -> Option<ItemId> {
         None
@@ -520,15 +549,6 @@ pub trait RecoveryPolicy: Send + fmt::Debug {
     /// statistics get (the round that delivered it, when that packet was
     /// sent): the transport refuses to reinject it from now on.
     fn on_recovery_ended(&mut self, _cx: &mut PolicyContext<'_>, _record: &RecoveryRecord) {}
-
-    /// Write what the policy wants traced about its own state (ART's
-    /// redundancy levels, say) into `out`, as named numbers. The connection
-    /// asks after each ACK frame and loss-detection pass, only when a
-    /// subscriber listens, and publishes the state to subscribers (qlog
-    /// event `artq:policy_state`) when it changed: a time series of the
-    /// policy's variables, where [`PolicyContext::publish`] is for discrete
-    /// events. The default reports nothing.
-    fn report_state(&self, _out: &mut PolicyState) {}
 }
 
 /// A policy's state as named numbers, for traces

@@ -47,7 +47,7 @@ pub struct ConnectionStats {
     pub reinjections: u64,
     /// Copies of unacknowledged data at the head of line sent while flow
     /// control blocked the sender, before any loss was declared
-    /// ([`crate::policy::RecoveryPolicy::on_flow_blocked`]); also counted
+    /// ([`crate::policy::SendingHooks::on_flow_blocked`]); also counted
     /// in `replicas` and `extra_replicas`, so redundancy cost stays whole.
     /// Left out of the JSON when 0, so runs of schemes that never copy
     /// read as before.

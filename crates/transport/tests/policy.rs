@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use transport::fec::FecConfig;
 use transport::policy::{
     DataKind, Decision, LostData, PacketFate, PacketTag, PolicyContext, PolicyFactory,
-    RecoveryPolicy, SentView,
+    RecoveryPolicy, SendingHooks, SentView,
 };
 use transport::test_pair::{content, transport_with, Pair};
 use transport::TransportConfig;
@@ -464,6 +464,12 @@ impl RecoveryPolicy for Reinjector {
         None
     }
 
+    fn sending_hooks(&mut self) -> Option<&mut dyn SendingHooks> {
+        Some(self)
+    }
+}
+
+impl SendingHooks for Reinjector {
     fn on_app_limited(&mut self, cx: &mut PolicyContext<'_>) -> Option<transport::policy::ItemId> {
         let mut log = self.log.lock().unwrap();
         log.app_limited_calls += 1;
@@ -473,14 +479,12 @@ impl RecoveryPolicy for Reinjector {
         log.asked += 1;
         Some(item)
     }
-
     fn next_reinjection(&self) -> Option<Instant> {
         let log = self.log.lock().unwrap();
         log.waiting
             .first()
             .map(|(_, t)| *t + Duration::from_millis(5))
     }
-
     fn on_reinjection_timer(
         &mut self,
         cx: &mut PolicyContext<'_>,
@@ -492,7 +496,6 @@ impl RecoveryPolicy for Reinjector {
         log.asked += 1;
         Some(item)
     }
-
     fn on_recovery_ended(
         &mut self,
         _cx: &mut PolicyContext<'_>,
@@ -594,17 +597,21 @@ impl RecoveryPolicy for EagerReinjector {
         }
     }
 
+    fn sending_hooks(&mut self) -> Option<&mut dyn SendingHooks> {
+        Some(self)
+    }
+}
+
+impl SendingHooks for EagerReinjector {
     fn on_app_limited(&mut self, cx: &mut PolicyContext<'_>) -> Option<transport::policy::ItemId> {
         self.on_reinjection_timer(cx)
     }
-
     fn next_reinjection(&self) -> Option<Instant> {
         let log = self.log.lock().unwrap();
         log.to_reinject
             .first()
             .map(|(_, t)| *t + Duration::from_millis(10))
     }
-
     fn on_reinjection_timer(
         &mut self,
         cx: &mut PolicyContext<'_>,
@@ -613,7 +620,6 @@ impl RecoveryPolicy for EagerReinjector {
         let mut log = self.log.lock().unwrap();
         due.then(|| log.to_reinject.remove(0).0)
     }
-
     fn on_recovery_ended(
         &mut self,
         cx: &mut PolicyContext<'_>,
@@ -700,6 +706,12 @@ impl RecoveryPolicy for HeadCopier {
         Decision::single(cx.now)
     }
 
+    fn sending_hooks(&mut self) -> Option<&mut dyn SendingHooks> {
+        Some(self)
+    }
+}
+
+impl SendingHooks for HeadCopier {
     fn on_flow_blocked(
         &mut self,
         _cx: &mut PolicyContext<'_>,

@@ -22,7 +22,7 @@
 //!   packet ([`budget::Budget`]), the constraint C of the journal's eq. 4.
 //! - **stall copies** (`stall`): while flow control blocks the sender, copy
 //!   the unacknowledged data at the head of line before any loss is
-//!   declared ([`RecoveryPolicy::on_flow_blocked`]), within `hol_rtts` of
+//!   declared ([`SendingHooks::on_flow_blocked`]), within `hol_rtts` of
 //!   the head and paid from the same budget as blocking data's replicas.
 //!
 //! Replicas are opportunistic and spread by ART's scheduler rule
@@ -37,7 +37,7 @@ mod tests;
 
 use transport::policy::{
     DataKind, Decision, HeadOfLine, LostData, PacketFate, PacketTag, PathView, PolicyContext,
-    PolicyState, RecoveryPolicy, SentView, StreamPosition, MAX_REPLICAS,
+    PolicyState, RecoveryPolicy, SendingHooks, SentView, StreamPosition, MAX_REPLICAS,
 };
 
 use crate::art::scheduler::spread;
@@ -462,27 +462,6 @@ impl RecoveryPolicy for ArtPlusPolicy {
         }
     }
 
-    /// A copy of the head of line while flow control blocks the sender
-    /// (`stall`): only data within `hol_rtts` of its stream's head, where
-    /// its loss would hold the receiver's window longest, and only with a
-    /// token of the budget (spent as for blocking data).
-    fn on_flow_blocked(&mut self, cx: &mut PolicyContext<'_>, head: &HeadOfLine) -> bool {
-        if !self.config.stall {
-            return false;
-        }
-        let horizon =
-            self.config.hol_rtts * cx.path.srtt.as_secs_f64() * cx.path.pacing_rate as f64;
-        if head.position.behind_head > 0 && head.position.behind_head as f64 >= horizon {
-            return false;
-        }
-        let granted = match &mut self.budget {
-            Some(b) => b.grant(1, true) == 1,
-            None => true,
-        };
-        self.head_copies += u64::from(granted);
-        granted
-    }
-
     /// Burst history describes the old path; the loss model and budget are
     /// kept (as ART keeps its levels).
     fn on_path_change(&mut self, cx: &mut PolicyContext<'_>) {
@@ -540,5 +519,32 @@ impl RecoveryPolicy for ArtPlusPolicy {
         if let Some(b) = &mut self.budget {
             b.on_loss();
         }
+    }
+
+    fn sending_hooks(&mut self) -> Option<&mut dyn SendingHooks> {
+        Some(self)
+    }
+}
+
+impl SendingHooks for ArtPlusPolicy {
+    /// A copy of the head of line while flow control blocks the sender
+    /// (`stall`): only data within `hol_rtts` of its stream's head, where
+    /// its loss would hold the receiver's window longest, and only with a
+    /// token of the budget (spent as for blocking data).
+    fn on_flow_blocked(&mut self, cx: &mut PolicyContext<'_>, head: &HeadOfLine) -> bool {
+        if !self.config.stall {
+            return false;
+        }
+        let horizon =
+            self.config.hol_rtts * cx.path.srtt.as_secs_f64() * cx.path.pacing_rate as f64;
+        if head.position.behind_head > 0 && head.position.behind_head as f64 >= horizon {
+            return false;
+        }
+        let granted = match &mut self.budget {
+            Some(b) => b.grant(1, true) == 1,
+            None => true,
+        };
+        self.head_copies += u64::from(granted);
+        granted
     }
 }

@@ -56,7 +56,7 @@ use transport::events::RecoveryOutcome;
 use transport::events::RecoveryRecord;
 use transport::policy::{
     DataKind, Decision, ItemId, LostData, PacketFate, PacketTag, PathView, PolicyContext,
-    PolicyState, RecoveryPolicy, SentView,
+    PolicyState, RecoveryPolicy, SendingHooks, SentView,
 };
 use wire::time::{Duration, Instant};
 
@@ -468,10 +468,24 @@ impl RecoveryPolicy for AutorecPolicy {
         self.tally.lost += 1;
     }
 
+    fn report_state(&self, out: &mut PolicyState) {
+        out.set("a_thres", f64::from(self.level()));
+        out.set("utility", self.adapter.utility().unwrap_or(0.0));
+        out.set("loss_rate", self.loss_rate);
+        out.set("e_waiting_ms", self.adapter.e_waiting() * 1e3);
+        out.set("off", f64::from(u8::from(self.adapter.is_off())));
+        out.set("queue", self.queue.len() as f64);
+    }
+
+    fn sending_hooks(&mut self) -> Option<&mut dyn SendingHooks> {
+        Some(self)
+    }
+}
+
+impl SendingHooks for AutorecPolicy {
     fn on_app_limited(&mut self, cx: &mut PolicyContext<'_>) -> Option<ItemId> {
         self.take_reinjection(cx.now)
     }
-
     fn next_reinjection(&self) -> Option<Instant> {
         if !self.opportunistic() {
             return None;
@@ -479,7 +493,6 @@ impl RecoveryPolicy for AutorecPolicy {
         let head = self.queue.head(self.level())?;
         Some(head.last_sent + self.t_thres(&self.path_of_last()))
     }
-
     fn on_reinjection_timer(&mut self, cx: &mut PolicyContext<'_>) -> Option<ItemId> {
         if !self.opportunistic() {
             return None;
@@ -490,7 +503,6 @@ impl RecoveryPolicy for AutorecPolicy {
         }
         self.take_reinjection(cx.now)
     }
-
     fn on_recovery_ended(&mut self, _cx: &mut PolicyContext<'_>, record: &RecoveryRecord) {
         self.queue.remove(record.item);
         if let RecoveryOutcome::Delivered {
@@ -507,15 +519,6 @@ impl RecoveryPolicy for AutorecPolicy {
                 self.tally.max_round = self.tally.max_round.max(round);
             }
         }
-    }
-
-    fn report_state(&self, out: &mut PolicyState) {
-        out.set("a_thres", f64::from(self.level()));
-        out.set("utility", self.adapter.utility().unwrap_or(0.0));
-        out.set("loss_rate", self.loss_rate);
-        out.set("e_waiting_ms", self.adapter.e_waiting() * 1e3);
-        out.set("off", f64::from(u8::from(self.adapter.is_off())));
-        out.set("queue", self.queue.len() as f64);
     }
 }
 

@@ -467,9 +467,13 @@ impl Recovery {
 
     /// When recovery wants to send next after `now`: the earliest queued
     /// replica, or the policy's reinjection time.
-    pub fn next_wakeup(&self, now: Instant) -> Option<Instant> {
+    pub fn next_wakeup(&mut self, now: Instant) -> Option<Instant> {
         let queued = self.engine.next_send_at().filter(|t| *t > now);
-        let reinjection = self.policy.next_reinjection().filter(|t| *t > now);
+        let reinjection = self
+            .policy
+            .sending_hooks()
+            .and_then(|h| h.next_reinjection())
+            .filter(|t| *t > now);
         match (queued, reinjection) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -515,11 +519,21 @@ impl Recovery {
         window: SendWindow,
     ) -> Option<StreamChunk> {
         let now = cx.now;
-        let timer_due = self.policy.next_reinjection().is_some_and(|t| t <= now);
+        let timer_due = self
+            .policy
+            .sending_hooks()
+            .and_then(|h| h.next_reinjection())
+            .is_some_and(|t| t <= now);
         let item = if window.app_limited {
-            self.call_policy(cx, |policy, pcx| policy.on_app_limited(pcx))
+            self.call_policy(cx, |policy, pcx| {
+                policy.sending_hooks().and_then(|h| h.on_app_limited(pcx))
+            })
         } else if timer_due {
-            self.call_policy(cx, |policy, pcx| policy.on_reinjection_timer(pcx))
+            self.call_policy(cx, |policy, pcx| {
+                policy
+                    .sending_hooks()
+                    .and_then(|h| h.on_reinjection_timer(pcx))
+            })
         } else {
             None
         };
@@ -536,8 +550,12 @@ impl Recovery {
             bytes: u64::from(chunk.len),
             position,
         };
-        self.call_policy(cx, |policy, pcx| policy.on_flow_blocked(pcx, &head))
-            .then_some(chunk)
+        self.call_policy(cx, |policy, pcx| {
+            policy
+                .sending_hooks()
+                .is_some_and(|h| h.on_flow_blocked(pcx, &head))
+        })
+        .then_some(chunk)
     }
 
     /// Write what [`Recovery::plan_resend`] planned into the packet being
@@ -773,7 +791,11 @@ impl Recovery {
     pub fn publish(&mut self, cx: &mut RecoveryContext<'_>, state: bool) {
         if self.engine.has_records() {
             for record in self.engine.take_records() {
-                self.call_policy(cx, |policy, pcx| policy.on_recovery_ended(pcx, &record));
+                self.call_policy(cx, |policy, pcx| {
+                    if let Some(h) = policy.sending_hooks() {
+                        h.on_recovery_ended(pcx, &record);
+                    }
+                });
                 cx.stats.recovery.observe(&record);
                 for s in cx.subscribers.iter_mut() {
                     s.recovery_ended(cx.now, &record);
