@@ -239,3 +239,39 @@ impl Host {
         }
     }
 }
+
+/// The one connection a client application follows: the first the host
+/// hands it ([`App::on_connection`]); events of any other are not its.
+///
+/// Exists so that the client applications (files, RPC, messages) share
+/// one definition of "my connection" instead of each keeping an
+/// `Option<ConnectionHandle>` and the same checks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OwnConnection(Option<ConnectionHandle>);
+
+impl OwnConnection {
+    /// The host opened a connection: it is ours if we have none yet.
+    pub fn adopt(&mut self, h: ConnectionHandle) {
+        self.0.get_or_insert(h);
+    }
+
+    /// Whether `h` is our connection (false before we have one).
+    pub fn is(&self, h: ConnectionHandle) -> bool {
+        self.0 == Some(h)
+    }
+
+    /// Our connection's handle, once adopted.
+    pub fn handle(&self) -> Option<ConnectionHandle> {
+        self.0
+    }
+
+    /// Our connection in `endpoint`, while it is there.
+    pub fn get<'e>(&self, endpoint: &'e Endpoint) -> Option<&'e Connection> {
+        self.0.and_then(|h| endpoint.connection(h))
+    }
+
+    /// Our connection in `endpoint`, to act on, while it is there.
+    pub fn get_mut<'e>(&self, endpoint: &'e mut Endpoint) -> Option<&'e mut Connection> {
+        self.0.and_then(|h| endpoint.connection_mut(h))
+    }
+}

@@ -21,7 +21,7 @@ use transport::{Connection, ConnectionError, ConnectionHandle, Endpoint, Event};
 use wire::time::Instant;
 use wire::StreamId;
 
-use crate::app::App;
+use crate::app::{App, OwnConnection};
 use crate::content::FileContent;
 use crate::http::{BodyError, ClientEvent, ClientSession, Request, ResponseHead};
 use crate::protocol::Protocol;
@@ -364,7 +364,7 @@ pub struct FilesClient {
     fetcher: Box<dyn Fetcher>,
     /// Set when the fetcher said [`Next::Wait`] with a time.
     wake_at: Option<Instant>,
-    conn: Option<ConnectionHandle>,
+    conn: OwnConnection,
     connected: bool,
     next_file: u64,
     current: Option<Download>,
@@ -397,7 +397,7 @@ impl FilesClient {
             authority,
             fetcher,
             wake_at: None,
-            conn: None,
+            conn: OwnConnection::default(),
             connected: false,
             next_file: 0,
             current: None,
@@ -420,7 +420,7 @@ impl FilesClient {
 
     /// The connection, once opened.
     pub fn connection(&self) -> Option<ConnectionHandle> {
-        self.conn
+        self.conn.handle()
     }
 
     /// Opens a stream for `path` (the next item) and sends its request;
@@ -508,7 +508,7 @@ impl FilesClient {
     /// After an error: close the connection once.
     fn close_on_error(&mut self, now: Instant, ep: &mut Endpoint) {
         if self.report.error.is_some() && !self.closed {
-            if let Some(conn) = self.conn.and_then(|h| ep.connection_mut(h)) {
+            if let Some(conn) = self.conn.get_mut(ep) {
                 conn.close(now, self.protocol.error_code(), b"transfer failed");
             }
             self.closed = true;
@@ -518,7 +518,7 @@ impl FilesClient {
 
 impl App for FilesClient {
     fn on_connection(&mut self, _now: Instant, h: ConnectionHandle, conn: &mut Connection) {
-        self.conn.get_or_insert(h);
+        self.conn.adopt(h);
         // A resuming connection that may send 0-RTT starts at once with
         // hq-interop: its requests are plain GETs, safe to replay (RFC 9001
         // §9.2). HTTP/3 waits for the handshake: its 0-RTT would need the
@@ -536,7 +536,7 @@ impl App for FilesClient {
         conn: &mut Connection,
         event: &Event,
     ) {
-        if Some(h) != self.conn {
+        if !self.conn.is(h) {
             return;
         }
         match event {
@@ -569,7 +569,7 @@ impl App for FilesClient {
             return;
         }
         loop {
-            let Some(conn) = self.conn.and_then(|h| ep.connection_mut(h)) else {
+            let Some(conn) = self.conn.get_mut(ep) else {
                 return;
             };
             if self.current.is_none() {
@@ -616,11 +616,7 @@ impl App for FilesClient {
 
     fn is_finished(&self, endpoint: &Endpoint) -> bool {
         self.report.error.is_some()
-            || (self.closed
-                && self
-                    .conn
-                    .and_then(|h| endpoint.connection(h))
-                    .is_none_or(|c| c.is_closed()))
+            || (self.closed && self.conn.get(endpoint).is_none_or(|c| c.is_closed()))
     }
 
     fn as_any(&self) -> &dyn std::any::Any {

@@ -56,7 +56,7 @@ use transport::{Connection, ConnectionError, ConnectionHandle, Endpoint, Event};
 use wire::time::{Duration, Instant};
 use wire::{Dir, StreamId};
 
-use crate::app::App;
+use crate::app::{App, OwnConnection};
 
 /// Bytes of a message's header: sequence number and generation time.
 pub const HEADER: usize = 16;
@@ -422,7 +422,7 @@ impl MessageReport {
 #[derive(Debug)]
 pub struct MessageReceiver {
     params: MessageParams,
-    conn: Option<ConnectionHandle>,
+    conn: OwnConnection,
     stream: Option<StreamId>,
     /// A partial stream record.
     partial: Vec<u8>,
@@ -437,7 +437,7 @@ impl MessageReceiver {
         let words = usize::try_from(params.messages.div_ceil(64)).unwrap_or(0);
         Self {
             params,
-            conn: None,
+            conn: OwnConnection::default(),
             stream: None,
             partial: Vec::new(),
             seen: vec![0; words],
@@ -509,7 +509,7 @@ impl MessageReceiver {
 
 impl App for MessageReceiver {
     fn on_connection(&mut self, _now: Instant, h: ConnectionHandle, _conn: &mut Connection) {
-        self.conn.get_or_insert(h);
+        self.conn.adopt(h);
     }
 
     fn on_event(
@@ -519,7 +519,7 @@ impl App for MessageReceiver {
         conn: &mut Connection,
         event: &Event,
     ) {
-        if Some(h) != self.conn {
+        if !self.conn.is(h) {
             return;
         }
         match event {
@@ -558,17 +558,14 @@ impl App for MessageReceiver {
     }
 
     fn drive(&mut self, now: Instant, endpoint: &mut Endpoint) {
-        if let Some(conn) = self.conn.and_then(|h| endpoint.connection_mut(h)) {
+        if let Some(conn) = self.conn.get_mut(endpoint) {
             self.read(now, conn);
         }
     }
 
     fn is_finished(&self, endpoint: &Endpoint) -> bool {
         (self.report.done_at.is_some() || self.report.error.is_some())
-            && self
-                .conn
-                .and_then(|h| endpoint.connection(h))
-                .is_none_or(|c| c.is_closed())
+            && self.conn.get(endpoint).is_none_or(|c| c.is_closed())
     }
 
     fn as_any(&self) -> &dyn std::any::Any {

@@ -43,7 +43,7 @@ use transport::{Connection, ConnectionHandle, Endpoint, Event};
 use wire::time::{Duration, Instant};
 use wire::StreamId;
 
-use crate::app::App;
+use crate::app::{App, OwnConnection};
 use crate::content::{Content, FileContent, Refusal, Resource};
 use crate::files::{ClientError, FileTimes, CHUNK};
 use crate::http::{BodyError, ClientEvent, ClientSession, Request};
@@ -231,7 +231,7 @@ pub struct RpcClient {
     drawn: u64,
     waiting: VecDeque<Due>,
     inflight: BTreeMap<StreamId, InFlight>,
-    conn: Option<ConnectionHandle>,
+    conn: OwnConnection,
     connected: bool,
     closed: bool,
     report: RpcReport,
@@ -260,7 +260,7 @@ impl RpcClient {
             drawn: 0,
             waiting: VecDeque::new(),
             inflight: BTreeMap::new(),
-            conn: None,
+            conn: OwnConnection::default(),
             connected: false,
             closed: false,
             report: RpcReport::default(),
@@ -428,7 +428,7 @@ impl RpcClient {
         if self.closed {
             return;
         }
-        if let Some(conn) = self.conn.and_then(|h| ep.connection_mut(h)) {
+        if let Some(conn) = self.conn.get_mut(ep) {
             let (code, reason): (u64, &[u8]) = if self.report.error.is_some() {
                 (self.protocol.error_code(), b"rpc failed")
             } else {
@@ -442,7 +442,7 @@ impl RpcClient {
 
 impl App for RpcClient {
     fn on_connection(&mut self, _now: Instant, h: ConnectionHandle, _conn: &mut Connection) {
-        self.conn.get_or_insert(h);
+        self.conn.adopt(h);
     }
 
     fn on_event(
@@ -452,7 +452,7 @@ impl App for RpcClient {
         conn: &mut Connection,
         event: &Event,
     ) {
-        if Some(h) != self.conn {
+        if !self.conn.is(h) {
             return;
         }
         match event {
@@ -492,7 +492,7 @@ impl App for RpcClient {
         }
         if self.report.error.is_none() {
             self.arrivals(now);
-            if let Some(conn) = self.conn.and_then(|h| ep.connection_mut(h)) {
+            if let Some(conn) = self.conn.get_mut(ep) {
                 let result = self.send(conn).and_then(|()| self.read(now, conn));
                 // Reading may free streams: send what waits for them.
                 let result = result.and_then(|()| self.send(conn));
@@ -515,11 +515,7 @@ impl App for RpcClient {
 
     fn is_finished(&self, endpoint: &Endpoint) -> bool {
         self.report.error.is_some()
-            || (self.closed
-                && self
-                    .conn
-                    .and_then(|h| endpoint.connection(h))
-                    .is_none_or(|c| c.is_closed()))
+            || (self.closed && self.conn.get(endpoint).is_none_or(|c| c.is_closed()))
     }
 
     fn as_any(&self) -> &dyn std::any::Any {
