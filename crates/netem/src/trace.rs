@@ -356,6 +356,7 @@ fn gcd(mut a: u64, mut b: u64) -> u64 {
 /// The variable that lets the test suite run without the shared traces:
 /// set (to anything but empty or `0`), a test that needs them skips with a
 /// note instead of failing.
+#[cfg(any(test, feature = "test-support"))]
 pub const SKIP_MISSING_TRACES_VAR: &str = "ARTQ_SKIP_MISSING_TRACES";
 
 /// For tests: the project's real traces, `../shared/traces` beside the
@@ -372,6 +373,7 @@ pub const SKIP_MISSING_TRACES_VAR: &str = "ARTQ_SKIP_MISSING_TRACES";
 /// # Panics
 /// When a trace is missing and the opt-out is not set (it is a test's
 /// failure).
+#[cfg(any(test, feature = "test-support"))]
 pub fn shared_traces_for_test(test: &str, files: &[&str]) -> Option<std::path::PathBuf> {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let dir = repo.canonicalize().unwrap_or(repo).join("../shared/traces");
