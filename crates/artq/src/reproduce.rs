@@ -35,12 +35,28 @@ pub struct ReproduceArgs {
     /// not depend on it.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
     jobs: Option<u16>,
-    /// Experiments to run (fig19, fig20, fig21, fig22, fig24, ablation,
-    /// art-fig12, art-fig15, art-fig23, art-fig24a, art-fig26, art-fig27,
-    /// art-dqn-heldout, ...: the error for an unknown name lists them all);
-    /// all when none is given.
-    #[arg(value_name = "EXPERIMENT")]
+    /// Experiments to run; all when none is given. The help text lists
+    /// them from the registry (`lab::experiments::REGISTRY`), so it cannot
+    /// fall behind it.
+    #[arg(value_name = "EXPERIMENT", help = experiments_short_help(), long_help = experiments_long_help())]
     experiments: Vec<String>,
+}
+
+/// `-h`'s words for the experiment names: every name of the registry.
+fn experiments_short_help() -> String {
+    format!(
+        "Experiments to run ({}, and the RCP variants); all when none is given",
+        experiments::EXPERIMENTS.join(", ")
+    )
+}
+
+/// `--help`'s words for the experiment names: each with its one-line help,
+/// from the registry.
+fn experiments_long_help() -> String {
+    format!(
+        "Experiments to run, in this order; all when none is given:\n{}",
+        experiments::help_text()
+    )
 }
 
 /// Runs `artq reproduce`.

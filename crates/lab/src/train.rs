@@ -38,7 +38,7 @@ use recovery::art::{ArtFactory, Experience, ExperienceSink};
 use serde::Deserialize;
 use transport::policy::PolicyFactory;
 
-use crate::experiments::fig25::trace as shared_trace;
+use crate::experiments::scenarios::trace as shared_trace;
 use crate::run::{run_with, RunOptions};
 use crate::scenario::{Scenario, MAX_SCENARIO_BYTES};
 

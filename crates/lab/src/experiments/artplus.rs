@@ -13,9 +13,11 @@
 
 use transport::congestion::CongestionAlgorithm;
 
-use super::defs::{base, cases, groups, num, pct_label, size_label};
-use super::fig25::trace;
-use super::{find, mean_of, AggRow, Claim, Experiment, Scale, Verdict};
+use super::common::{
+    combine, find, groups, mean_of, num, pct_label, size_label, AggRow, Claim, Experiment, Scale,
+    Verdict,
+};
+use super::scenarios::{base, cases, live_scenario, rpc_scenario, trace};
 use crate::scenario::Scenario;
 use apps::workload::Workload;
 use netem::{BurstReset, LinkSpec, LossKind};
@@ -278,14 +280,14 @@ pub fn delay(scale: Scale) -> Experiment {
         all.extend(cases(
             &format!("rpc p={}", pct_label(loss)),
             DELAY_SCHEMES,
-            |s| super::deploy::rpc_scenario(s, loss, rpcs),
+            |s| rpc_scenario(s, loss, rpcs),
         ));
     }
     for loss in [0.05, 0.10, 0.15] {
         all.extend(cases(
             &format!("live p={}", pct_label(loss)),
             DELAY_SCHEMES,
-            |s| super::autorec::live_scenario(s, loss, LIVE_KBPS, live_s),
+            |s| live_scenario(s, loss, LIVE_KBPS, live_s),
         ));
     }
     Experiment {
@@ -351,7 +353,7 @@ fn no_worse_than_art_at_its_cost(rows: &[AggRow]) -> (Verdict, String) {
         // Partially: one of the two holds.
         outcomes.push(Some((tail.0 && cost.0, tail.0 || cost.0)));
     }
-    (super::defs::combine(&outcomes), parts.join("; "))
+    (combine(&outcomes), parts.join("; "))
 }
 
 fn metric(rows: &[AggRow], g: &str, s: &str, m: &str) -> Option<f64> {
@@ -384,7 +386,7 @@ fn dominates_art(rows: &[AggRow]) -> (Verdict, String) {
         // Partially: better on one axis (a trade, not dominance).
         outcomes.push(Some((no_worse && better, better)));
     }
-    (super::defs::combine(&outcomes), parts.join("; "))
+    (combine(&outcomes), parts.join("; "))
 }
 
 fn fig24_target(rows: &[AggRow]) -> (Verdict, String) {
@@ -450,7 +452,7 @@ fn on_frontier(rows: &[AggRow]) -> (Verdict, String) {
     if parts.is_empty() {
         parts.push("no scheme dominates art+ in any setting".into());
     }
-    let v = super::defs::combine(&outcomes);
+    let v = combine(&outcomes);
     // Some settings on the frontier, some not: partially.
     let v = match v {
         Verdict::NotReproduced if outcomes.iter().flatten().any(|(s, _)| *s) => Verdict::Partially,
@@ -498,7 +500,7 @@ fn each_idea_matters(rows: &[AggRow]) -> (Verdict, String) {
         }
         outcomes.push(helped.map(|h| (h, false)));
     }
-    let v = super::defs::combine(&outcomes);
+    let v = combine(&outcomes);
     let v = match v {
         Verdict::NotReproduced if outcomes.iter().flatten().any(|(s, _)| *s) => Verdict::Partially,
         v => v,
@@ -509,7 +511,7 @@ fn each_idea_matters(rows: &[AggRow]) -> (Verdict, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiments::Stat;
+    use crate::experiments::common::Stat;
 
     fn row(group: &str, scheme: &str, vals: &[(&str, f64)]) -> AggRow {
         AggRow {

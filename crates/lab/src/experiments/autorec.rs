@@ -28,71 +28,19 @@
 //! a reinjection sent in round 1 delivers in round 1 whenever it arrives.
 //! Seeds: 10 (full; the paper averages 100 runs), 3 (quick), 1 (tiny).
 
-use apps::video::live::LiveParams;
-use apps::workload::Workload;
-use netem::LinkSpec;
-use transport::congestion::CongestionAlgorithm;
-
-use super::defs::{num, range_noise, reduction_pct};
-use super::{find, mean_of, AggRow, Aside, Case, Claim, Experiment, Scale, Verdict};
-use crate::scenario::Scenario;
+use super::common::{
+    find, groups, mean_of, num, range_noise, reduction_pct, AggRow, Aside, Case, Claim, Experiment,
+    Scale, Verdict,
+};
+use super::scenarios::{live_stream, LiveSetting, DEFAULT_KBPS, LIVE_BASE};
 
 /// The default setting's group name.
 const DEFAULT: &str = "default";
-/// Payload bitrate of the default setting, kbit/s (see the module doc).
-pub const DEFAULT_KBPS: u32 = 7000;
-/// The default bottleneck buffer, bytes.
-const BUFFER: u64 = 500_000;
-
-/// One setting of the testbed.
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct Setting {
-    loss: f64,
-    rtt: f64,
-    bw: f64,
-    kbps: u32,
-    buffer: u64,
-}
-
-const BASE: Setting = Setting {
-    loss: 0.05,
-    rtt: 50.0,
-    bw: 8.0,
-    kbps: DEFAULT_KBPS,
-    buffer: BUFFER,
-};
-
-fn scenario(scheme: &str, s: Setting, seconds: u32) -> Scenario {
-    Scenario {
-        scheme: scheme.to_string(),
-        cc: CongestionAlgorithm::Bbr,
-        time_limit: 20.0 * f64::from(seconds) + 120.0,
-        workload: Workload::Live {
-            params: LiveParams::new(s.kbps, seconds),
-            startup_delay_ms: 1000,
-        },
-        link: LinkSpec {
-            bw: Some(s.bw),
-            rtt: s.rtt,
-            loss: Some(s.loss),
-            queue_bytes: Some(s.buffer),
-            ..LinkSpec::default()
-        },
-        ..Scenario::default()
-    }
-}
-
-/// A live stream of `kbps` for `seconds` over the default testbed at
-/// Bernoulli loss `loss` (`art-plus-delay`'s live groups).
-pub(super) fn live_scenario(scheme: &str, loss: f64, kbps: u32, seconds: u32) -> Scenario {
-    scenario(scheme, Setting { loss, kbps, ..BASE }, seconds)
-}
-
-fn case(group: &str, scheme: &str, s: Setting, seconds: u32) -> Case {
+fn case(group: &str, scheme: &str, s: LiveSetting, seconds: u32) -> Case {
     Case {
         group: group.to_string(),
         scheme: scheme.to_string(),
-        scenario: scenario(scheme, s, seconds),
+        scenario: live_stream(scheme, s, seconds),
     }
 }
 
@@ -103,24 +51,40 @@ fn size(scale: Scale) -> (u32, Vec<u64>) {
 }
 
 /// The sweeps of Fig. 11 beside the default: (group, setting).
-fn sweeps() -> Vec<(String, Setting)> {
+fn sweeps() -> Vec<(String, LiveSetting)> {
     let mut out = Vec::new();
     for loss in [0.03, 0.10, 0.15] {
-        out.push((format!("loss={}%", loss * 100.0), Setting { loss, ..BASE }));
+        out.push((
+            format!("loss={}%", loss * 100.0),
+            LiveSetting { loss, ..LIVE_BASE },
+        ));
     }
     for rtt in [20.0, 100.0] {
-        out.push((format!("rtt={rtt}ms"), Setting { rtt, ..BASE }));
+        out.push((format!("rtt={rtt}ms"), LiveSetting { rtt, ..LIVE_BASE }));
     }
     for (bw, kbps) in [(4.0, 3500), (16.0, 14000)] {
-        out.push((format!("bw={bw}Mbps"), Setting { bw, kbps, ..BASE }));
+        out.push((
+            format!("bw={bw}Mbps"),
+            LiveSetting {
+                bw,
+                kbps,
+                ..LIVE_BASE
+            },
+        ));
     }
     for kbps in [4000, 6000] {
-        out.push((format!("bitrate={kbps}kbps"), Setting { kbps, ..BASE }));
+        out.push((
+            format!("bitrate={kbps}kbps"),
+            LiveSetting { kbps, ..LIVE_BASE },
+        ));
     }
     for buffer in [100_000, 2_000_000] {
         out.push((
             format!("buffer={}KB", buffer / 1000),
-            Setting { buffer, ..BASE },
+            LiveSetting {
+                buffer,
+                ..LIVE_BASE
+            },
         ));
     }
     out
@@ -144,7 +108,7 @@ pub fn fig11(scale: Scale) -> Experiment {
     let (seconds, seeds) = size(scale);
     let mut cases: Vec<Case> = ["quic", "art", "autorec"]
         .iter()
-        .map(|s| case(DEFAULT, s, BASE, seconds))
+        .map(|s| case(DEFAULT, s, LIVE_BASE, seconds))
         .collect();
     if scale != Scale::Tiny {
         for (group, setting) in sweeps() {
@@ -228,7 +192,7 @@ pub fn fig12(scale: Scale) -> Experiment {
         table_metrics: TABLE,
         cases: schemes
             .iter()
-            .map(|s| case(DEFAULT, s, BASE, seconds))
+            .map(|s| case(DEFAULT, s, LIVE_BASE, seconds))
             .collect(),
         seeds,
         claims: vec![
@@ -254,14 +218,14 @@ const ALPHAS: &[&str] = &["0.01", "0.1", "0.5", "1"];
 /// Fig. 13: sensitivity to Θ_thres (α = 0.1) and α (Θ = 50 ms).
 pub fn fig13(scale: Scale) -> Experiment {
     let (seconds, seeds) = size(scale);
-    let mut cases = vec![case(DEFAULT, "quic", BASE, seconds)];
+    let mut cases = vec![case(DEFAULT, "quic", LIVE_BASE, seconds)];
     for t in THETAS {
         let scheme = if *t == 50 {
             "autorec".to_string()
         } else {
             format!("autorec:theta={t}")
         };
-        cases.push(case(&format!("theta={t}ms"), &scheme, BASE, seconds));
+        cases.push(case(&format!("theta={t}ms"), &scheme, LIVE_BASE, seconds));
     }
     for a in ALPHAS {
         let scheme = if *a == "0.1" {
@@ -269,7 +233,7 @@ pub fn fig13(scale: Scale) -> Experiment {
         } else {
             format!("autorec:alpha={a}")
         };
-        cases.push(case(&format!("alpha={a}"), &scheme, BASE, seconds));
+        cases.push(case(&format!("alpha={a}"), &scheme, LIVE_BASE, seconds));
     }
     Experiment {
         name: "autorec-fig13",
@@ -359,10 +323,7 @@ fn judge_deterioration(rows: &[AggRow]) -> (Verdict, String) {
 }
 
 fn judge_sweeps(rows: &[AggRow]) -> (Verdict, String) {
-    let groups: Vec<String> = super::defs::groups(rows)
-        .into_iter()
-        .filter(|g| g != DEFAULT)
-        .collect();
+    let groups: Vec<String> = groups(rows).into_iter().filter(|g| g != DEFAULT).collect();
     if groups.is_empty() {
         return (Verdict::Undecided, "no sweep at this scale".into());
     }
@@ -511,7 +472,7 @@ fn judge_alpha(rows: &[AggRow]) -> (Verdict, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiments::Stat;
+    use crate::experiments::common::Stat;
     use std::collections::BTreeMap;
 
     fn row(group: &str, scheme: &str, values: &[(&str, f64)]) -> AggRow {

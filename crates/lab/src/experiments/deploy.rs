@@ -12,15 +12,12 @@
 
 use apps::workload::Workload;
 
-use super::defs::{base, cases, groups, num, pct_label, reduction_pct};
-use super::{mean_of, AggRow, Aside, Case, Claim, Experiment, Scale, Verdict};
-use crate::scenario::Scenario;
+use super::common::{
+    groups, mean_of, num, pct_label, reduction_pct, size_label, AggRow, Aside, Case, Claim,
+    Experiment, Scale, Verdict,
+};
+use super::scenarios::{base, cases, rpc_scenario, PATH_4G, RPC_RATE};
 
-/// The 4G-like path of the stand-in: bandwidth (Mbit/s) and RTT (ms).
-const PATH: (f64, f64) = (20.0, 60.0);
-/// Calls per second of the RPC client (the paper's clients: "100 times
-/// per second").
-const RPC_RATE: u64 = 100;
 /// Loss of the small-file group (the order of the paper's CDN averages,
 /// §1: 3.8% to 5.2% in the worst regions; most users see less).
 const FILE_LOSS: f64 = 0.02;
@@ -32,22 +29,6 @@ fn rpc_group(loss: f64) -> String {
 }
 
 const FILE_GROUP: &str = "3MB file p=2%";
-
-/// The RPC stand-in for `scheme`: `rpcs` Poisson calls at 100/s over the
-/// 4G-like path at Bernoulli loss `loss` (also `art-plus-delay`'s RPC
-/// groups).
-pub(super) fn rpc_scenario(scheme: &str, loss: f64, rpcs: u64) -> Scenario {
-    base(
-        scheme,
-        PATH.0,
-        PATH.1,
-        loss,
-        Workload::Rpc {
-            rpcs,
-            rate: RPC_RATE,
-        },
-    )
-}
 
 /// `art-fig26`.
 pub fn fig26(scale: Scale) -> Experiment {
@@ -72,7 +53,7 @@ pub fn fig26(scale: Scale) -> Experiment {
     }
     let file = scale.pick(FILE_SIZE, FILE_SIZE, 200_000);
     all.extend(cases(FILE_GROUP, &["quic", "art"], |s| {
-        base(s, PATH.0, PATH.1, FILE_LOSS, Workload::bulk(file))
+        base(s, PATH_4G.0, PATH_4G.1, FILE_LOSS, Workload::bulk(file))
     }));
     Experiment {
         name: "art-fig26",
@@ -82,14 +63,14 @@ pub fn fig26(scale: Scale) -> Experiment {
              {RPC_RATE}/s; memcached ETC key and value sizes, Atikoglu et al. SIGMETRICS 2012, \
              see docs/apps.md) over one connection, {} Mbit/s, {} ms RTT, Bernoulli loss {} \
              both ways; plus one {} file at {}% loss on the same path; Cubic; schemes quic, art",
-            PATH.0,
-            PATH.1,
+            PATH_4G.0,
+            PATH_4G.1,
             losses
                 .iter()
                 .map(|p| pct_label(*p))
                 .collect::<Vec<_>>()
                 .join(", "),
-            super::defs::size_label(file),
+            size_label(file),
             FILE_LOSS * 100.0
         ),
         paper_numbers: &[

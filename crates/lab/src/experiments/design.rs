@@ -22,8 +22,11 @@ use apps::workload::Workload;
 use netem::LossKind;
 use transport::congestion::CongestionAlgorithm;
 
-use super::defs::{base, cases, combine, groups, num, pct_label, reduction_pct, size_label};
-use super::{mean_of, AggRow, Case, Claim, Experiment, Scale, Verdict};
+use super::common::{
+    combine, groups, mean_of, num, pct_label, reduction_pct, size_label, AggRow, Case, Claim,
+    Experiment, Scale, Verdict,
+};
+use super::scenarios::{base, cases};
 use crate::metrics::{ms, ItemRecord};
 use crate::run::run;
 use crate::scenario::Scenario;

@@ -24,10 +24,11 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use super::defs::{num, size_label};
-use super::fig25::trace;
-use super::fig27::judge_dqn_against_art;
-use super::{AggRow, Aside, Case, Claim, Experiment, RunRow, Scale, Verdict};
+use super::common::{
+    judge_dqn_against_art, num, size_label, AggRow, Aside, Case, Claim, Experiment, RunRow, Scale,
+    Verdict,
+};
+use super::scenarios::trace;
 use crate::run::{run_with, RunOptions};
 use crate::scenario::Scenario;
 use crate::train::{
@@ -390,7 +391,7 @@ fn pooled_table(rows: &[AggRow]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiments::Stat;
+    use crate::experiments::common::Stat;
 
     fn row(group: &str, scheme: &str, n_max: f64, replicas: f64) -> AggRow {
         AggRow {

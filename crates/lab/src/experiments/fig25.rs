@@ -16,33 +16,13 @@
 //! second), so more seeds than the other experiments: 30 (full), 10
 //! (quick), 1 (tiny).
 
-use super::defs::{num, range_noise, reduction_pct};
-use super::{find, mean_of, Case, Claim, Experiment, Scale, Verdict};
+use super::common::{
+    find, mean_of, num, range_noise, reduction_pct, AggRow, Case, Claim, Experiment, Scale, Verdict,
+};
+use super::scenarios::trace;
 use crate::scenario::Scenario;
 use apps::workload::Workload;
 use netem::LinkSpec;
-
-/// Where the shared traces are, relative to the repository root.
-const TRACES: &str = "../shared/traces";
-
-/// The path of trace `name`: under `../shared/traces` of the working
-/// directory if it is there, else of the source tree this was built from
-/// (tests run in a crate's directory), else the working directory's path
-/// (the runs then fail naming it).
-pub fn trace(name: &str) -> std::path::PathBuf {
-    let here = std::path::Path::new(TRACES).join(name);
-    if here.is_file() {
-        return here;
-    }
-    let built = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .join(TRACES)
-        .join(name);
-    if built.is_file() {
-        return built;
-    }
-    here
-}
 
 /// The schemes compared.
 const SCHEMES: &[&str] = &["quic", "art"];
@@ -135,7 +115,7 @@ fn scenario(scheme: &str, seconds: u32) -> Scenario {
 /// of the two schemes' ranges over the seeds divided by `2 sqrt(runs)`, a
 /// rough standard error (the rows keep mean, min and max only).
 fn compare(
-    rows: &[super::AggRow],
+    rows: &[AggRow],
     metric: &str,
     higher_is_better: bool,
     paper_pct: f64,
@@ -182,22 +162,22 @@ fn compare(
     (verdict, ours)
 }
 
-fn judge_bitrate(rows: &[super::AggRow]) -> (Verdict, String) {
+fn judge_bitrate(rows: &[AggRow]) -> (Verdict, String) {
     compare(rows, "avg_bitrate_kbps", true, 7.9)
 }
 
-fn judge_rebuffers(rows: &[super::AggRow]) -> (Verdict, String) {
+fn judge_rebuffers(rows: &[AggRow]) -> (Verdict, String) {
     compare(rows, "rebuffer_count", false, 11.6)
 }
 
-fn judge_rebuffer_time(rows: &[super::AggRow]) -> (Verdict, String) {
+fn judge_rebuffer_time(rows: &[AggRow]) -> (Verdict, String) {
     compare(rows, "rebuffer_s", false, 27.9)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiments::{AggRow, Stat};
+    use crate::experiments::common::Stat;
     use std::collections::BTreeMap;
 
     fn row(scheme: &str, metric: &str, v: f64) -> AggRow {

@@ -32,9 +32,11 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::defs::{num, size_label};
-use super::fig25::trace;
-use super::{AggRow, Case, Claim, Experiment, RunRow, Scale, Verdict};
+use super::common::{
+    judge_dqn_against_art, num, schemes, size_label, AggRow, Case, Claim, Experiment, RunRow,
+    Scale, Verdict,
+};
+use super::scenarios::trace;
 use crate::run::{run_with, RunOptions};
 use crate::scenario::Scenario;
 use apps::workload::Workload;
@@ -282,12 +284,7 @@ fn judge_bandit_n_max(rows: &[AggRow]) -> (Verdict, String) {
 }
 
 fn judge_redundancy_order(rows: &[AggRow]) -> (Verdict, String) {
-    let mut schemes: Vec<String> = Vec::new();
-    for r in rows {
-        if !schemes.contains(&r.scheme) {
-            schemes.push(r.scheme.clone());
-        }
-    }
+    let schemes = schemes(rows);
     let names: Vec<&str> = schemes.iter().map(String::as_str).collect();
     let v = match pooled_all(rows, &names, "redundancy_ratio") {
         Ok(v) => v,
@@ -330,48 +327,8 @@ fn judge_dqn_105(rows: &[AggRow]) -> (Verdict, String) {
     )
 }
 
-/// The verdict on "ART-DQN keeps ART's N_max at a lower redundancy": from
-/// the pooled N_max and redundancy ratio of `[art, art-dqn]`, the DQN named
-/// `dqn` (as the N_max and the redundancy parts of the line call it).
-/// "Matches": within a quarter of a round on average over the settings
-/// (N_max is an integer per run; the paper's bars are equal).
-pub(super) fn judge_dqn_against_art(
-    n_max: [f64; 2],
-    redundancy: [f64; 2],
-    dqn: [&str; 2],
-) -> (Verdict, String) {
-    let saving = if redundancy[0] > 0.0 {
-        (redundancy[0] - redundancy[1]) / redundancy[0] * 100.0
-    } else {
-        0.0
-    };
-    let matches = (n_max[1] - n_max[0]).abs() <= 0.25;
-    let ours = format!(
-        "mean n_max art {}, {} {}; redundancy_ratio art {}, {} {} ({:.1}% {} than art)",
-        num(n_max[0]),
-        dqn[0],
-        num(n_max[1]),
-        num(redundancy[0]),
-        dqn[1],
-        num(redundancy[1]),
-        saving.abs(),
-        if saving >= 0.0 { "lower" } else { "higher" }
-    );
-    let verdict = match (matches, saving > 0.0) {
-        (true, true) => Verdict::Reproduced,
-        (true, false) | (false, true) => Verdict::Partially,
-        _ => Verdict::NotReproduced,
-    };
-    (verdict, ours)
-}
-
 fn judge_recovery_time(rows: &[AggRow]) -> (Verdict, String) {
-    let mut schemes: Vec<String> = Vec::new();
-    for r in rows {
-        if !schemes.contains(&r.scheme) {
-            schemes.push(r.scheme.clone());
-        }
-    }
+    let schemes = schemes(rows);
     let names: Vec<&str> = schemes.iter().map(String::as_str).collect();
     let p50 = match pooled_all(rows, &names, "t_wait_p50_ms") {
         Ok(v) => v,
@@ -421,7 +378,7 @@ fn judge_recovery_time(rows: &[AggRow]) -> (Verdict, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiments::Stat;
+    use crate::experiments::common::Stat;
 
     fn row(group: &str, scheme: &str, metrics: &[(&str, f64)]) -> AggRow {
         AggRow {

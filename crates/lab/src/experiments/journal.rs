@@ -2,7 +2,8 @@
 //! Figs. 19-22 (ART against the QUIC variants, OR3 and block FEC), Fig.
 //! 24(b) (goodput against the receive window) and the Replica Scheduler's
 //! ablation (Figs. 16-18), with the paper's claims about them. The registry
-//! and the helpers every experiment shares are in [`super::defs`].
+//! is in [`super`]; the types and helpers every experiment shares are in
+//! [`super::common`], the shared scenario builders in [`super::scenarios`].
 //!
 //! Settings follow the paper's text; where it leaves a value open (file size
 //! of Fig. 22, the congestion controller, the loss direction) the choice is
@@ -11,8 +12,11 @@
 
 use transport::congestion::CongestionAlgorithm;
 
-use super::defs::{base, cases, combine, groups, num, reduction_pct, size_label};
-use super::{find, mean_of, AggRow, Aside, Claim, Experiment, Scale, Verdict};
+use super::common::{
+    combine, find, groups, mean_of, num, reduction_pct, size_label, AggRow, Aside, Claim,
+    Experiment, Scale, Verdict,
+};
+use super::scenarios::{base, cases};
 use crate::scenario::Scenario;
 use apps::workload::Workload;
 use netem::{BurstReset, LossKind};

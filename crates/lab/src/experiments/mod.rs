@@ -13,13 +13,21 @@
 //! results are stored by case index (whatever order worker threads finish
 //! in), and maps are `BTreeMap`s.
 //!
-//! Layout: [`defs`] holds the experiment definitions and the paper's claims,
-//! [`report`] the writers; this module the data types, running and
-//! aggregation.
+//! Layout, leaves first: [`common`] holds the data types (the ones above,
+//! [`Scale`], [`RunRow`], [`Stat`]) and the helpers judges share;
+//! [`scenarios`] the scenario builders several experiments share. Each
+//! experiment module (`journal`, `design`, `deploy`, `fig25`, `fig27`,
+//! `dqn_heldout`, `rcp`, `rcp_exp4`, `autorec`, `artplus`) defines its
+//! experiments and the paper's claims, importing only from those two
+//! leaves, never from this module or another experiment. This module holds
+//! the registry ([`REGISTRY`]: every experiment's name, help, constructor
+//! and runner, in one table that [`EXPERIMENTS`], [`experiment`],
+//! [`select`] and the runners derive from), running and aggregation;
+//! [`report`] and [`plot`] the writers.
 
 pub mod artplus;
 pub mod autorec;
-pub mod defs;
+pub mod common;
 pub mod deploy;
 pub mod design;
 pub mod dqn_heldout;
@@ -30,6 +38,7 @@ pub mod plot;
 pub mod rcp;
 pub mod rcp_exp4;
 pub mod report;
+pub mod scenarios;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -37,497 +46,318 @@ use std::sync::Mutex;
 
 use serde::Serialize;
 
-use crate::run::{run_with, RunOptions, RunResult};
+use crate::run::{run_with, RunOptions};
 use crate::scenario::Scenario;
+use scenarios::{Variant, VARIANT_NAMES};
 
-pub use defs::{experiment, select, EXPERIMENTS};
+pub use common::{
+    find, mean_of, round6, AggRow, Aside, Case, Claim, Experiment, RunRow, Scale, Stat, Verdict,
+    METRICS,
+};
 
-/// How big the experiments are.
-///
-/// Exists because the paper's sizes (100 MB, 1000 files) take minutes per
-/// experiment, while a smoke check must take seconds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Scale {
-    /// The paper's sizes, three seeds.
-    Full,
-    /// About a tenth of the sizes, two seeds: the whole set in about two
-    /// minutes of release wall time.
-    Quick,
-    /// Tiny transfers, one seed: for the test suite (debug builds).
-    Tiny,
-}
-
-impl Scale {
-    /// The seeds every case is run with.
-    pub fn seeds(self) -> Vec<u64> {
-        match self {
-            Scale::Full => vec![1, 2, 3],
-            Scale::Quick => vec![1, 2],
-            Scale::Tiny => vec![1],
-        }
-    }
-
-    /// Picks the value for this scale.
-    pub fn pick<T>(self, full: T, quick: T, tiny: T) -> T {
-        match self {
-            Scale::Full => full,
-            Scale::Quick => quick,
-            Scale::Tiny => tiny,
-        }
-    }
-
-    /// The lower-case name (`full`, `quick`, `tiny`).
-    pub fn name(self) -> &'static str {
-        self.pick("full", "quick", "tiny")
-    }
-}
-
-/// One scenario of an experiment: a group (a setting such as `loss=1%
-/// size=1MB`) and a scheme. The scenario's seed is replaced per run.
-#[derive(Clone, Debug)]
-pub struct Case {
-    /// The setting, as shown in tables (`loss=1% size=1MB`).
-    pub group: String,
-    /// The recovery scheme as tables show it: `scenario.scheme`, or its
-    /// base name when its options vary with the group (RCP's figures give
-    /// `udp`, `arq` and `rcp` the group's utility options).
-    pub scheme: String,
-    /// What to run.
-    pub scenario: Scenario,
-}
-
-/// What our numbers say about one claim of the paper.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Verdict {
-    /// Our numbers agree with the claim.
-    Reproduced,
-    /// They agree in direction but not in size, or only in some settings.
-    Partially,
-    /// They disagree.
-    #[serde(rename = "not reproduced")]
-    NotReproduced,
-    /// The runs needed to judge failed or are missing.
-    Undecided,
-}
-
-impl Verdict {
-    /// The word used in report.md.
-    pub fn word(self) -> &'static str {
-        match self {
-            Verdict::Reproduced => "reproduced",
-            Verdict::Partially => "partially reproduced",
-            Verdict::NotReproduced => "not reproduced",
-            Verdict::Undecided => "undecided (runs missing)",
-        }
-    }
-}
-
-/// A claim of the paper and how to judge it from our aggregated rows.
+/// One experiment of the registry: everything `artq reproduce` needs to
+/// know about it besides its definition. Exists so that the list of names,
+/// the constructors and the runners are one table, not lists kept in step
+/// by hand.
 #[derive(Clone, Copy)]
-pub struct Claim {
-    /// Where the paper says it (`§7.2, Fig. 19`).
-    pub source: &'static str,
-    /// The claim, transcribed (with the paper's numbers when it gives any).
-    pub paper: &'static str,
-    /// Judges the claim; the string is our evidence, numbers from the runs.
-    pub judge: fn(&[AggRow]) -> (Verdict, String),
-}
-
-/// A further reading of an experiment's runs that is not a claim of the
-/// paper: how a comparison changes under another reading of the paper, for
-/// example. Exists so such analyses are computed from the runs of the same
-/// invocation, never written by hand.
-#[derive(Clone, Copy)]
-pub struct Aside {
-    /// What is compared, in words.
-    pub what: &'static str,
-    /// Our numbers for it.
-    pub compute: fn(&[AggRow]) -> String,
-}
-
-/// A named experiment: its cases, seeds and the paper's claims.
-#[derive(Clone)]
-pub struct Experiment {
+pub struct Entry {
     /// Name on the command line (`fig19`).
     pub name: &'static str,
-    /// What it reproduces (`Fig. 19: overall comparison`).
-    pub title: &'static str,
-    /// The common setting in words (with any deviation from the paper).
-    pub setting: String,
-    /// The paper's reported numbers or qualitative findings, transcribed.
-    pub paper_numbers: &'static [&'static str],
-    /// Metrics shown in the report's table, in order.
-    pub table_metrics: &'static [&'static str],
-    /// Scenarios, each run once per seed.
-    pub cases: Vec<Case>,
-    /// Seeds.
-    pub seeds: Vec<u64>,
-    /// Claims judged from the rows.
-    pub claims: Vec<Claim>,
-    /// Further readings of the rows (not the paper's claims).
-    pub asides: Vec<Aside>,
+    /// What it reproduces, in one line (for `artq reproduce --help`).
+    pub help: &'static str,
+    /// Builds the experiment at a scale.
+    pub make: fn(Scale) -> Experiment,
+    /// Builds it in another model of the network (the RCP figures and
+    /// Experiment 4: their variants, named `name` plus
+    /// [`Variant::suffix`], listed in [`VARIANT_NAMES`]); `None` for the
+    /// experiments without variants.
+    pub variant: Option<fn(Scale, Variant) -> Experiment>,
+    /// How a case runs when it is not one simulation (see [`CaseRunner`]),
+    /// for the experiment and its variants; `None`: [`run_case`].
+    pub runner: Option<CaseRunner>,
 }
 
-/// Metrics recorded per run, in CSV column order, with their meaning.
-pub const METRICS: &[(&str, &str)] = &[
-    ("fct_ms", "completion time of the whole workload, ms"),
-    ("goodput_mbps", "application bytes over fct, Mbit/s"),
-    ("data_packets", "first transmissions of stream data"),
-    ("lost_packets", "packets declared lost (replicas included)"),
-    ("replicas", "retransmitted packets, every replica"),
-    ("extra_replicas", "replicas beyond one per round"),
-    ("fec_repairs", "FEC repair packets (fec:K only)"),
-    (
-        "redundancy",
-        "redundancy cost: replicas + fec_repairs, packets",
-    ),
-    ("redundancy_ratio", "redundancy / data_packets"),
-    ("n_max", "largest retransmission round that delivered data"),
-    (
-        "n_max_file_mean",
-        "mean over the files of each file's n_max (files without loss count 0; single-file runs: n_max)",
-    ),
-    (
-        "share_n_ge_2",
-        "share of recovered items needing >= 2 rounds",
-    ),
-    (
-        "t_wait_p99_ms",
-        "99th percentile t_wait, ms (0: nothing lost)",
-    ),
-    (
-        "avg_bitrate_kbps",
-        "video: mean bitrate played, kbit/s (live: payload; DASH: the segments' representations)",
-    ),
-    (
-        "startup_ms",
-        "video: from the player's first request to the start of playback, ms",
-    ),
-    ("freeze_count", "live: freezes per 100 s of playback"),
-    ("freeze_ms", "live: frozen time per 100 s of playback, ms"),
-    ("rebuffer_count", "DASH: rebuffering events over the video"),
-    ("rebuffer_s", "DASH: total rebuffering time, s"),
-    (
-        "bitrate_switches",
-        "DASH: representation changes between consecutive segments",
-    ),
-    ("rpc_fct_mean_ms", "rpc workload: mean per-call completion time, ms"),
-    ("rpc_fct_p50_ms", "rpc workload: median per-call completion time, ms"),
-    ("rpc_fct_p95_ms", "rpc workload: 95th percentile per-call completion time, ms"),
-    ("rpc_fct_p99_ms", "rpc workload: 99th percentile per-call completion time, ms"),
-    (
-        "paired_packets",
-        "art-fig23: packets lost in both the quic and the art run of a seed",
-    ),
-    ("dn_mean", "art-fig23: mean per-packet reduction of retransmission rounds (quic - art)"),
-    ("dn_p99", "art-fig23: 99th percentile reduction of rounds"),
-    ("dn_max", "art-fig23: largest reduction of rounds"),
-    ("share_dn_pos", "art-fig23: share of paired packets with fewer rounds under art"),
-    ("dtwait_p50_ms", "art-fig23: median per-packet reduction of t_wait (quic - art), ms"),
-    ("dtwait_p95_ms", "art-fig23: 95th percentile reduction of t_wait, ms"),
-    ("dtwait_p99_ms", "art-fig23: 99th percentile reduction of t_wait, ms"),
-    ("delivery_ratio", "messages: distinct messages delivered over generated"),
-    ("loss", "messages: 1 - delivery_ratio (rcp.md's epsilon)"),
-    ("mean_latency_ms", "messages: mean latency of the delivered messages, ms (rcp.md's l)"),
-    ("utility", "messages: the application's utility U(epsilon, l), rcp.md eq. 1"),
-    (
-        "retransmission_probability",
-        "messages: share of timed-out messages retransmitted",
-    ),
-    (
-        "retransmission_probability_ewma",
-        "messages: running average (weight 0.01) of the retransmit-or-drop decisions at the end of the run (the authors' retranProb)",
-    ),
-    (
-        "retransmission_probability_tenths",
-        "messages: share of retransmissions among the decisions of the even tenths of the run (what Table IV's Retrans Prob holds, as the authors' script computes it)",
-    ),
-    (
-        "loss_final",
-        "messages: epsilon over the last 25% of the slots (Table IV's Final): messages arriving in them over messages generated in them",
-    ),
-    (
-        "mean_latency_final_ms",
-        "messages: mean latency of the messages arriving in the last 25% of the slots, ms",
-    ),
-    (
-        "utility_final",
-        "messages: the utility over the last 25% of the slots",
-    ),
-    (
-        "recovery_latency_mean_ms",
-        "live: mean recovery_latency of all recovered data (first loss detection to the send of the copy that got through), ms",
-    ),
-    (
-        "recovery_latency_multi_mean_ms",
-        "live: mean recovery_latency of the data whose recovery needed >= 2 retransmissions (AutoRec's displayed latency), ms",
-    ),
-    (
-        "recovery_latency_multi_p95_ms",
-        "live: 95th percentile of that latency, ms",
-    ),
-    (
-        "recovery_latency_multi_max_ms",
-        "live: largest such latency, ms",
-    ),
-    (
-        "recovery_deterioration_rate",
-        "live: share of recovered data whose recovery latency was >= T_unit (AutoRec §5; T_unit measured on the data's first retransmission)",
-    ),
-    (
-        "retransmission_ratio",
-        "live: replicas / data_packets (AutoRec's retran_ratio)",
-    ),
-    ("t_wait_p50_ms", "art-fig27: median t_wait (packet recovery time), ms"),
-    (
-        "learn_steps",
-        "art-fig27: learning steps behind the run (art-dqn's training and online learning; 0 for the others)",
-    ),
-    (
-        "retx_before",
-        "rcp-exp4: retransmissions per 1000 slots before the slow-down",
-    ),
-    (
-        "retx_early",
-        "rcp-exp4: retransmissions per 1000 slots in the 4000 slots after the slow-down",
-    ),
-    (
-        "retx_late",
-        "rcp-exp4: retransmissions per 1000 slots from 7000 slots after the slow-down to the end",
-    ),
-];
-
-/// Metrics that only some workloads or experiments produce: a run row
-/// carries them only when they mean something (blank CSV cells otherwise).
-const OPTIONAL_METRICS: &[&str] = &[
-    "rpc_fct_mean_ms",
-    "rpc_fct_p50_ms",
-    "rpc_fct_p95_ms",
-    "rpc_fct_p99_ms",
-    "paired_packets",
-    "dn_mean",
-    "dn_p99",
-    "dn_max",
-    "share_dn_pos",
-    "dtwait_p50_ms",
-    "dtwait_p95_ms",
-    "dtwait_p99_ms",
-    "delivery_ratio",
-    "loss",
-    "mean_latency_ms",
-    "utility",
-    "retransmission_probability",
-    "retransmission_probability_ewma",
-    "retransmission_probability_tenths",
-    "loss_final",
-    "mean_latency_final_ms",
-    "utility_final",
-    "recovery_latency_mean_ms",
-    "recovery_latency_multi_mean_ms",
-    "recovery_latency_multi_p95_ms",
-    "recovery_latency_multi_max_ms",
-    "recovery_deterioration_rate",
-    "retransmission_ratio",
-    "t_wait_p50_ms",
-    "learn_steps",
-    "retx_before",
-    "retx_early",
-    "retx_late",
-];
-
-/// One run: a case with one seed, and its metrics (or why it failed).
-/// Deserialize: the Python package's sweeps hand rows back to the CSV
-/// writers here.
-#[derive(Clone, Debug, Serialize, serde::Deserialize)]
-pub struct RunRow {
-    /// The case's group.
-    pub group: String,
-    /// The scheme.
-    pub scheme: String,
-    /// The seed.
-    pub seed: u64,
-    /// The failure, when the run did not complete.
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub error: Option<String>,
-    /// [`METRICS`] by name (empty on failure).
-    #[serde(default)]
-    pub metrics: BTreeMap<String, f64>,
-}
-
-impl RunRow {
-    /// The row of a finished run.
-    pub fn from_result(case: &Case, seed: u64, r: &RunResult) -> RunRow {
-        let m = &r.metrics;
-        let repairs = r.sender_stats.fec_repairs;
-        let redundancy = m.replicas.saturating_add(repairs);
-        let ratio = if m.data_packets == 0 {
-            0.0
-        } else {
-            redundancy as f64 / m.data_packets as f64
-        };
-        // Every workload has the first metrics; only video workloads the
-        // playback ones (absent values stay empty cells).
-        let values = [
-            Some(m.fct_ms),
-            Some(m.goodput_mbps),
-            Some(m.data_packets as f64),
-            Some(m.lost_packets as f64),
-            Some(m.replicas as f64),
-            Some(m.extra_replicas as f64),
-            Some(repairs as f64),
-            Some(redundancy as f64),
-            Some(ratio),
-            Some(f64::from(m.n_max)),
-            Some(m.n_max_file_mean.unwrap_or(f64::from(m.n_max))),
-            Some(m.share_n_ge_2),
-            Some(m.t_wait_ms.map_or(0.0, |s| s.p99)),
-            m.avg_bitrate_kbps,
-            m.startup_ms,
-            m.freeze_count,
-            m.freeze_ms,
-            m.rebuffer_count.map(|n| n as f64),
-            m.rebuffer_ms.map(|v| v / 1e3),
-            m.bitrate_switches.map(|n| n as f64),
-        ];
-        let mut metrics: BTreeMap<String, f64> = METRICS
-            .iter()
-            .filter(|(name, _)| !OPTIONAL_METRICS.contains(name))
-            .zip(values)
-            .filter_map(|((name, _), v)| Some((name.to_string(), round6(v?))))
-            .collect();
-        if let Some(rpc) = &m.rpc_fct_ms {
-            for (name, v) in [
-                ("rpc_fct_mean_ms", rpc.mean),
-                ("rpc_fct_p50_ms", rpc.p50),
-                ("rpc_fct_p95_ms", rpc.p95),
-                ("rpc_fct_p99_ms", rpc.p99),
-            ] {
-                metrics.insert(name.to_string(), round6(v));
-            }
-        }
-        for (name, v) in [
-            ("delivery_ratio", m.delivery_ratio),
-            ("loss", m.delivery_ratio.map(|d| 1.0 - d)),
-            ("mean_latency_ms", m.mean_latency_ms),
-            ("utility", m.utility),
-            ("retransmission_probability", m.retransmission_probability),
-            (
-                "retransmission_probability_ewma",
-                m.retransmission_probability_ewma,
-            ),
-            (
-                "retransmission_probability_tenths",
-                m.retransmission_probability_tenths,
-            ),
-            ("loss_final", m.loss_final),
-            ("mean_latency_final_ms", m.mean_latency_final_ms),
-            ("utility_final", m.utility_final),
-        ] {
-            if let Some(v) = v {
-                metrics.insert(name.to_string(), round6(v));
-            }
-        }
-        if m.freeze_count.is_some() {
-            // Live streams: AutoRec's figures.
-            let mut put = |name: &str, v: f64| {
-                metrics.insert(name.to_string(), round6(v));
-            };
-            if let Some(l) = &m.recovery_latency_ms {
-                put("recovery_latency_mean_ms", l.mean);
-            }
-            if let Some(l) = &m.recovery_latency_multi_ms {
-                put("recovery_latency_multi_mean_ms", l.mean);
-                put("recovery_latency_multi_p95_ms", l.p95);
-                put("recovery_latency_multi_max_ms", l.max);
-            }
-            put("recovery_deterioration_rate", m.recovery_deterioration_rate);
-            put("retransmission_ratio", m.retransmission_ratio);
-        }
-        RunRow {
-            group: case.group.clone(),
-            scheme: case.scheme.clone(),
-            seed,
-            error: None,
-            metrics,
+impl Entry {
+    /// A row whose cases are single simulations and that has no variants.
+    const fn plain(name: &'static str, help: &'static str, make: fn(Scale) -> Experiment) -> Entry {
+        Entry {
+            name,
+            help,
+            make,
+            variant: None,
+            runner: None,
         }
     }
 }
 
-/// Rounds to 6 decimals, so outputs do not depend on the last float bits of
-/// a formatting routine.
-pub fn round6(v: f64) -> f64 {
-    if v.is_finite() {
-        (v * 1e6).round() / 1e6
+/// Every experiment `artq reproduce` knows, in the order it runs them: the
+/// registry. The ART journal's §6.2 and §7 experiments are in
+/// [`journal`], the others in a module each.
+pub const REGISTRY: &[Entry] = &[
+    Entry::plain(
+        "fig19",
+        "ART against QUIC variants and OR3 (Fig. 19)",
+        journal::fig19,
+    ),
+    Entry::plain("fig20", "ART against OR3 at 1% loss (Fig. 20)", fig20),
+    Entry::plain("fig21", "ART against OR3 at 10% loss (Fig. 21)", fig21),
+    Entry::plain(
+        "fig22",
+        "ART against block FEC 9:1 (Fig. 22)",
+        journal::fig22,
+    ),
+    Entry::plain(
+        "fig24",
+        "goodput against the receive window (Fig. 24(b))",
+        journal::fig24,
+    ),
+    Entry::plain(
+        "ablation",
+        "the Replica Scheduler under burst loss (Figs. 16-18)",
+        journal::ablation,
+    ),
+    Entry::plain(
+        "art-fig25",
+        "DASH video QoE, ART against QUIC (Fig. 25)",
+        fig25::fig25,
+    ),
+    Entry::plain(
+        "art-fig12",
+        "fixed redundancy levels (Fig. 12)",
+        design::fig12,
+    ),
+    Entry::plain(
+        "art-fig15",
+        "ART's sensitivity to L_queue (Fig. 15)",
+        design::fig15,
+    ),
+    Entry {
+        runner: Some(design::fig23_run),
+        ..Entry::plain(
+            "art-fig23",
+            "per-packet reduction of rounds and T_wait (Fig. 23)",
+            design::fig23,
+        )
+    },
+    Entry::plain(
+        "art-fig24a",
+        "N_max and goodput over many runs (Fig. 24(a))",
+        design::fig24a,
+    ),
+    Entry::plain(
+        "art-fig26",
+        "RPC completion times and 3 MB downloads (Fig. 26)",
+        deploy::fig26,
+    ),
+    Entry {
+        runner: Some(fig27::fig27_run),
+        ..Entry::plain(
+            "art-fig27",
+            "ART against ART-MAB and ART-DQN (Fig. 27)",
+            fig27::fig27,
+        )
+    },
+    Entry {
+        runner: Some(dqn_heldout::dqn_heldout_run),
+        ..Entry::plain(
+            "art-dqn-heldout",
+            "ART-DQN's trained models on held-out LTE traces",
+            dqn_heldout::dqn_heldout,
+        )
+    },
+    Entry::plain(
+        "rcp-table2",
+        "RCP Table II: UDP, ARQ and TCP on Table I's network",
+        rcp::table2,
+    ),
+    Entry {
+        variant: Some(rcp::fig5),
+        ..Entry::plain(
+            "rcp-fig5",
+            "RCP Fig. 5: utility of UDP, ARQ and RCP against beta",
+            rcp_fig5,
+        )
+    },
+    Entry {
+        variant: Some(rcp::fig7),
+        ..Entry::plain("rcp-fig7", "RCP Fig. 7: utility against beta", rcp_fig7)
+    },
+    Entry {
+        variant: Some(rcp::fig8),
+        ..Entry::plain("rcp-fig8", "RCP Fig. 8: utility against beta", rcp_fig8)
+    },
+    Entry {
+        variant: Some(rcp::fig9),
+        ..Entry::plain(
+            "rcp-fig9",
+            "RCP Fig. 9: utility against beta, simple normalisation",
+            rcp_fig9,
+        )
+    },
+    Entry {
+        variant: Some(rcp_exp4::exp4),
+        runner: Some(rcp_exp4::exp4_run),
+        ..Entry::plain(
+            "rcp-exp4",
+            "RCP Experiment 4: the bottleneck slows mid-run (Table VI)",
+            rcp_exp4_authors,
+        )
+    },
+    Entry::plain(
+        "autorec-fig11",
+        "AutoRec Fig. 11: recovery latency against plain QUIC",
+        autorec::fig11,
+    ),
+    Entry::plain(
+        "autorec-fig12",
+        "AutoRec Fig. 12: its variants at the default setting",
+        autorec::fig12,
+    ),
+    Entry::plain(
+        "autorec-fig13",
+        "AutoRec Fig. 13: sensitivity to theta and alpha",
+        autorec::fig13,
+    ),
+    Entry::plain(
+        "art-plus-frontier",
+        "art+: the cost/latency frontier",
+        artplus::frontier,
+    ),
+    Entry::plain(
+        "art-plus-ablation",
+        "art+ with each idea switched off",
+        artplus::ablation,
+    ),
+    Entry::plain(
+        "art-plus-delay",
+        "art+ on delay-sensitive workloads",
+        artplus::delay,
+    ),
+];
+
+/// `fig20`: Fig. 20's setting of the function Figs. 20 and 21 share.
+fn fig20(scale: Scale) -> Experiment {
+    journal::fig20_21(scale, false)
+}
+
+/// `fig21`: Fig. 21's setting of the function Figs. 20 and 21 share.
+fn fig21(scale: Scale) -> Experiment {
+    journal::fig20_21(scale, true)
+}
+
+/// `rcp-fig5` on the authors' channel (the default variant).
+fn rcp_fig5(scale: Scale) -> Experiment {
+    rcp::fig5(scale, Variant::Authors)
+}
+
+/// `rcp-fig7` on the authors' channel (the default variant).
+fn rcp_fig7(scale: Scale) -> Experiment {
+    rcp::fig7(scale, Variant::Authors)
+}
+
+/// `rcp-fig8` on the authors' channel (the default variant).
+fn rcp_fig8(scale: Scale) -> Experiment {
+    rcp::fig8(scale, Variant::Authors)
+}
+
+/// `rcp-fig9` on the authors' channel (the default variant).
+fn rcp_fig9(scale: Scale) -> Experiment {
+    rcp::fig9(scale, Variant::Authors)
+}
+
+/// `rcp-exp4` on the authors' channel (the default variant).
+fn rcp_exp4_authors(scale: Scale) -> Experiment {
+    rcp_exp4::exp4(scale, Variant::Authors)
+}
+
+/// The names of [`REGISTRY`], in order (computed at compile time).
+const fn registry_names<const N: usize>() -> [&'static str; N] {
+    let mut out = [""; N];
+    let mut i = 0;
+    while i < N {
+        out[i] = REGISTRY[i].name;
+        i += 1;
+    }
+    out
+}
+
+/// The names of [`REGISTRY`] as an array.
+const NAMES: [&str; REGISTRY.len()] = registry_names::<{ REGISTRY.len() }>();
+
+/// Every experiment name, in the order `artq reproduce` runs them: the
+/// names of [`REGISTRY`].
+pub const EXPERIMENTS: &[&str] = &NAMES;
+
+/// The row of the experiment called `name`: its own row, or for an RCP
+/// variant (a name of [`VARIANT_NAMES`]) the row of its base experiment,
+/// with the variant.
+fn entry(name: &str) -> Option<(&'static Entry, Variant)> {
+    if let Some(e) = REGISTRY.iter().find(|e| e.name == name) {
+        return Some((e, Variant::Authors));
+    }
+    if !VARIANT_NAMES.contains(&name) {
+        return None;
+    }
+    let variant = Variant::of(name);
+    let base = name.strip_suffix(variant.suffix()).unwrap_or(name);
+    let e = REGISTRY
+        .iter()
+        .find(|e| e.name == base && e.variant.is_some())?;
+    Some((e, variant))
+}
+
+/// The experiment called `name` at `scale` (a name of [`EXPERIMENTS`] or
+/// of the RCP variants, [`VARIANT_NAMES`]), or `None` for an unknown
+/// name.
+pub fn experiment(name: &str, scale: Scale) -> Option<Experiment> {
+    let (e, variant) = entry(name)?;
+    match e.variant {
+        Some(make) if variant != Variant::Authors => Some(make(scale, variant)),
+        _ => Some((e.make)(scale)),
+    }
+}
+
+/// The experiments called `names` at `scale`, in order, each once (all of
+/// them when `names` is empty): what `artq reproduce` and the Python
+/// package's `reproduce` run. An unknown name is an error that lists the
+/// valid ones.
+pub fn select(names: &[String], scale: Scale) -> Result<Vec<Experiment>, String> {
+    let all: Vec<String>;
+    let names = if names.is_empty() {
+        all = EXPERIMENTS.iter().map(|s| s.to_string()).collect();
+        &all
     } else {
-        0.0
-    }
-}
-
-/// Mean, spread, min and max of one metric over the seeds of a case.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct Stat {
-    /// Arithmetic mean.
-    pub mean: f64,
-    /// Sample standard deviation over the seeds (0 for one seed): what
-    /// judges that ask "within the noise" weigh a difference against.
-    pub sd: f64,
-    /// Smallest value.
-    pub min: f64,
-    /// Largest value.
-    pub max: f64,
-}
-
-impl Stat {
-    /// Mean, standard deviation, min and max of `vals` (not empty).
-    pub fn of(vals: &[f64]) -> Stat {
-        let n = vals.len().max(1) as f64;
-        let mean = vals.iter().sum::<f64>() / n;
-        let sd = if vals.len() > 1 {
-            (vals.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
-        } else {
-            0.0
-        };
-        Stat {
-            mean: round6(mean),
-            sd: round6(sd),
-            min: vals.iter().copied().fold(f64::INFINITY, f64::min),
-            max: vals.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        names
+    };
+    let mut chosen: Vec<Experiment> = Vec::new();
+    for name in names {
+        match experiment(name, scale) {
+            Some(e) if !chosen.iter().any(|c| c.name == e.name) => chosen.push(e),
+            Some(_) => {}
+            None => {
+                return Err(format!(
+                    "unknown experiment '{name}'; valid experiments: {} (and the RCP variants {})",
+                    EXPERIMENTS.join(", "),
+                    VARIANT_NAMES.join(", ")
+                ))
+            }
         }
     }
+    Ok(chosen)
 }
 
-/// A case aggregated over its successful seeds.
-#[derive(Clone, Debug, Serialize)]
-pub struct AggRow {
-    /// The case's group.
-    pub group: String,
-    /// The scheme.
-    pub scheme: String,
-    /// Seeds that completed.
-    pub runs: usize,
-    /// Seeds that failed.
-    pub failed: usize,
-    /// [`METRICS`] by name (empty when every seed failed).
-    pub metrics: BTreeMap<String, Stat>,
-}
-
-impl AggRow {
-    /// Mean of `metric`, when at least one seed completed.
-    pub fn mean(&self, metric: &str) -> Option<f64> {
-        self.metrics.get(metric).map(|s| s.mean)
-    }
-}
-
-/// Finds the row of `group` and `scheme`.
-pub fn find<'a>(rows: &'a [AggRow], group: &str, scheme: &str) -> Option<&'a AggRow> {
-    rows.iter().find(|r| r.group == group && r.scheme == scheme)
-}
-
-/// Mean of `metric` in the row of `group` and `scheme`.
-pub fn mean_of(rows: &[AggRow], group: &str, scheme: &str, metric: &str) -> Option<f64> {
-    find(rows, group, scheme).and_then(|r| r.mean(metric))
+/// The experiments in words for `artq reproduce --help`: one line per row
+/// of [`REGISTRY`] (`name: help`), then the RCP variants.
+pub fn help_text() -> String {
+    let mut out: Vec<String> = REGISTRY
+        .iter()
+        .map(|e| format!("  {}: {}", e.name, e.help))
+        .collect();
+    out.push(format!(
+        "  (and the RCP variants {})",
+        VARIANT_NAMES.join(", ")
+    ));
+    out.join("\n")
 }
 
 /// Folds runs into one row per case (in case order).
@@ -640,16 +470,14 @@ pub fn run_experiment(exp: &Experiment, jobs: usize, on_done: &mut OnDone<'_>) -
 /// same seed and pairs their packets): the metrics of a case and seed.
 pub type CaseRunner = fn(&Case, u64) -> Result<BTreeMap<String, f64>, String>;
 
-/// The experiments whose cases are not single simulations, and how they
-/// run: the one place that says so.
+/// The runner of `experiment`'s cases, from [`REGISTRY`]: its row's, or
+/// for a name that starts with the name of a row with variants (the RCP
+/// variants: `rcp-exp4-drain`), that row's.
 fn case_runner(experiment: &str) -> Option<CaseRunner> {
-    match experiment {
-        "art-fig23" => Some(design::fig23_run),
-        "art-fig27" => Some(fig27::fig27_run),
-        "art-dqn-heldout" => Some(dqn_heldout::dqn_heldout_run),
-        name if name.starts_with("rcp-exp4") => Some(rcp_exp4::exp4_run),
-        _ => None,
-    }
+    REGISTRY
+        .iter()
+        .find(|e| e.name == experiment || (e.variant.is_some() && experiment.starts_with(e.name)))
+        .and_then(|e| e.runner)
 }
 
 /// Runs one case of `experiment` with one seed; a failed run becomes a

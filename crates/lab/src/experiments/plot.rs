@@ -15,8 +15,8 @@
 
 use std::fmt::Write as _;
 
-use super::defs::num;
-use super::{find, Experiment, ExperimentResult, Stat};
+use super::common::{find, num, Experiment, Stat};
+use super::ExperimentResult;
 
 /// Chart size in SVG user units (pixels).
 const WIDTH: f64 = 760.0;

@@ -7,7 +7,7 @@
 //! random drops, a 1000-packet buffer: by default the authors' channel
 //! (`SingleModeChannel(processRate=7, bufferSize=1000, rtt=100,
 //! pktDropProb=0)` of their `TestMCPStability3.py`, its rate set to 3 at
-//! slot 5000; `super::rcp::Channel::Authors`), in the `-dumbbell` variant
+//! slot 5000; `scenarios::Channel::Authors`), in the `-dumbbell` variant
 //! artq's drop-tail queue before the delay. Clients 1 and 2 are background
 //! UDP; clients 3, 4 and 5 run RCP, ARQ and UDP. RCP and ARQ start with an
 //! RTO of 30 slots. The paper runs 25000 slots; quick scale 10000 (the
@@ -44,9 +44,10 @@
 
 use std::collections::BTreeMap;
 
-use super::defs::num;
-use super::rcp::{default_drain, variant_name, Channel, Dumbbell, Variant, SLOT_MS};
-use super::{mean_of, AggRow, Case, Claim, Experiment, RunRow, Scale, Verdict};
+use super::common::{
+    mean_of, num, round6, AggRow, Case, Claim, Experiment, RunRow, Scale, Verdict,
+};
+use super::scenarios::{default_drain, variant_name, Channel, Dumbbell, Variant, SLOT_MS};
 use crate::run::run;
 use crate::scenario::Scenario;
 use recovery::rcp::model::{Normalisation, Utility};
@@ -161,7 +162,7 @@ pub fn exp4_run(case: &Case, seed: u64) -> Result<BTreeMap<String, f64>, String>
                 l_arq: ms(la),
             },
         };
-        metrics.insert("utility".into(), super::round6(u.value(1.0 - d, ms(l))));
+        metrics.insert("utility".into(), round6(u.value(1.0 - d, ms(l))));
     }
     let change_ms = scenario
         .link

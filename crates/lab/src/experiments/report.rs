@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::defs::num;
+use super::common::num;
 use super::{plot, Experiment, ExperimentResult, Scale, METRICS};
 
 /// Quotes a CSV cell when it needs it (RFC 4180).

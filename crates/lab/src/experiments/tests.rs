@@ -129,6 +129,38 @@ fn fig19_claims_follow_the_numbers() {
 }
 
 #[test]
+fn the_registry_names_each_experiment_once_and_gives_variants_their_runner() {
+    for (i, e) in REGISTRY.iter().enumerate() {
+        assert!(!e.help.is_empty(), "{}", e.name);
+        assert!(
+            REGISTRY.iter().skip(i + 1).all(|o| o.name != e.name),
+            "{}",
+            e.name
+        );
+    }
+    assert_eq!(EXPERIMENTS.len(), REGISTRY.len());
+    // Experiment 4's runner serves its variants (the names it registers);
+    // the figures' variants run as single simulations, like the figures.
+    for name in ["rcp-exp4", "rcp-exp4-drain", "rcp-exp4-dumbbell"] {
+        assert!(case_runner(name).is_some(), "{name}");
+    }
+    for name in [
+        "rcp-fig5",
+        "rcp-fig5-drain",
+        "rcp-fig9-dumbbell",
+        "fig19",
+        "nothing",
+    ] {
+        assert!(case_runner(name).is_none(), "{name}");
+    }
+    for name in ["art-fig23", "art-fig27", "art-dqn-heldout"] {
+        assert!(case_runner(name).is_some(), "{name}");
+    }
+    let help = help_text();
+    assert!(EXPERIMENTS.iter().all(|n| help.contains(n)), "{help}");
+}
+
+#[test]
 fn every_named_experiment_exists_at_every_scale() {
     for scale in [Scale::Full, Scale::Quick, Scale::Tiny] {
         for name in EXPERIMENTS {
@@ -156,7 +188,7 @@ fn every_named_experiment_exists_at_every_scale() {
     assert!(experiment("fig23", Scale::Quick).is_none());
     assert_eq!(Scale::Full.seeds().len(), 3);
     // The RCP variants are registered too, under their own names.
-    for name in super::rcp::VARIANT_NAMES {
+    for name in scenarios::VARIANT_NAMES {
         let e = experiment(name, Scale::Tiny).expect("defined");
         assert_eq!(e.name, *name);
         assert!(!e.cases.is_empty());
