@@ -55,8 +55,6 @@ use crate::rng::{RngSeed, StackRng};
 pub(super) const PROBE_DATAGRAM: usize = 1200;
 /// AEAD tag length (every QUIC v1 cipher suite).
 const TAG_LEN: usize = 16;
-/// Times the client sends its challenge to the preferred address.
-const PROBE_TRIES: u8 = 3;
 /// The stream of the connection's seed the preferred address's connection
 /// ID and reset token come from.
 const PREFERRED_STREAM: u64 = 0x9a;
@@ -76,6 +74,10 @@ pub(super) enum PreferredPath {
         send_pending: bool,
         /// Challenges sent so far.
         tries: u8,
+        /// When validation is abandoned and the client stays (RFC 9000
+        /// §8.2.4: three times the larger of the current PTO and the PTO
+        /// of a new path at the initial RTT).
+        give_up_at: Instant,
     },
     /// The client moved there (from `original`).
     Moved {
@@ -187,19 +189,30 @@ impl Connection {
         let mut challenge = [0u8; 8];
         self.rng.fill_bytes(&mut challenge);
         tracing::debug!(%addr, "probing the server's preferred address");
+        let initial_pto = crate::rtt::RttEstimator::new(self.config.initial_rtt).pto_base();
+        let give_up_at = now + self.pto_duration(SpaceId::Data).max(initial_pto) * 3;
         self.preferred = PreferredPath::Probing {
             addr,
             challenge,
             send_pending: true,
             tries: 0,
+            give_up_at,
         };
-        self.arm_probe_timer(now);
+        self.arm_probe_timer(now, 0, give_up_at);
     }
 
-    fn arm_probe_timer(&mut self, now: Instant) {
-        let initial_pto = crate::rtt::RttEstimator::new(self.config.initial_rtt).pto_base();
-        let pto = self.pto_duration(SpaceId::Data).max(initial_pto);
-        self.timers.set(Timer::PathValidation, now + pto);
+    /// The challenge goes again after the current path's PTO, doubled for
+    /// each challenge already sent (RFC 9000 §8.2.1: no more often than an
+    /// Initial would be), and no later than the give-up time. A lost
+    /// challenge or answer (a loaded client's socket drops datagrams) is
+    /// retried within milliseconds on a short path, where waiting for the
+    /// PTO at the initial RTT (about a second) let a short transfer end
+    /// before the client moved.
+    fn arm_probe_timer(&mut self, now: Instant, tries: u8, give_up_at: Instant) {
+        let backoff = 1u32 << tries.saturating_sub(1).min(10);
+        let retry = now + self.pto_duration(SpaceId::Data) * backoff;
+        self.timers
+            .set(Timer::PathValidation, retry.min(give_up_at.max(now)));
     }
 
     /// Client: a PTO passed without an answer: challenge again, or after
@@ -210,12 +223,13 @@ impl Connection {
             addr,
             challenge,
             tries,
+            give_up_at,
             ..
         } = self.preferred
         else {
             return;
         };
-        if tries >= PROBE_TRIES {
+        if now >= give_up_at {
             tracing::debug!(%addr, "preferred address did not validate; staying");
             self.stats.path_validations_failed += 1;
             self.preferred = PreferredPath::Failed { addr };
@@ -226,8 +240,9 @@ impl Connection {
             challenge,
             send_pending: true,
             tries,
+            give_up_at,
         };
-        self.arm_probe_timer(now);
+        self.arm_probe_timer(now, tries, give_up_at);
     }
 
     /// Client: a PATH_RESPONSE arrived; returns whether it validated the
@@ -322,6 +337,7 @@ impl Connection {
             challenge,
             send_pending: true,
             tries,
+            give_up_at,
         } = self.preferred
         {
             let dcid = self.cids.remote_cid_by_seq(1)?;
@@ -329,7 +345,8 @@ impl Connection {
                 addr,
                 challenge,
                 send_pending: false,
-                tries: tries + 1,
+                tries: tries.saturating_add(1),
+                give_up_at,
             };
             return self.write_probe(
                 now,
