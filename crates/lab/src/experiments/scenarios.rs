@@ -1,7 +1,7 @@
 //! Scenario builders shared by several experiments: the constant-rate
-//! lossy link most experiments run on ([`base`], [`cases`]), the shared
-//! LTE traces ([`trace`]), the RPC stand-in of §7.7 ([`rpc_scenario`]),
-//! AutoRec's live-streaming testbed ([`live_stream`], [`live_scenario`]),
+//! lossy link most experiments run on (`base`, `cases`), the shared
+//! LTE traces ([`trace`]), the RPC stand-in of §7.7 (`rpc_scenario`),
+//! AutoRec's live-streaming testbed (`live_stream`, `live_scenario`),
 //! and RCP's network of Table I in its models ([`Dumbbell`], [`Channel`],
 //! [`Variant`]).
 //!
