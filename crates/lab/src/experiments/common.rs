@@ -517,27 +517,28 @@ pub fn size_label(bytes: u64) -> String {
     }
 }
 
-/// The distinct groups of `rows`, in order.
-pub(super) fn groups(rows: &[AggRow]) -> Vec<String> {
+/// The distinct values of `key` over `rows`, in the order they first
+/// appear.
+fn distinct(rows: &[AggRow], key: impl Fn(&AggRow) -> &String) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for r in rows {
-        if !out.contains(&r.group) {
-            out.push(r.group.clone());
+        if !out.contains(key(r)) {
+            out.push(key(r).clone());
         }
     }
     out
 }
 
+/// The distinct groups of `rows`, in order.
+pub(super) fn groups(rows: &[AggRow]) -> Vec<String> {
+    distinct(rows, |r| &r.group)
+}
+
 /// The distinct schemes of `rows`, in order: what the judges that compare
-/// every scheme of an experiment (art-fig27's) start from.
+/// every scheme of an experiment (art-fig27's) and the charts' series
+/// start from.
 pub(super) fn schemes(rows: &[AggRow]) -> Vec<String> {
-    let mut schemes: Vec<String> = Vec::new();
-    for r in rows {
-        if !schemes.contains(&r.scheme) {
-            schemes.push(r.scheme.clone());
-        }
-    }
-    schemes
+    distinct(rows, |r| &r.scheme)
 }
 
 /// A probability as a percentage label (`0.15` → `15%`), rounded to

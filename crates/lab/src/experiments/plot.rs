@@ -15,7 +15,7 @@
 
 use std::fmt::Write as _;
 
-use super::common::{find, num, Experiment, Stat};
+use super::common::{find, groups, num, schemes, Experiment, Stat};
 use super::ExperimentResult;
 
 /// Chart size in SVG user units (pixels).
@@ -52,16 +52,8 @@ pub struct BarChart {
 /// The charts of one experiment, as `(file name, SVG text)`: one per table
 /// metric, named `NAME_METRIC.svg`.
 pub fn experiment_charts(exp: &Experiment, r: &ExperimentResult) -> Vec<(String, String)> {
-    let mut groups: Vec<String> = Vec::new();
-    let mut series: Vec<String> = Vec::new();
-    for row in &r.rows {
-        if !groups.contains(&row.group) {
-            groups.push(row.group.clone());
-        }
-        if !series.contains(&row.scheme) {
-            series.push(row.scheme.clone());
-        }
-    }
+    let groups = groups(&r.rows);
+    let series = schemes(&r.rows);
     exp.table_metrics
         .iter()
         .map(|metric| {

@@ -139,7 +139,7 @@ impl Connection {
             self.streams.on_chunk_acked(c);
         }
         if space != SpaceId::Data {
-            self.recovery.forget_datagrams(&p.datagrams);
+            // DATAGRAM frames travel in 0-RTT and 1-RTT packets only.
             return;
         }
         let (recovery, mut cx) = self.recovery(now);

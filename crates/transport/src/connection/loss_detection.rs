@@ -7,30 +7,30 @@
 
 use wire::time::Instant;
 
-use super::recovery::{Recovery, RecoveryContext};
+use super::recovery::{PathInputs, Recovery, RecoveryContext};
 use super::spaces::{Retransmit, SentPacket};
 use super::{loss, Connection, SpaceId, Timer};
 use crate::policy::{ItemId, PathView};
 
 impl Connection {
-    pub(super) fn path_view(&self) -> PathView {
-        let cwnd = self.cc.window();
-        PathView {
-            srtt: self.rtt.smoothed(),
-            min_rtt: self.rtt.min(),
-            rttvar: self.rtt.rttvar(),
-            latest_rtt: self.rtt.latest(),
-            cwnd,
+    /// What the path view is measured from.
+    pub(super) fn path_inputs(&self) -> PathInputs<'_> {
+        PathInputs {
+            cc: self.cc.as_ref(),
+            rtt: &self.rtt,
             bytes_in_flight: self.bytes_in_flight,
-            pacing_rate: self.pacing_rate(),
-            mtu: u64::from(self.max_datagram_size),
+            mtu: self.max_datagram_size,
         }
     }
 
+    /// The path as it stands (subscribers' metrics).
+    pub(super) fn path_view(&self) -> PathView {
+        self.path_inputs().view()
+    }
+
+    /// The pacing rate in force, bytes per second.
     pub(super) fn pacing_rate(&self) -> u64 {
-        self.cc.pacing_rate().unwrap_or_else(|| {
-            crate::pacing::default_pacing_rate(self.cc.window(), self.rtt.smoothed())
-        })
+        self.path_inputs().pacing_rate()
     }
 
     /// RFC 9002 §6.1: declare the packets of `space` lost that the packet
@@ -139,12 +139,16 @@ impl Connection {
     /// Recovery and what of the connection it works with, at `now`: the
     /// one way to reach the recovery policy.
     pub(super) fn recovery(&mut self, now: Instant) -> (&mut Recovery, RecoveryContext<'_>) {
-        let path = self.path_view();
         (
             &mut self.recovery,
             RecoveryContext {
                 now,
-                path,
+                path: PathInputs {
+                    cc: self.cc.as_ref(),
+                    rtt: &self.rtt,
+                    bytes_in_flight: self.bytes_in_flight,
+                    mtu: self.max_datagram_size,
+                },
                 streams: &mut self.streams,
                 stats: &mut self.stats,
                 subscribers: &mut self.subscribers,

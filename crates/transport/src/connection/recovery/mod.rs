@@ -40,6 +40,7 @@ use self::engine::{Engine, Remaining, ReplicaAck, ReplicaLoss, RoundStart};
 pub(crate) use self::lost::SPURIOUS_LOSS_WINDOW_PTOS;
 use self::lost::{LostEntry, LostHistory};
 use super::spaces::SentPacket;
+use crate::congestion::Controller;
 use crate::events::Subscriber;
 use crate::fec::FecEncoder;
 use crate::policy::{
@@ -47,6 +48,7 @@ use crate::policy::{
     PolicyEvents, PolicyState, RecoveryPolicy, ReplicaRef, SentView, StreamPosition,
 };
 use crate::rng::StackRng;
+use crate::rtt::RttEstimator;
 use crate::stats::ConnectionStats;
 use crate::streams::{StreamChunk, Streams};
 
@@ -56,8 +58,9 @@ use crate::streams::{StreamChunk, Streams};
 pub(crate) struct RecoveryContext<'a> {
     /// The time of the call.
     pub now: Instant,
-    /// The path as it stands at the call (what the policy sees).
-    pub path: PathView,
+    /// What the path the policy sees is measured from, read only when the
+    /// policy is called.
+    pub path: PathInputs<'a>,
     /// Stream data: what of it is unacknowledged, where it sits, writing
     /// it into packets, acknowledging it.
     pub streams: &'a mut Streams,
@@ -67,6 +70,46 @@ pub(crate) struct RecoveryContext<'a> {
     pub subscribers: &'a mut [Box<dyn Subscriber>],
     /// The connection's seeded RNG, for the policy.
     pub rng: &'a mut StackRng,
+}
+
+/// The connection's parts a [`PathView`] is measured from, borrowed: the
+/// connection builds its own view from them ([`PathInputs::view`]), and
+/// recovery measures one only when it calls the policy, not for every
+/// packet it is consulted about.
+#[derive(Clone, Copy)]
+pub(crate) struct PathInputs<'a> {
+    /// The congestion controller (window, pacing rate).
+    pub cc: &'a dyn Controller,
+    /// The RTT estimates.
+    pub rtt: &'a RttEstimator,
+    /// Bytes in flight.
+    pub bytes_in_flight: u64,
+    /// The maximum datagram size in use.
+    pub mtu: u16,
+}
+
+impl PathInputs<'_> {
+    /// The path as it stands.
+    pub fn view(&self) -> PathView {
+        PathView {
+            srtt: self.rtt.smoothed(),
+            min_rtt: self.rtt.min(),
+            rttvar: self.rtt.rttvar(),
+            latest_rtt: self.rtt.latest(),
+            cwnd: self.cc.window(),
+            bytes_in_flight: self.bytes_in_flight,
+            pacing_rate: self.pacing_rate(),
+            mtu: u64::from(self.mtu),
+        }
+    }
+
+    /// The controller's pacing rate, or the default one from its window
+    /// and the smoothed RTT, bytes per second.
+    pub fn pacing_rate(&self) -> u64 {
+        self.cc.pacing_rate().unwrap_or_else(|| {
+            crate::pacing::default_pacing_rate(self.cc.window(), self.rtt.smoothed())
+        })
+    }
 }
 
 /// What a 1-RTT packet about to be built carries before anything else,
@@ -269,14 +312,6 @@ impl Recovery {
         }
     }
 
-    /// DATAGRAM payloads of a packet of another space, or of a packet
-    /// acknowledged before it counted for recovery: forget them.
-    pub fn forget_datagrams(&mut self, ids: &[u64]) {
-        for id in ids {
-            self.datagram_store.remove(id);
-        }
-    }
-
     /// An ACK frame acknowledged `ranges` of the 1-RTT space: the packets
     /// among them that were declared lost were not (spurious losses). Then
     /// forget the losses declared before `horizon`.
@@ -404,7 +439,8 @@ impl Recovery {
         let remaining = self.remaining(cx.streams, id);
         self.policy_events.set_listening(!cx.subscribers.is_empty());
         let policy = &mut self.policy;
-        let mut pcx = PolicyContext::new(cx.now, &cx.path, cx.rng, &mut self.policy_events);
+        let path = cx.path.view();
+        let mut pcx = PolicyContext::new(cx.now, &path, cx.rng, &mut self.policy_events);
         let start = round(&mut self.engine, cx.now, id, remaining, &mut |lost| {
             policy.on_data_lost(&mut pcx, lost)
         });
@@ -765,7 +801,8 @@ impl Recovery {
     ) -> R {
         self.policy_events.set_listening(!cx.subscribers.is_empty());
         let out = {
-            let mut pcx = PolicyContext::new(cx.now, &cx.path, cx.rng, &mut self.policy_events);
+            let path = cx.path.view();
+            let mut pcx = PolicyContext::new(cx.now, &path, cx.rng, &mut self.policy_events);
             f(self.policy.as_mut(), &mut pcx)
         };
         self.flush_policy_events(cx);

@@ -11,7 +11,7 @@ use wire::transport_params::TransportParameters;
 use wire::{Dir, Side};
 
 use super::*;
-use crate::congestion::DeliveryRateEstimator;
+use crate::congestion::{CongestionAlgorithm, DeliveryRateEstimator};
 use crate::events::{RecoveryOutcome, RecoveryRecord};
 use crate::policy::QuicPolicy;
 use crate::rng::RngSeed;
@@ -86,6 +86,9 @@ struct Fixture {
     stats: ConnectionStats,
     subscribers: Vec<Box<dyn Subscriber>>,
     rng: StackRng,
+    /// The path the policy sees: NewReno at its initial window, 30 ms.
+    cc: Box<dyn Controller>,
+    rtt: RttEstimator,
     log: Arc<Mutex<Vec<String>>>,
     now: Instant,
     next_pn: u64,
@@ -109,6 +112,8 @@ impl Fixture {
             stats: ConnectionStats::default(),
             subscribers: vec![Box::new(Log(log.clone()))],
             rng: StackRng::new(RngSeed::Fixed(1)),
+            cc: CongestionAlgorithm::NewReno.build_seeded(Instant::from_millis(0), 1200, 1),
+            rtt: RttEstimator::new(Duration::from_millis(30)),
             log,
             now: Instant::from_millis(0),
             next_pn: 0,
@@ -117,19 +122,16 @@ impl Fixture {
     }
 
     fn cx(&mut self) -> (&mut Recovery, RecoveryContext<'_>) {
-        let path = PathView {
-            srtt: Duration::from_millis(30),
-            min_rtt: Duration::from_millis(30),
-            cwnd: 1 << 20,
-            pacing_rate: 12_500_000,
-            mtu: 1200,
-            ..PathView::default()
-        };
         (
             &mut self.recovery,
             RecoveryContext {
                 now: self.now,
-                path,
+                path: PathInputs {
+                    cc: self.cc.as_ref(),
+                    rtt: &self.rtt,
+                    bytes_in_flight: 0,
+                    mtu: 1200,
+                },
                 streams: &mut self.streams,
                 stats: &mut self.stats,
                 subscribers: &mut self.subscribers,
