@@ -131,7 +131,7 @@ impl Connection {
                     self.space_mut(space).crypto_send.on_acked(range.clone())
                 }
                 Retransmit::Control(c) => self.streams.on_control_acked(*c),
-                Retransmit::NewToken => self.on_new_token_acked(),
+                Retransmit::NewToken => self.validation.on_new_token_acked(),
                 _ => {}
             }
         }

@@ -316,7 +316,10 @@ impl Connection {
             if params.original_destination_connection_id != Some(self.original_dcid) {
                 return Err(tp_err("original_destination_connection_id mismatch"));
             }
-            match (self.retry_scid, params.retry_source_connection_id) {
+            match (
+                self.validation.retry_scid(),
+                params.retry_source_connection_id,
+            ) {
                 (None, Some(_)) => return Err(tp_err("retry_source_connection_id without Retry")),
                 (Some(_), None) => {
                     return Err(tp_err("retry_source_connection_id missing after Retry"))

@@ -1,50 +1,96 @@
-//! Unreliable DATAGRAM frames (RFC 9221): the application's send and receive
-//! calls and the bounded receive queue behind them.
+//! Unreliable DATAGRAM frames (RFC 9221): the connection's [`Datagrams`]
+//! (what to send, what arrived, the peer's limit) and the bounded receive
+//! queue behind them.
 
 use std::collections::VecDeque;
 
-use super::Connection;
 use crate::config::TransportConfig;
 
-impl Connection {
-    /// Largest DATAGRAM payload the peer accepts, once known (None: no support).
-    pub fn max_datagram_payload(&self) -> Option<usize> {
-        let peer = self.peer_max_datagram_frame?;
+/// The connection's unreliable DATAGRAM frames (RFC 9221): what the
+/// application queued to send, what arrived and waits to be read, and the
+/// peer's limit.
+///
+/// Exists so the DATAGRAM extension has one owner: the send path drains
+/// [`Datagrams::next_to_send`], the receive path fills the bounded
+/// incoming queue, and the application's calls on
+/// [`Connection`](super::Connection) delegate here.
+#[derive(Debug)]
+pub(super) struct Datagrams {
+    /// Payloads the application queued, not yet in a packet.
+    outgoing: VecDeque<Vec<u8>>,
+    /// Payloads received, not yet read.
+    incoming: DatagramQueue,
+    /// The peer's max_datagram_frame_size (None: no support, or not yet
+    /// known).
+    peer_max_frame: Option<u64>,
+}
+
+impl Datagrams {
+    /// No datagrams yet; the receive queue bounded by `config`.
+    pub(super) fn new(config: &TransportConfig) -> Datagrams {
+        Datagrams {
+            outgoing: VecDeque::new(),
+            incoming: DatagramQueue::new(config),
+            peer_max_frame: None,
+        }
+    }
+
+    /// The peer's transport parameter arrived.
+    pub(super) fn set_peer_max_frame(&mut self, max: Option<u64>) {
+        self.peer_max_frame = max;
+    }
+
+    /// Largest DATAGRAM payload the peer accepts in a packet of `mtu`
+    /// bytes, once known (None: no support).
+    pub(super) fn max_payload(&self, mtu: u16) -> Option<usize> {
+        let peer = self.peer_max_frame?;
         // Room in one packet: MTU minus short header (1+20+4), tag and frame header.
-        let room = usize::from(self.max_datagram_size).saturating_sub(1 + 20 + 4 + 16 + 1 + 8);
+        let room = usize::from(mtu).saturating_sub(1 + 20 + 4 + 16 + 1 + 8);
         Some(room.min(usize::try_from(peer).unwrap_or(usize::MAX)))
     }
 
-    /// Queue an unreliable DATAGRAM (RFC 9221). Fails when the peer does not
-    /// accept datagrams or the payload does not fit in one packet.
-    pub fn send_datagram(&mut self, data: Vec<u8>) -> Result<(), DatagramError> {
+    /// Queues `data` to send if the peer accepts it in a packet of `mtu`
+    /// bytes.
+    pub(super) fn send(&mut self, data: Vec<u8>, mtu: u16) -> Result<(), DatagramError> {
         let max = self
-            .max_datagram_payload()
+            .max_payload(mtu)
             .ok_or(DatagramError::UnsupportedByPeer)?;
         if data.len() > max {
             return Err(DatagramError::TooLarge { max });
         }
-        self.datagrams_out.push_back(data);
+        self.outgoing.push_back(data);
         Ok(())
     }
 
-    /// DATAGRAM payloads queued by [`Connection::send_datagram`] and not yet
-    /// sent (congestion control holds them back): an application that
-    /// produces datagrams at its own pace bounds its backlog with this.
-    pub fn datagrams_queued(&self) -> usize {
-        self.datagrams_out.len()
+    /// Payloads queued and not yet sent.
+    pub(super) fn queued(&self) -> usize {
+        self.outgoing.len()
     }
 
-    /// Take a received DATAGRAM payload, oldest first.
-    pub fn recv_datagram(&mut self) -> Option<Vec<u8>> {
-        self.datagrams_in.pop()
+    /// The oldest queued payload, to see whether it fits a packet.
+    pub(super) fn peek_outgoing(&self) -> Option<&[u8]> {
+        self.outgoing.front().map(Vec::as_slice)
     }
 
-    /// Received DATAGRAM payloads dropped unread because the receive queue
-    /// was full ([`TransportConfig::datagram_receive_frames`],
-    /// [`TransportConfig::datagram_receive_buffer`]).
-    pub fn datagrams_dropped(&self) -> u64 {
-        self.datagrams_in.dropped
+    /// Takes the oldest queued payload (it went into a packet).
+    pub(super) fn pop_outgoing(&mut self) -> Option<Vec<u8>> {
+        self.outgoing.pop_front()
+    }
+
+    /// A payload arrived: queued for the application unless dropped (the
+    /// queue is full). True if queued.
+    pub(super) fn on_received(&mut self, data: &[u8]) -> bool {
+        self.incoming.push(data)
+    }
+
+    /// The oldest received payload.
+    pub(super) fn recv(&mut self) -> Option<Vec<u8>> {
+        self.incoming.pop()
+    }
+
+    /// Received payloads dropped unread.
+    pub(super) fn dropped(&self) -> u64 {
+        self.incoming.dropped
     }
 }
 
@@ -58,19 +104,19 @@ impl Connection {
 /// freshest data, which is what real-time uses want. A payload larger than
 /// the whole byte budget is dropped itself.
 #[derive(Debug)]
-pub(super) struct DatagramQueue {
+struct DatagramQueue {
     queue: VecDeque<Vec<u8>>,
     /// Sum of the queued payloads' lengths.
     bytes: usize,
     max_frames: usize,
     max_bytes: usize,
     /// Payloads dropped so far.
-    pub(super) dropped: u64,
+    dropped: u64,
 }
 
 impl DatagramQueue {
     /// An empty queue with `config`'s limits.
-    pub(super) fn new(config: &TransportConfig) -> DatagramQueue {
+    fn new(config: &TransportConfig) -> DatagramQueue {
         DatagramQueue {
             queue: VecDeque::new(),
             bytes: 0,
@@ -82,7 +128,7 @@ impl DatagramQueue {
 
     /// Queues a received payload, dropping the oldest to make room. False
     /// if the payload itself was dropped.
-    pub(super) fn push(&mut self, data: &[u8]) -> bool {
+    fn push(&mut self, data: &[u8]) -> bool {
         if data.len() > self.max_bytes || self.max_frames == 0 {
             self.dropped += 1;
             return false;
@@ -100,7 +146,7 @@ impl DatagramQueue {
     }
 
     /// The oldest payload.
-    pub(super) fn pop(&mut self) -> Option<Vec<u8>> {
+    fn pop(&mut self) -> Option<Vec<u8>> {
         let data = self.queue.pop_front()?;
         self.bytes -= data.len();
         Some(data)

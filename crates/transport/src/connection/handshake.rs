@@ -74,7 +74,8 @@ impl Connection {
         let peer_mtu = u16::try_from(params.max_udp_payload_size.min(65527)).unwrap_or(u16::MAX);
         self.max_datagram_size = self.max_datagram_size.min(peer_mtu).max(1200);
         self.cc.on_mtu_update(u64::from(self.max_datagram_size));
-        self.peer_max_datagram_frame = params.max_datagram_frame_size;
+        self.datagrams
+            .set_peer_max_frame(params.max_datagram_frame_size);
         self.cids.set_peer_limit(params.active_connection_id_limit);
         self.recovery
             .set_fec_encoder(self.config.fec.encoder_for(params.artq_fec));

@@ -130,7 +130,7 @@ impl Connection {
                 Retransmit::HandshakeDone => self.handshake_done_pending = true,
                 Retransmit::NewConnectionId(seq) => self.cids.pending_new.push_back(*seq),
                 Retransmit::RetireConnectionId(seq) => self.cids.pending_retire.push_back(*seq),
-                Retransmit::NewToken => self.on_new_token_lost(),
+                Retransmit::NewToken => self.validation.on_new_token_lost(),
                 Retransmit::PathChallenge(data) => self.on_path_challenge_lost(*data),
             }
         }
@@ -208,7 +208,10 @@ impl Connection {
             return;
         }
         // RFC 9002 §A.6: a server blocked by the amplification limit arms no PTO.
-        if self.side.is_server() && !self.address_validated && self.amplification_budget() == 0 {
+        if self.side.is_server()
+            && !self.validation.is_validated()
+            && self.validation.amplification_budget() == 0
+        {
             self.timers.stop(Timer::LossDetection);
             return;
         }

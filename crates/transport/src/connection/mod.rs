@@ -90,7 +90,7 @@ use crate::streams::{StreamEvent, Streams};
 
 use self::cids::CidState;
 pub use self::datagrams::DatagramError;
-use self::datagrams::DatagramQueue;
+use self::datagrams::Datagrams;
 use self::handshake::local_params;
 pub use self::key_phase::KeyUpdateError;
 use self::key_phase::OneRttKeys;
@@ -98,6 +98,7 @@ use self::recovery::Recovery;
 use self::spaces::PacketSpace;
 pub use self::spaces::SpaceId;
 use self::timer::{Timer, TimerTable};
+use self::validation::AddressValidation;
 pub use self::zero_rtt::ZeroRttStatus;
 
 /// Why a connection ended, as the application sees it.
@@ -184,15 +185,6 @@ enum State {
     Drained,
 }
 
-/// The pending CONNECTION_CLOSE.
-#[derive(Clone, Debug)]
-struct CloseFrame {
-    code: u64,
-    frame_type: Option<u64>,
-    application: bool,
-    reason: Vec<u8>,
-}
-
 /// A QUIC connection. See the module documentation for the calling protocol.
 pub struct Connection {
     side: Side,
@@ -213,17 +205,8 @@ pub struct Connection {
     /// The DCID of the client's first Initial, before any Retry: what the
     /// server echoes in original_destination_connection_id (RFC 9000 §7.3).
     original_dcid: ConnectionId,
-    /// Client: the token its Initial packets carry (from a Retry, or an
-    /// earlier connection's NEW_TOKEN); empty for none.
-    initial_token: Vec<u8>,
-    /// The Source Connection ID of the server's Retry, if there was one:
-    /// the client checks it against retry_source_connection_id, the server
-    /// sends it there (RFC 9000 §7.3).
-    retry_scid: Option<ConnectionId>,
-    /// Server: the NEW_TOKEN token for this client, until acknowledged.
-    new_token: Option<Vec<u8>>,
-    /// Server: a NEW_TOKEN frame is to be sent (again).
-    new_token_pending: bool,
+    /// Address validation: the amplification budget, Retry and tokens.
+    validation: AddressValidation,
     cids: CidState,
     /// Client: switched to the server's SCID after its first Initial.
     got_server_initial: bool,
@@ -233,10 +216,6 @@ pub struct Connection {
     handshake_complete: bool,
     handshake_confirmed: bool,
     handshake_done_pending: bool,
-    /// Server: the client's address is validated (RFC 9000 §8.1).
-    address_validated: bool,
-    anti_amp_received: u64,
-    anti_amp_sent: u64,
     peer_params: Option<TransportParameters>,
     peer_max_ack_delay: Duration,
     peer_ack_delay_exponent: u8,
@@ -263,9 +242,8 @@ pub struct Connection {
     /// copies, DATAGRAM store, policy, FEC sender): the one owner.
     recovery: Recovery,
     streams: Streams,
-    datagrams_out: VecDeque<Vec<u8>>,
-    datagrams_in: DatagramQueue,
-    peer_max_datagram_frame: Option<u64>,
+    /// Unreliable DATAGRAM frames, both ways (RFC 9221).
+    datagrams: Datagrams,
     /// PATH_CHALLENGE data to echo, with the path each came on.
     path_responses: VecDeque<preferred_address::PendingResponse>,
     /// The peer's new address while we validate it (RFC 9000 §8.2, §9).
@@ -291,10 +269,8 @@ pub struct Connection {
     events: VecDeque<Event>,
     endpoint_events: VecDeque<EndpointEvent>,
     timers: TimerTable,
-    close: Option<CloseFrame>,
-    /// Closing state: send the close again on the next poll.
-    close_resend: bool,
-    error: Option<ConnectionError>,
+    /// How the connection ends: our CONNECTION_CLOSE and the reason.
+    close: close::CloseState,
     stats: ConnectionStats,
     /// Event subscribers (qlog, metric recorders).
     subscribers: Vec<Box<dyn Subscriber>>,
@@ -401,19 +377,16 @@ impl Connection {
             spaces: Default::default(),
             remote,
             original_dcid: ids.original_dcid,
-            initial_token: Vec::new(),
-            retry_scid: None,
-            new_token: None,
-            new_token_pending: false,
+            validation: match side {
+                Side::Client => AddressValidation::client(Vec::new()),
+                Side::Server => AddressValidation::server(false, None, None),
+            },
             cids: CidState::new(ids.local, local_reset_token, ids.remote),
             got_server_initial: false,
             pending_server_scid: None,
             handshake_complete: false,
             handshake_confirmed: false,
             handshake_done_pending: false,
-            address_validated: side.is_client(),
-            anti_amp_received: 0,
-            anti_amp_sent: 0,
             peer_params: None,
             peer_max_ack_delay: Duration::from_millis(25),
             peer_ack_delay_exponent: 3,
@@ -431,9 +404,7 @@ impl Connection {
             integrity_limit_override: None,
             recovery: Recovery::new(config.policy.build()),
             streams: Streams::new(side, config.streams.clone()),
-            datagrams_out: VecDeque::new(),
-            datagrams_in: DatagramQueue::new(&config),
-            peer_max_datagram_frame: None,
+            datagrams: Datagrams::new(&config),
             path_responses: VecDeque::new(),
             path_validation: None,
             local: None,
@@ -451,9 +422,7 @@ impl Connection {
             events: VecDeque::new(),
             endpoint_events: VecDeque::new(),
             timers: TimerTable::default(),
-            close: None,
-            close_resend: false,
-            error: None,
+            close: close::CloseState::default(),
             stats: ConnectionStats::default(),
             subscribers: Vec::new(),
             rng,
@@ -522,7 +491,7 @@ impl Connection {
             remote,
             rng.child_seed(),
         );
-        conn.initial_token = token;
+        conn.validation = AddressValidation::client(token);
         conn.start_zero_rtt();
         conn.process_tls_output();
         Ok(conn)
@@ -592,10 +561,8 @@ impl Connection {
             // The ClientHello may ask for another version: TLS waits for it.
             conn.version.hold_server_setup(config.tls.clone(), params);
         }
-        conn.retry_scid = setup.retry_scid;
-        conn.address_validated = setup.address_validated;
-        conn.new_token_pending = setup.new_token.is_some();
-        conn.new_token = setup.new_token;
+        conn.validation =
+            AddressValidation::server(setup.address_validated, setup.retry_scid, setup.new_token);
         Ok(conn)
     }
 
@@ -636,7 +603,7 @@ impl Connection {
 
     /// Why the connection ended, once it has.
     pub fn close_reason(&self) -> Option<&ConnectionError> {
-        self.error.as_ref()
+        self.close.error()
     }
 
     /// The negotiated ALPN protocol.
@@ -674,6 +641,35 @@ impl Connection {
     /// Stream operations (open, accept, read, write, finish, reset, stop).
     pub fn streams(&mut self) -> &mut Streams {
         &mut self.streams
+    }
+    /// Largest DATAGRAM payload the peer accepts, once known (None: no support).
+    pub fn max_datagram_payload(&self) -> Option<usize> {
+        self.datagrams.max_payload(self.max_datagram_size)
+    }
+
+    /// Queue an unreliable DATAGRAM (RFC 9221). Fails when the peer does not
+    /// accept datagrams or the payload does not fit in one packet.
+    pub fn send_datagram(&mut self, data: Vec<u8>) -> Result<(), DatagramError> {
+        self.datagrams.send(data, self.max_datagram_size)
+    }
+
+    /// DATAGRAM payloads queued by [`Connection::send_datagram`] and not yet
+    /// sent (congestion control holds them back): an application that
+    /// produces datagrams at its own pace bounds its backlog with this.
+    pub fn datagrams_queued(&self) -> usize {
+        self.datagrams.queued()
+    }
+
+    /// Take a received DATAGRAM payload, oldest first.
+    pub fn recv_datagram(&mut self) -> Option<Vec<u8>> {
+        self.datagrams.recv()
+    }
+
+    /// Received DATAGRAM payloads dropped unread because the receive queue
+    /// was full ([`TransportConfig::datagram_receive_frames`],
+    /// [`TransportConfig::datagram_receive_buffer`]).
+    pub fn datagrams_dropped(&self) -> u64 {
+        self.datagrams.dropped()
     }
 
     /// Attach an event subscriber (a qlog writer, a metrics recorder).
@@ -724,7 +720,7 @@ impl Connection {
         }
         if self.timers.is_expired(Timer::Idle, now) {
             self.timers.stop_all();
-            self.error.get_or_insert(ConnectionError::TimedOut);
+            self.close.set_error_if_none(ConnectionError::TimedOut);
             self.events
                 .push_back(Event::ConnectionLost(ConnectionError::TimedOut));
             self.set_drained();

@@ -80,7 +80,7 @@ impl Connection {
         self.datagram_ecn = ecn;
         self.stats.datagrams_received += 1;
         self.stats.bytes_received += data.len() as u64;
-        self.anti_amp_received = self.anti_amp_received.saturating_add(data.len() as u64);
+        self.validation.on_received(data.len());
         self.on_datagram_from(remote, data.len());
         // RFC 9000 §10.3.1: a datagram we cannot process may be a
         // stateless reset, recognised by its last 16 bytes (kept before
@@ -95,7 +95,7 @@ impl Connection {
                     return;
                 }
                 // RFC 9000 §10.2.1: answer with CONNECTION_CLOSE again.
-                self.close_resend = true;
+                self.close.resend();
                 return;
             }
             _ => {}
@@ -207,7 +207,8 @@ impl Connection {
                             TransportErrorCode::CONNECTION_REFUSED,
                             "server does not support our QUIC version",
                         );
-                        self.error = Some(ConnectionError::Transport(err.clone()));
+                        self.close
+                            .set_error(ConnectionError::Transport(err.clone()));
                         self.events
                             .push_back(Event::ConnectionLost(ConnectionError::Transport(err)));
                         self.set_drained();
@@ -403,7 +404,7 @@ impl Connection {
         if self.side.is_server() && space == SpaceId::Handshake {
             // RFC 9000 §8.1: a Handshake packet proves the client's address;
             // RFC 9001 §4.9.1: the server then drops Initial keys.
-            self.address_validated = true;
+            self.validation.validate();
             self.discard_space(now, SpaceId::Initial);
         }
         for s in &mut self.subscribers {
@@ -727,7 +728,7 @@ impl Connection {
                             .with_frame(ty),
                     );
                 }
-                if self.datagrams_in.push(data) {
+                if self.datagrams.on_received(data) {
                     self.events.push_back(Event::DatagramReceived);
                 }
             }

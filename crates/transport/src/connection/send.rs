@@ -15,12 +15,12 @@ use crate::policy::SentView;
 use crate::streams::StreamChunk;
 
 /// AEAD tag length of every QUIC v1 cipher suite.
-const TAG_LEN: usize = 16;
+pub(super) const TAG_LEN: usize = 16;
 /// Datagrams carrying Initial packets are padded to this (RFC 9000 §14.1).
-const MIN_INITIAL_DATAGRAM: usize = 1200;
+pub(super) const MIN_INITIAL_DATAGRAM: usize = 1200;
 /// Packet number length assumed when sizing stream data, so that a replica
 /// of the same data always fits even if the packet number grows.
-const MAX_PN_LEN: usize = 4;
+pub(super) const MAX_PN_LEN: usize = 4;
 /// Largest 1-RTT packet header: flags, a 20-byte connection ID, the
 /// packet number.
 const MAX_SHORT_HEADER: usize = 1 + 20 + MAX_PN_LEN;
@@ -66,7 +66,7 @@ impl Connection {
         }
         self.timers.stop(Timer::Pacing);
         let limit = usize::from(self.max_datagram_size)
-            .min(usize::try_from(self.amplification_budget()).unwrap_or(usize::MAX))
+            .min(usize::try_from(self.validation.amplification_budget()).unwrap_or(usize::MAX))
             .min(usize::try_from(self.path_budget()).unwrap_or(usize::MAX));
         if limit < 64 {
             return None;
@@ -115,9 +115,7 @@ impl Connection {
         }
         self.stats.datagrams_sent += 1;
         self.stats.bytes_sent += buf.len() as u64;
-        if !self.address_validated {
-            self.anti_amp_sent = self.anti_amp_sent.saturating_add(buf.len() as u64);
-        }
+        self.validation.on_sent(buf.len());
         self.on_datagram_sent_on_path(buf.len());
         let ecn = self.outgoing_ecn();
         if ecn.is_some() {
@@ -149,7 +147,7 @@ impl Connection {
         // Queued DATAGRAM frames are data waiting too: without them, a
         // datagram-only sender counted every acknowledgement as
         // application-limited and its window never grew.
-        self.streams.has_pending() || self.recovery.has_queued() || !self.datagrams_out.is_empty()
+        self.streams.has_pending() || self.recovery.has_queued() || self.datagrams.queued() > 0
     }
 
     fn congestion_allows(&self) -> bool {
@@ -375,7 +373,7 @@ impl Connection {
             return false;
         }
         self.handshake_done_pending
-            || self.new_token_due()
+            || self.validation.new_token_due()
             || !self.raw_frames.is_empty()
             || self.recovery.fec_pending()
             || self
@@ -385,7 +383,7 @@ impl Connection {
             || self.path_challenge_pending()
             || !self.cids.pending_new.is_empty()
             || !self.cids.pending_retire.is_empty()
-            || !self.datagrams_out.is_empty()
+            || self.datagrams.queued() > 0
             || self.streams.has_pending()
             || self.recovery.has_due(now, true)
     }
@@ -407,7 +405,7 @@ impl Connection {
                 self.handshake_done_pending = false;
                 record.retransmits.push(Retransmit::HandshakeDone);
             }
-            self.write_new_token(buf, max_end, record);
+            self.validation.write_new_token(buf, max_end, record);
             // Answers to challenges from the current path; the others
             // leave in datagrams of their own (`poll_probe`).
             while let Some(r) = self.path_responses.front().copied() {
@@ -477,14 +475,14 @@ impl Connection {
         }
         let zero_rtt = space == SpaceId::Data && self.is_sending_zero_rtt();
         if space == SpaceId::Data && (self.handshake_complete || zero_rtt) && may_elicit {
-            while let Some(d) = self.datagrams_out.front().filter(|_| !zero_rtt) {
+            while let Some(d) = self.datagrams.peek_outgoing().filter(|_| !zero_rtt) {
                 let need = frame::datagram_header_len(d.len()) + d.len();
                 if buf.len() + need > max_end {
                     break;
                 }
                 frame::write_datagram_header(buf, d.len());
                 buf.extend_from_slice(d);
-                let Some(d) = self.datagrams_out.pop_front() else {
+                let Some(d) = self.datagrams.pop_outgoing() else {
                     break;
                 };
                 let id = self.recovery.store_datagram(d);
@@ -601,7 +599,7 @@ impl Connection {
     /// `buf`: long (Initial/Handshake/0-RTT, with a Length placeholder) or
     /// short.
     /// Returns the long-header layout, if any, and the packet-number offset.
-    fn write_header(
+    pub(super) fn write_header(
         &self,
         space: SpaceId,
         buf: &mut Vec<u8>,
@@ -626,7 +624,7 @@ impl Connection {
                 let scid = self.cids.issued(0).map(|c| c.cid).unwrap_or_default();
                 // A client's Initials carry its token (RFC 9000 §17.2.2).
                 let token: &[u8] = if ty == LongType::Initial && self.side.is_client() {
-                    &self.initial_token
+                    self.validation.initial_token()
                 } else {
                     &[]
                 };
@@ -646,7 +644,7 @@ impl Connection {
     }
 
     /// Our sealing keys for `space`, if we have them.
-    fn local_keys(&self, space: SpaceId) -> Option<&crypto::DirectionalKeys> {
+    pub(super) fn local_keys(&self, space: SpaceId) -> Option<&crypto::DirectionalKeys> {
         match space {
             SpaceId::Initial => self.initial_keys.as_ref().map(|k| &k.local),
             SpaceId::Handshake => self.handshake_keys.as_ref().map(|k| &k.local),
@@ -657,70 +655,5 @@ impl Connection {
                 None => None,
             },
         }
-    }
-
-    /// CONNECTION_CLOSE while closing (RFC 9000 §10.2.1).
-    fn poll_close(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
-        if !self.close_resend {
-            return None;
-        }
-        self.close_resend = false;
-        let close = self.close.clone()?;
-        let space = [SpaceId::Data, SpaceId::Handshake, SpaceId::Initial]
-            .into_iter()
-            .find(|&s| self.has_keys(s) && (s != SpaceId::Data || self.handshake_complete))
-            .or_else(|| SpaceId::ALL.into_iter().find(|&s| self.has_keys(s)))?;
-        let pn = self.space(space).next_pn;
-        self.space_mut(space).next_pn += 1;
-        let pn_len = packet::pn_len_for(pn, self.space(space).largest_acked);
-        let (layout, pn_offset) = self.write_header(space, buf, pn, pn_len);
-        // RFC 9000 §10.2.3: an application close in Initial/Handshake packets
-        // becomes a transport close with APPLICATION_ERROR.
-        let reason_len = close.reason.len().min(256);
-        let f = if close.application && space != SpaceId::Data {
-            Frame::ConnectionClose {
-                error_code: TransportErrorCode::APPLICATION_ERROR.0,
-                frame_type: Some(0),
-                reason: &[],
-            }
-        } else if close.application {
-            Frame::ConnectionClose {
-                error_code: close.code,
-                frame_type: None,
-                reason: &close.reason[..reason_len],
-            }
-        } else {
-            Frame::ConnectionClose {
-                error_code: close.code,
-                frame_type: close.frame_type,
-                reason: &close.reason[..reason_len],
-            }
-        };
-        f.encode(buf);
-        let needs_pad = space == SpaceId::Initial && self.side.is_client();
-        let min_end = if needs_pad {
-            MIN_INITIAL_DATAGRAM - TAG_LEN
-        } else {
-            pn_offset + MAX_PN_LEN
-        };
-        if buf.len() < min_end {
-            buf.resize(min_end, 0);
-        }
-        buf.resize(buf.len() + TAG_LEN, 0);
-        let end = buf.len();
-        if let Some(l) = layout.as_ref() {
-            packet::set_long_length(buf, l, end);
-        }
-        let keys = self.local_keys(space)?;
-        crypto::seal(keys, &mut buf[..], pn_offset, pn_len, pn).ok()?;
-        let _ = now;
-        self.stats.datagrams_sent += 1;
-        self.stats.bytes_sent += buf.len() as u64;
-        Some(Transmit {
-            destination: self.remote,
-            source: self.local,
-            size: buf.len(),
-            ecn: None,
-        })
     }
 }
