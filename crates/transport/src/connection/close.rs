@@ -165,7 +165,7 @@ impl Connection {
         let close = self.close.frame.clone()?;
         let space = [SpaceId::Data, SpaceId::Handshake, SpaceId::Initial]
             .into_iter()
-            .find(|&s| self.has_keys(s) && (s != SpaceId::Data || self.handshake_complete))
+            .find(|&s| self.has_keys(s) && (s != SpaceId::Data || self.handshake.complete))
             .or_else(|| SpaceId::ALL.into_iter().find(|&s| self.has_keys(s)))?;
         let pn = self.space(space).next_pn;
         self.space_mut(space).next_pn += 1;

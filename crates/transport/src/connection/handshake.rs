@@ -14,6 +14,46 @@ use crate::config::TransportConfig;
 use crate::crypto::KeyChange;
 use crate::error::TransportError;
 
+/// How far the handshake has come (RFC 9001 §4.1).
+///
+/// Exists so that the handshake's progress has one owner: TLS output goes
+/// to the space [`HandshakeState::tls_write_space`] names, completion and
+/// confirmation are set here once, and the peer's transport parameters are
+/// kept once validated and applied.
+#[derive(Debug)]
+pub(super) struct HandshakeState {
+    /// Level the TLS writer currently produces data for.
+    pub(super) tls_write_space: SpaceId,
+    /// TLS finished (RFC 9001 §4.1.1).
+    pub(super) complete: bool,
+    /// The handshake is confirmed (RFC 9001 §4.1.2).
+    pub(super) confirmed: bool,
+    /// Server: HANDSHAKE_DONE is to be sent (again).
+    pub(super) done_pending: bool,
+    /// Client: switched to the server's SCID after its first Initial.
+    pub(super) got_server_initial: bool,
+    /// Client: the server's SCID from its first Initial, applied once that
+    /// packet decrypts.
+    pub(super) pending_server_scid: Option<ConnectionId>,
+    /// The peer's transport parameters, once validated and applied.
+    pub(super) peer_params: Option<TransportParameters>,
+}
+
+impl Default for HandshakeState {
+    /// Nothing exchanged yet: TLS writes Initial data.
+    fn default() -> Self {
+        HandshakeState {
+            tls_write_space: SpaceId::Initial,
+            complete: false,
+            confirmed: false,
+            done_pending: false,
+            got_server_initial: false,
+            pending_server_scid: None,
+            peer_params: None,
+        }
+    }
+}
+
 impl Connection {
     /// Drain TLS output into the CRYPTO streams and install new keys.
     pub(super) fn process_tls_output(&mut self) {
@@ -21,17 +61,17 @@ impl Connection {
             let mut buf = Vec::new();
             let change = self.tls.write_handshake(&mut buf);
             if !buf.is_empty() {
-                let space = self.tls_write_space;
+                let space = self.handshake.tls_write_space;
                 self.space_mut(space).crypto_send.push(&buf);
             }
             match change {
                 Some(KeyChange::Handshake { keys }) => {
                     self.handshake_keys = Some(keys);
-                    self.tls_write_space = SpaceId::Handshake;
+                    self.handshake.tls_write_space = SpaceId::Handshake;
                 }
                 Some(KeyChange::OneRtt { keys, next }) => {
                     self.one_rtt = Some(OneRttKeys::new(keys, next));
-                    self.tls_write_space = SpaceId::Data;
+                    self.handshake.tls_write_space = SpaceId::Data;
                     self.on_one_rtt_keys();
                 }
                 None => break,
@@ -42,7 +82,7 @@ impl Connection {
 
     /// Peer transport parameters arrived: validate and apply them.
     pub(super) fn apply_peer_params(&mut self) -> Result<(), TransportError> {
-        if self.peer_params.is_some() {
+        if self.handshake.peer_params.is_some() {
             return Ok(());
         }
         let Some(raw) = self.tls.peer_transport_parameters() else {
@@ -64,8 +104,8 @@ impl Connection {
         self.authenticate_cids(&params)?;
         self.check_version_information(&params)?;
         self.streams.set_peer_params(&params);
-        self.peer_max_ack_delay = Duration::from_millis(params.max_ack_delay_ms);
-        self.peer_ack_delay_exponent = params.ack_delay_exponent as u8;
+        self.loss_detection.peer_max_ack_delay = Duration::from_millis(params.max_ack_delay_ms);
+        self.loss_detection.peer_ack_delay_exponent = params.ack_delay_exponent as u8;
         let peer_idle = nonzero(Duration::from_millis(params.max_idle_timeout_ms));
         self.idle_timeout = match (self.idle_timeout, peer_idle) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -85,21 +125,21 @@ impl Connection {
             self.cids.set_handshake_reset_token(token);
         }
         self.on_peer_preferred_address(&params)?;
-        self.peer_params = Some(params);
+        self.handshake.peer_params = Some(params);
         Ok(())
     }
 
     /// TLS finished: the handshake is complete (RFC 9001 §4.1.1).
     pub(super) fn on_handshake_complete(&mut self, now: Instant) {
-        if self.handshake_complete {
+        if self.handshake.complete {
             return;
         }
-        self.handshake_complete = true;
+        self.handshake.complete = true;
         self.state = State::Established;
         self.events.push_back(Event::Connected);
         if self.side.is_server() {
             // RFC 9001 §4.1.2: the server confirms the handshake at completion.
-            self.handshake_done_pending = true;
+            self.handshake.done_pending = true;
             self.confirm_handshake(now);
         }
     }
@@ -108,14 +148,14 @@ impl Connection {
     /// server when it completes, at the client when HANDSHAKE_DONE arrives.
     /// Handshake keys are kept until then, and key updates wait for it.
     pub fn is_handshake_confirmed(&self) -> bool {
-        self.handshake_confirmed
+        self.handshake.confirmed
     }
 
     pub(super) fn confirm_handshake(&mut self, now: Instant) {
-        if self.handshake_confirmed {
+        if self.handshake.confirmed {
             return;
         }
-        self.handshake_confirmed = true;
+        self.handshake.confirmed = true;
         self.discard_space(now, SpaceId::Handshake);
         self.issue_cids(now);
         self.start_preferred_probe(now);
@@ -148,7 +188,7 @@ impl Connection {
             ..Default::default()
         };
         self.bytes_in_flight = self.bytes_in_flight.saturating_sub(in_flight);
-        self.pto_count = 0;
+        self.loss_detection.pto_count = 0;
         self.set_loss_detection_timer(now);
     }
 }

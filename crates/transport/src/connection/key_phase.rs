@@ -240,7 +240,7 @@ impl Connection {
         if self.is_closed() {
             return Err(KeyUpdateError::Closed);
         }
-        if !self.handshake_confirmed {
+        if !self.handshake.confirmed {
             return Err(KeyUpdateError::NotConfirmed);
         }
         let largest_acked = self.space(SpaceId::Data).largest_acked;

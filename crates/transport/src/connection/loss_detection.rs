@@ -1,18 +1,243 @@
-//! RFC 9002 loss detection applied to the connection: declaring packets
-//! lost with the pure rules of `loss`, what each lost packet releases
-//! (bytes in flight, retransmittable frames, congestion events), the
-//! loss-detection timer and PTO probes. Lost 1-RTT packets go on to
+//! RFC 9002 loss detection applied to the connection (its Appendix A):
+//! ACK frames, the RTT sample they give (§5.1) and what each acknowledged
+//! packet releases (bytes in flight, congestion control, retransmittable
+//! frames, stream data, the recovery item it carried); declaring packets
+//! lost with the pure rules of `loss` and what each lost packet releases
+//! (congestion events, frames to send again); the loss-detection timer and
+//! PTO probes. [`LossDetection`] holds the per-connection state those rules
+//! keep. Lost 1-RTT packets go on to
 //! [`Recovery`](super::recovery::Recovery), which owns what happens to
 //! their data.
 
-use wire::time::Instant;
+use wire::frame::AckFrame;
+use wire::time::{Duration, Instant};
 
-use super::recovery::{PathInputs, Recovery, RecoveryContext};
+use super::recovery::{PathInputs, Recovery, RecoveryContext, SPURIOUS_LOSS_WINDOW_PTOS};
 use super::spaces::{Retransmit, SentPacket};
 use super::{loss, Connection, SpaceId, Timer};
+use crate::error::TransportError;
 use crate::policy::{ItemId, PathView};
 
+/// How many times a server resends its Initial CRYPTO data before the PTO
+/// because the client's Initial packets show it still lacks it (RFC 9002
+/// §6.2.3 allows this "for a limited number of times per connection"). A
+/// client that keeps sending ack-eliciting Initial packets (its
+/// anti-deadlock probes, or its ClientHello again) without acknowledging
+/// the server's Initial has no Handshake keys: the ServerHello was lost.
+/// Waiting for the server's own PTO, which backs off from 1 s without an
+/// RTT sample, can take longer than a client's handshake timeout on a
+/// lossy path (quic-go gives up after 10 s). Each resend is also bounded by
+/// the anti-amplification limit, and the client's probes back off.
+const MAX_EARLY_CRYPTO_RESENDS: u8 = 4;
+
+/// RFC 9002's per-connection loss-detection state, beside the per-space
+/// state in [`PacketSpace`](super::spaces::PacketSpace).
+///
+/// Exists so that the PTO backoff, the first RTT sample and the peer's
+/// ack delay parameters have one owner: ACK processing, the
+/// loss-detection timer and the PTO read them here.
+#[derive(Debug)]
+pub(super) struct LossDetection {
+    /// PTOs in a row without an acknowledgement (RFC 9002 §6.2.1).
+    pub(super) pto_count: u32,
+    /// When the first RTT sample was taken: persistent congestion only
+    /// counts packets sent after it (RFC 9002 §7.6.2).
+    pub(super) first_rtt_sample: Option<Instant>,
+    /// The peer's max_ack_delay (RFC 9000 §18.2), 25 ms until its transport
+    /// parameters say.
+    pub(super) peer_max_ack_delay: Duration,
+    /// The peer's ack_delay_exponent (RFC 9000 §18.2), 3 until its
+    /// transport parameters say.
+    pub(super) peer_ack_delay_exponent: u8,
+    /// Early resends of the server's Initial CRYPTO data so far
+    /// ([`MAX_EARLY_CRYPTO_RESENDS`]).
+    pub(super) early_crypto_resends: u8,
+}
+
+impl Default for LossDetection {
+    /// Before any packet: no backoff, no sample, RFC 9000's defaults for
+    /// the peer's ack delay parameters.
+    fn default() -> Self {
+        LossDetection {
+            pto_count: 0,
+            first_rtt_sample: None,
+            peer_max_ack_delay: Duration::from_millis(25),
+            peer_ack_delay_exponent: 3,
+            early_crypto_resends: 0,
+        }
+    }
+}
+
 impl Connection {
+    /// RFC 9002 §A.7: process an ACK frame.
+    pub(super) fn on_ack_received(
+        &mut self,
+        now: Instant,
+        space: SpaceId,
+        ack: &AckFrame,
+    ) -> Result<(), TransportError> {
+        let s = self.space_mut(space);
+        if ack.largest >= s.next_pn {
+            return Err(
+                TransportError::protocol_violation("ACK for a packet never sent").with_frame(0x02),
+            );
+        }
+        s.largest_acked = Some(s.largest_acked.map_or(ack.largest, |l| l.max(ack.largest)));
+        let mut newly: Vec<(u64, SentPacket)> = Vec::new();
+        for r in &ack.ranges {
+            let from = newly.len();
+            s.sent.remove_range(r.clone(), &mut newly);
+            for (pn, _) in newly.get(from..).unwrap_or_default() {
+                s.acked.insert_one(*pn);
+            }
+        }
+        if space == SpaceId::Data {
+            let horizon = now - self.pto_duration(SpaceId::Data) * SPURIOUS_LOSS_WINDOW_PTOS;
+            let (recovery, mut cx) = self.recovery(now);
+            recovery.detect_spurious(&mut cx, &ack.ranges, horizon);
+        }
+        if newly.is_empty() {
+            return Ok(());
+        }
+        self.on_ack_ecn(now, space, ack.ecn, &newly);
+        // RFC 9002 §5.1: an RTT sample when the largest acknowledged is newly
+        // acked and at least one newly acked packet was ack-eliciting.
+        if let Some((_, largest)) = newly.iter().find(|(pn, _)| *pn == ack.largest) {
+            if newly.iter().any(|(_, p)| p.ack_eliciting) {
+                let sample = now.saturating_duration_since(largest.time_sent);
+                let ack_delay = if space == SpaceId::Data {
+                    let micros = ack
+                        .delay
+                        .checked_shl(u32::from(self.loss_detection.peer_ack_delay_exponent))
+                        .unwrap_or(u64::MAX);
+                    Duration::from_micros(micros.min(1 << 40))
+                } else {
+                    Duration::ZERO
+                };
+                self.rtt.update(
+                    ack_delay,
+                    sample,
+                    self.loss_detection.peer_max_ack_delay,
+                    self.handshake.confirmed,
+                );
+                self.loss_detection.first_rtt_sample.get_or_insert(now);
+            }
+        }
+        let app_limited = !self.has_data_to_send();
+        for (pn, p) in newly {
+            self.on_packet_acked(now, space, pn, p, app_limited);
+        }
+        self.detect_and_handle_lost(now, space);
+        // Acknowledgements below the oldest packet in flight can no longer
+        // sit between two lost packets (persistent congestion's contiguity).
+        let s = self.space_mut(space);
+        let floor = s.sent.first_pn().unwrap_or(s.next_pn);
+        s.acked.remove_below(floor);
+        let sample = self.rate.take_sample(now, self.rtt.min());
+        self.cc.on_end_acks(
+            now,
+            self.bytes_in_flight,
+            app_limited,
+            sample.as_ref(),
+            &self.rtt,
+        );
+        // RFC 9002 §A.7: reset the PTO backoff, except for a client that is
+        // not yet sure the server validated its address.
+        if self.side.is_server() || self.handshake.confirmed || space != SpaceId::Initial {
+            self.loss_detection.pto_count = 0;
+        }
+        let (recovery, mut cx) = self.recovery(now);
+        recovery.publish(&mut cx, space == SpaceId::Data);
+        self.set_loss_detection_timer(now);
+        if !self.subscribers.is_empty() {
+            let v = self.path_view();
+            for s in &mut self.subscribers {
+                s.metrics_updated(now, &v);
+            }
+        }
+        Ok(())
+    }
+
+    fn on_packet_acked(
+        &mut self,
+        now: Instant,
+        space: SpaceId,
+        pn: u64,
+        p: SentPacket,
+        app_limited: bool,
+    ) {
+        if p.in_flight {
+            self.bytes_in_flight = self.bytes_in_flight.saturating_sub(u64::from(p.size));
+            self.cc
+                .on_ack(now, p.time_sent, u64::from(p.size), app_limited, &self.rtt);
+            self.rate
+                .on_packet_acked(now, &p.rate, p.time_sent, u64::from(p.size));
+        }
+        if p.ack_eliciting {
+            let s = self.space_mut(space);
+            s.ack_eliciting_in_flight = s.ack_eliciting_in_flight.saturating_sub(1);
+        }
+        if let Some(largest) = p.largest_acked {
+            // RFC 9000 §13.2.4: the peer has our ACK up to `largest`; stop
+            // reporting older ranges.
+            self.space_mut(space).forget_received_up_to(largest);
+        }
+        for r in &p.retransmits {
+            match r {
+                Retransmit::Crypto(range) => {
+                    self.space_mut(space).crypto_send.on_acked(range.clone())
+                }
+                Retransmit::Control(c) => self.streams.on_control_acked(*c),
+                Retransmit::NewToken => self.validation.on_new_token_acked(),
+                _ => {}
+            }
+        }
+        for c in &p.stream_chunks {
+            self.streams.on_chunk_acked(c);
+        }
+        if space != SpaceId::Data {
+            // DATAGRAM frames travel in 0-RTT and 1-RTT packets only.
+            return;
+        }
+        let (recovery, mut cx) = self.recovery(now);
+        recovery.on_packet_acked(&mut cx, pn, &p);
+    }
+
+    /// The PTO period of `space` without backoff (RFC 9002 §6.2.1): the
+    /// peer's max_ack_delay counts in the application space once the
+    /// handshake is confirmed.
+    pub(super) fn pto_duration(&self, space: SpaceId) -> Duration {
+        let mut d = self.rtt.pto_base();
+        if space == SpaceId::Data && self.handshake.confirmed {
+            d += self.loss_detection.peer_max_ack_delay;
+        }
+        d
+    }
+
+    /// The client sent an ack-eliciting Initial packet that did not advance
+    /// its handshake: without our ServerHello it has no Handshake keys, so
+    /// it can only probe or repeat itself. Resend our unacknowledged Initial
+    /// CRYPTO data now, in two datagrams, rather than at our PTO
+    /// ([`MAX_EARLY_CRYPTO_RESENDS`]).
+    pub(super) fn resend_initial_crypto_early(&mut self) {
+        if self.loss_detection.early_crypto_resends >= MAX_EARLY_CRYPTO_RESENDS {
+            return;
+        }
+        let s = self.space_mut(SpaceId::Initial);
+        if !s.crypto_send.has_unacked() || s.crypto_send.has_pending() {
+            return;
+        }
+        s.crypto_send.requeue_unacked();
+        // Two datagrams, each with the whole Initial flight, as a PTO sends
+        // (RFC 9002 §6.2.4): one lost copy then costs no further round.
+        s.probes = s.probes.max(2);
+        self.loss_detection.early_crypto_resends += 1;
+        tracing::debug!(
+            resends = self.loss_detection.early_crypto_resends,
+            "client still in Initial: resending the server's Initial CRYPTO data"
+        );
+    }
+
     /// What the path view is measured from.
     pub(super) fn path_inputs(&self) -> PathInputs<'_> {
         PathInputs {
@@ -100,12 +325,14 @@ impl Connection {
             }
         }
         if let Some((sent_time, bytes)) = congestion {
-            let duration =
-                loss::persistent_congestion_duration(self.rtt.pto_base(), self.peer_max_ack_delay);
+            let duration = loss::persistent_congestion_duration(
+                self.rtt.pto_base(),
+                self.loss_detection.peer_max_ack_delay,
+            );
             let persistent = loss::in_persistent_congestion(
                 &summary,
                 &self.space(space).acked,
-                self.first_rtt_sample,
+                self.loss_detection.first_rtt_sample,
                 duration,
             );
             self.stats.congestion_events += 1;
@@ -127,7 +354,7 @@ impl Connection {
                     self.space_mut(space).crypto_send.on_lost(range.clone())
                 }
                 Retransmit::Control(c) => self.streams.on_control_lost(*c),
-                Retransmit::HandshakeDone => self.handshake_done_pending = true,
+                Retransmit::HandshakeDone => self.handshake.done_pending = true,
                 Retransmit::NewConnectionId(seq) => self.cids.pending_new.push_back(*seq),
                 Retransmit::RetireConnectionId(seq) => self.cids.pending_retire.push_back(*seq),
                 Retransmit::NewToken => self.validation.on_new_token_lost(),
@@ -181,14 +408,14 @@ impl Connection {
             let s = self.space(id);
             loss::PtoSpace {
                 id,
-                armed: self.has_keys(id) && (id != SpaceId::Data || self.handshake_complete),
+                armed: self.has_keys(id) && (id != SpaceId::Data || self.handshake.complete),
                 eliciting_in_flight: s.has_ack_eliciting_in_flight(),
                 time_of_last_ack_eliciting: s.time_of_last_ack_eliciting,
                 pto: self.pto_duration(id),
             }
         });
         // Anti-deadlock: a client without handshake keys confirmed keeps probing.
-        let anti_deadlock = (self.side.is_client() && !self.handshake_confirmed).then(|| {
+        let anti_deadlock = (self.side.is_client() && !self.handshake.confirmed).then(|| {
             let space = if self.handshake_keys.is_some() {
                 SpaceId::Handshake
             } else {
@@ -199,7 +426,7 @@ impl Connection {
                 has_keys: self.has_keys(space),
             }
         });
-        loss::pto_time_and_space(&spaces, self.pto_count, anti_deadlock, now)
+        loss::pto_time_and_space(&spaces, self.loss_detection.pto_count, anti_deadlock, now)
     }
 
     pub(super) fn set_loss_detection_timer(&mut self, now: Instant) {
@@ -232,7 +459,7 @@ impl Connection {
             return;
         };
         self.stats.pto_count += 1;
-        self.pto_count = self.pto_count.saturating_add(1);
+        self.loss_detection.pto_count = self.loss_detection.pto_count.saturating_add(1);
         self.on_pto_path_challenge();
         let s = self.space_mut(space);
         s.probes = 2;

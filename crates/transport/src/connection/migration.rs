@@ -110,7 +110,7 @@ impl Connection {
             || !newest
             || !non_probing
             || !self.side.is_server()
-            || !self.handshake_confirmed
+            || !self.handshake.confirmed
             || self.is_closed()
         {
             return;

@@ -46,7 +46,6 @@
 //! - `zero_rtt`: session resumption's 0-RTT: early keys, remembered
 //!   transport parameters, acceptance and rejection (RFC 9001 §4.6).
 
-mod ack;
 mod cids;
 mod close;
 mod datagrams;
@@ -73,7 +72,6 @@ use std::sync::Arc;
 use rand::RngCore;
 use wire::cid::ConnectionId;
 use wire::time::{Duration, Instant};
-use wire::transport_params::TransportParameters;
 use wire::{Side, Version};
 
 use crate::cid_issuer::CidIssuer;
@@ -198,8 +196,9 @@ pub struct Connection {
     one_rtt: Option<OneRttKeys>,
     /// 0-RTT keys and status (session resumption).
     zero_rtt: zero_rtt::ZeroRtt,
-    /// Level the TLS writer currently produces data for.
-    tls_write_space: SpaceId,
+    /// The handshake's progress: TLS output level, completion,
+    /// confirmation, the peer's transport parameters.
+    handshake: handshake::HandshakeState,
     spaces: [PacketSpace; 3],
     remote: SocketAddr,
     /// The DCID of the client's first Initial, before any Retry: what the
@@ -208,31 +207,16 @@ pub struct Connection {
     /// Address validation: the amplification budget, Retry and tokens.
     validation: AddressValidation,
     cids: CidState,
-    /// Client: switched to the server's SCID after its first Initial.
-    got_server_initial: bool,
-    /// Client: the server's SCID from its first Initial, applied once that
-    /// packet decrypts.
-    pending_server_scid: Option<ConnectionId>,
-    handshake_complete: bool,
-    handshake_confirmed: bool,
-    handshake_done_pending: bool,
-    peer_params: Option<TransportParameters>,
-    peer_max_ack_delay: Duration,
-    peer_ack_delay_exponent: u8,
     idle_timeout: Option<Duration>,
     max_datagram_size: u16,
     rtt: RttEstimator,
-    /// When the first RTT sample was taken: persistent congestion only
-    /// counts packets sent after it (RFC 9002 §7.6.2).
-    first_rtt_sample: Option<Instant>,
     cc: Box<dyn Controller>,
     pacer: Pacer,
     rate: DeliveryRateEstimator,
     bytes_in_flight: u64,
-    pto_count: u32,
-    /// Early resends of the server's Initial CRYPTO data so far
-    /// ([`MAX_EARLY_CRYPTO_RESENDS`]).
-    early_crypto_resends: u8,
+    /// RFC 9002's per-connection loss-detection state (PTO backoff, first
+    /// RTT sample, the peer's ack delay parameters).
+    loss_detection: loss_detection::LossDetection,
     /// Received packets that failed authentication, all keys together
     /// (RFC 9001 §6.6).
     auth_failures: u64,
@@ -373,7 +357,7 @@ impl Connection {
             handshake_keys: None,
             one_rtt: None,
             zero_rtt: zero_rtt::ZeroRtt::new(),
-            tls_write_space: SpaceId::Initial,
+            handshake: handshake::HandshakeState::default(),
             spaces: Default::default(),
             remote,
             original_dcid: ids.original_dcid,
@@ -382,24 +366,14 @@ impl Connection {
                 Side::Server => AddressValidation::server(false, None, None),
             },
             cids: CidState::new(ids.local, local_reset_token, ids.remote),
-            got_server_initial: false,
-            pending_server_scid: None,
-            handshake_complete: false,
-            handshake_confirmed: false,
-            handshake_done_pending: false,
-            peer_params: None,
-            peer_max_ack_delay: Duration::from_millis(25),
-            peer_ack_delay_exponent: 3,
             idle_timeout: nonzero(config.max_idle_timeout),
             max_datagram_size: config.max_datagram_size.max(1200),
             rtt: RttEstimator::new(config.initial_rtt),
-            first_rtt_sample: None,
             cc: config.congestion.build_seeded(now, mds, cc_seed),
             pacer: Pacer::new(now, mds),
             rate: DeliveryRateEstimator::default(),
             bytes_in_flight: 0,
-            pto_count: 0,
-            early_crypto_resends: 0,
+            loss_detection: loss_detection::LossDetection::default(),
             auth_failures: 0,
             integrity_limit_override: None,
             recovery: Recovery::new(config.policy.build()),
@@ -585,7 +559,7 @@ impl Connection {
 
     /// True until the TLS handshake completes.
     pub fn is_handshaking(&self) -> bool {
-        !self.handshake_complete
+        !self.handshake.complete
     }
 
     /// True once the connection is closing, draining or gone.
@@ -779,14 +753,6 @@ impl Connection {
             self.timers.set(Timer::Idle, now + t);
         }
     }
-
-    fn pto_duration(&self, space: SpaceId) -> Duration {
-        let mut d = self.rtt.pto_base();
-        if space == SpaceId::Data && self.handshake_confirmed {
-            d += self.peer_max_ack_delay;
-        }
-        d
-    }
 }
 
 fn nonzero(d: Duration) -> Option<Duration> {
@@ -799,15 +765,3 @@ fn nonzero(d: Duration) -> Option<Duration> {
 
 /// Ack delay exponent we advertise (RFC 9000 §18.2 default).
 const LOCAL_ACK_DELAY_EXPONENT: u8 = 3;
-
-/// How many times a server resends its Initial CRYPTO data before the PTO
-/// because the client's Initial packets show it still lacks it (RFC 9002
-/// §6.2.3 allows this "for a limited number of times per connection"). A
-/// client that keeps sending ack-eliciting Initial packets (its
-/// anti-deadlock probes, or its ClientHello again) without acknowledging
-/// the server's Initial has no Handshake keys: the ServerHello was lost.
-/// Waiting for the server's own PTO, which backs off from 1 s without an
-/// RTT sample, can take longer than a client's handshake timeout on a
-/// lossy path (quic-go gives up after 10 s). Each resend is also bounded by
-/// the anti-amplification limit, and the client's probes back off.
-const MAX_EARLY_CRYPTO_RESENDS: u8 = 4;

@@ -329,7 +329,7 @@ impl Connection {
     /// to the preferred address, or a PATH_RESPONSE to a challenge that
     /// came on another path. `None` when there is none to send.
     pub(super) fn poll_probe(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Transmit> {
-        if self.one_rtt.is_none() || !self.handshake_complete {
+        if self.one_rtt.is_none() || !self.handshake.complete {
             return None;
         }
         if let PreferredPath::Probing {

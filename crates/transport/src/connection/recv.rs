@@ -184,10 +184,10 @@ impl Connection {
                     };
                     if space == SpaceId::Initial
                         && self.side.is_client()
-                        && !self.got_server_initial
+                        && !self.handshake.got_server_initial
                     {
                         // RFC 9000 §7.2: switch to the server's chosen CID.
-                        self.pending_server_scid = Some(src_cid);
+                        self.handshake.pending_server_scid = Some(src_cid);
                     }
                     (space, pn_offset, len)
                 }
@@ -197,7 +197,7 @@ impl Connection {
                 }
                 ProtectedHeader::VersionNegotiation { versions, .. } => {
                     if self.side.is_client()
-                        && !self.got_server_initial
+                        && !self.handshake.got_server_initial
                         && !versions.contains(&self.version.current.wire())
                     {
                         // RFC 9000 §6.2: the server does not speak our
@@ -281,7 +281,7 @@ impl Connection {
             // Acknowledging them earlier tells a client that may take such
             // an acknowledgement as confirmation (§4.1.2) to stop sending
             // the Finished, which deadlocks when the Finished was lost.
-            SpaceId::Data if self.side.is_server() && !self.handshake_complete => Readiness::Defer,
+            SpaceId::Data if self.side.is_server() && !self.handshake.complete => Readiness::Defer,
             SpaceId::Data => Readiness::Read,
         }
     }
@@ -397,8 +397,8 @@ impl Connection {
         if space == SpaceId::Data && self.fec_rx.is_active() {
             self.fec_rx.store(pn, &packet[payload.clone()]);
         }
-        if let Some(scid) = self.pending_server_scid.take() {
-            self.got_server_initial = true;
+        if let Some(scid) = self.handshake.pending_server_scid.take() {
+            self.handshake.got_server_initial = true;
             self.cids.set_remote_cid(scid);
         }
         if self.side.is_server() && space == SpaceId::Handshake {
@@ -455,30 +455,6 @@ impl Connection {
             self.on_packet_from_peer(now, newest, non_probing);
         }
         Ok(())
-    }
-
-    /// The client sent an ack-eliciting Initial packet that did not advance
-    /// its handshake: without our ServerHello it has no Handshake keys, so
-    /// it can only probe or repeat itself. Resend our unacknowledged Initial
-    /// CRYPTO data now, in two datagrams, rather than at our PTO
-    /// ([`MAX_EARLY_CRYPTO_RESENDS`]).
-    fn resend_initial_crypto_early(&mut self) {
-        if self.early_crypto_resends >= super::MAX_EARLY_CRYPTO_RESENDS {
-            return;
-        }
-        let s = self.space_mut(SpaceId::Initial);
-        if !s.crypto_send.has_unacked() || s.crypto_send.has_pending() {
-            return;
-        }
-        s.crypto_send.requeue_unacked();
-        // Two datagrams, each with the whole Initial flight, as a PTO sends
-        // (RFC 9002 §6.2.4): one lost copy then costs no further round.
-        s.probes = s.probes.max(2);
-        self.early_crypto_resends += 1;
-        tracing::debug!(
-            resends = self.early_crypto_resends,
-            "client still in Initial: resending the server's Initial CRYPTO data"
-        );
     }
 
     fn remote_header_key(&self, space: SpaceId) -> Option<&dyn rustls::quic::HeaderProtectionKey> {
@@ -810,7 +786,7 @@ impl Connection {
         self.apply_peer_params()?;
         self.process_tls_output();
         if !self.tls.is_handshaking() {
-            if self.peer_params.is_none() {
+            if self.handshake.peer_params.is_none() {
                 return Err(TransportError::new(
                     TransportErrorCode::TRANSPORT_PARAMETER_ERROR,
                     "missing transport parameters",

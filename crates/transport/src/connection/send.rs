@@ -182,7 +182,7 @@ impl Connection {
             }
         }
         let may_elicit = cwnd_ok && pacing_ok;
-        let resend = if space == SpaceId::Data && self.handshake_complete {
+        let resend = if space == SpaceId::Data && self.handshake.complete {
             let window = SendWindow {
                 may_elicit,
                 pacing_ok,
@@ -238,7 +238,7 @@ impl Connection {
         // recovered, validation timed out, and the server went back to an
         // address the client had left.
         if space == SpaceId::Data
-            && self.handshake_complete
+            && self.handshake.complete
             && self.write_path_challenge(buf, max_end, &mut record)
         {
             record.ack_eliciting = true;
@@ -254,7 +254,7 @@ impl Connection {
         // A probe with no new data to carry resends the oldest data in
         // flight (RFC 9002 §6.2.4), once per probe timeout.
         if space == SpaceId::Data
-            && self.handshake_complete
+            && self.handshake.complete
             && record.replica.is_none()
             && !record.early_copy
             && std::mem::take(&mut self.space_mut(space).probe_copy)
@@ -369,10 +369,10 @@ impl Connection {
             // 0-RTT carries stream data only (RFC 9000 §12.4).
             return self.streams.has_pending();
         }
-        if space != SpaceId::Data || !self.handshake_complete {
+        if space != SpaceId::Data || !self.handshake.complete {
             return false;
         }
-        self.handshake_done_pending
+        self.handshake.done_pending
             || self.validation.new_token_due()
             || !self.raw_frames.is_empty()
             || self.recovery.fec_pending()
@@ -399,10 +399,10 @@ impl Connection {
         record: &mut SentPacket,
     ) {
         let before = buf.len();
-        if space == SpaceId::Data && self.handshake_complete {
-            if self.handshake_done_pending && self.side.is_server() && buf.len() < max_end {
+        if space == SpaceId::Data && self.handshake.complete {
+            if self.handshake.done_pending && self.side.is_server() && buf.len() < max_end {
                 buf.push(frame::frame_type::HANDSHAKE_DONE as u8);
-                self.handshake_done_pending = false;
+                self.handshake.done_pending = false;
                 record.retransmits.push(Retransmit::HandshakeDone);
             }
             self.validation.write_new_token(buf, max_end, record);
@@ -474,7 +474,7 @@ impl Connection {
             record.retransmits.push(Retransmit::Crypto(r));
         }
         let zero_rtt = space == SpaceId::Data && self.is_sending_zero_rtt();
-        if space == SpaceId::Data && (self.handshake_complete || zero_rtt) && may_elicit {
+        if space == SpaceId::Data && (self.handshake.complete || zero_rtt) && may_elicit {
             while let Some(d) = self.datagrams.peek_outgoing().filter(|_| !zero_rtt) {
                 let need = frame::datagram_header_len(d.len()) + d.len();
                 if buf.len() + need > max_end {

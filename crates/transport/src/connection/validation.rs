@@ -182,7 +182,7 @@ impl Connection {
     ) {
         if !self.side.is_client()
             || self.state != State::Handshake
-            || self.got_server_initial
+            || self.handshake.got_server_initial
             || self.validation.retry_scid().is_some()
             || token.is_empty()
             || retry_scid == self.cids.remote_cid()
@@ -214,7 +214,7 @@ impl Connection {
             .map(|p| u64::from(p.size))
             .sum();
         self.bytes_in_flight = self.bytes_in_flight.saturating_sub(in_flight);
-        self.pto_count = 0;
+        self.loss_detection.pto_count = 0;
         self.set_loss_detection_timer(now);
     }
 
