@@ -84,8 +84,8 @@ impl Connection {
     /// A datagram of `len` bytes arrived from `from`: count it toward the
     /// budget of a path under validation.
     pub(super) fn on_datagram_from(&mut self, from: SocketAddr, len: usize) {
-        self.datagram_remote = from;
-        self.datagram_len = len as u64;
+        self.rx.remote = from;
+        self.rx.len = len as u64;
         if from == self.remote {
             if let Some(v) = self.path_validation.as_mut() {
                 v.received = v.received.saturating_add(len as u64);
@@ -102,10 +102,10 @@ impl Connection {
     /// packet number so far, `non_probing` when it carried a frame other
     /// than the probing ones. Follows the peer if it moved.
     pub(super) fn on_packet_from_peer(&mut self, now: Instant, newest: bool, non_probing: bool) {
-        let from = self.datagram_remote;
+        let from = self.rx.remote;
         // The client sends to another of our addresses (our preferred
         // address, `preferred_address`).
-        let local_moved = self.datagram_local.filter(|l| Some(*l) != self.local);
+        let local_moved = self.rx.local.filter(|l| Some(*l) != self.local);
         if (from == self.remote && local_moved.is_none())
             || !newest
             || !non_probing
@@ -140,7 +140,7 @@ impl Connection {
             previous,
             // The datagram that moved us counts: its budget carries the
             // challenge (an ACK-only client would otherwise never get one).
-            received: self.datagram_len,
+            received: self.rx.len,
             sent: 0,
             send_pending: true,
         });
@@ -162,7 +162,7 @@ impl Connection {
         let seed = self.rng.next_u64();
         self.cc = self.config.congestion.build_seeded(now, mds, seed);
         self.rtt = crate::rtt::RttEstimator::new(self.config.initial_rtt);
-        self.pacer = crate::pacing::Pacer::new(now, mds);
+        self.tx.pacer = crate::pacing::Pacer::new(now, mds);
     }
 
     /// A PATH_RESPONSE arrived: the path is validated if it echoes our

@@ -14,17 +14,25 @@
 //! randomness comes from a ChaCha RNG seeded by the endpoint.
 //!
 //! # Layout
+//!
+//! This file holds [`Connection`] and its public calls. Each module below
+//! owns one part of the connection's state as a type of its own (named in
+//! brackets), and the connection-wide steps that change it; the
+//! connection holds one value of each.
 //! - `spaces`: packet number spaces, sent-packet records, CRYPTO streams,
-//!   packets kept until they may be read;
-//! - `recv`: datagram and frame processing;
-//! - `key_phase`: 1-RTT keys across key updates (RFC 9001 §6);
-//! - `send`: packet assembly, coalescing, padding, protection;
-//! - `ack`: ACK frames, RTT samples, what an acknowledged packet releases;
+//!   packets kept until they may be read (`PacketSpace`);
+//! - `recv`: datagram and frame processing (`ReceiveState`: the datagram
+//!   being processed, RFC 9001 §6.6's authentication failures);
+//! - `send`: packet assembly, coalescing, padding, protection
+//!   (`SendState`: the pacer);
+//! - `key_phase`: 1-RTT keys across key updates, RFC 9001 §6
+//!   (`OneRttKeys`);
 //! - `loss`: RFC 9002 loss detection, PTO and persistent congestion as pure
 //!   functions over sent-packet records;
-//! - `loss_detection`: applying those rules to the connection (declaring
-//!   packets lost, what each releases, congestion events, the
-//!   loss-detection timer, PTO probes);
+//! - `loss_detection`: applying RFC 9002 to the connection: ACK frames and
+//!   RTT samples, what an acknowledged or lost packet releases, congestion
+//!   events, the loss-detection timer, PTO probes (`LossDetection`: PTO
+//!   count, first RTT sample, the peer's ack delay parameters);
 //! - `recovery`: the sender's recovery of lost data as one owner
 //!   (`Recovery`): the retransmission engine (items, rounds, replicas, one
 //!   record per item), lost packets acknowledged after all (RFC 9002
@@ -32,19 +40,30 @@
 //!   sender, and the [`crate::policy::RecoveryPolicy`], which nothing else
 //!   calls;
 //! - `handshake`: TLS output and keys, peer transport parameters, handshake
-//!   completion and confirmation, discarding the Initial/Handshake spaces;
+//!   completion and confirmation, discarding the Initial/Handshake spaces
+//!   (`HandshakeState`);
 //! - `cids`: connection IDs issued and received, and the authentication
-//!   of the handshake's connection IDs (RFC 9000 §7.3);
+//!   of the handshake's connection IDs, RFC 9000 §7.3 (`CidState`);
 //! - `validation`: address validation as the client sees it (following a
 //!   Retry) and as the server offers it (NEW_TOKEN), RFC 9000 §8.1, and
-//!   the server's anti-amplification budget until then;
+//!   the server's anti-amplification budget until then
+//!   (`AddressValidation`);
 //! - `migration`: the peer moving to a new address (NAT rebinding,
-//!   migration) and the validation of its new path (RFC 9000 §8.2, §9);
+//!   migration) and the validation of its new path, RFC 9000 §8.2, §9
+//!   (`PathValidation`);
 //! - `preferred_address`: the server's preferred address, offered by the
-//!   server and followed by the client (RFC 9000 §9.6);
-//! - `timer`: the timer table;
+//!   server and followed by the client, RFC 9000 §9.6 (`PreferredPath`);
+//! - `ecn`: ECN marking and its validation, RFC 9000 §13.4 (`EcnState`);
+//! - `version`: the QUIC version and compatible version negotiation
+//!   (`VersionState`);
+//! - `close`: closing and draining, RFC 9000 §10.2 (`CloseState`: our
+//!   CONNECTION_CLOSE, why the connection ended);
+//! - `datagrams`: DATAGRAM frames, RFC 9221 (`Datagrams`: both queues and
+//!   the peer's limit);
+//! - `timer`: the timer table (`TimerTable`);
 //! - `zero_rtt`: session resumption's 0-RTT: early keys, remembered
-//!   transport parameters, acceptance and rejection (RFC 9001 §4.6).
+//!   transport parameters, acceptance and rejection, RFC 9001 §4.6
+//!   (`ZeroRtt`).
 
 mod cids;
 mod close;
@@ -80,7 +99,6 @@ use crate::congestion::{Controller, DeliveryRateEstimator};
 use crate::crypto::{self, Keys, TlsSession};
 use crate::error::TransportError;
 use crate::events::Subscriber;
-use crate::pacing::Pacer;
 use crate::rng::{RngSeed, StackRng};
 use crate::rtt::RttEstimator;
 use crate::stats::ConnectionStats;
@@ -211,17 +229,16 @@ pub struct Connection {
     max_datagram_size: u16,
     rtt: RttEstimator,
     cc: Box<dyn Controller>,
-    pacer: Pacer,
     rate: DeliveryRateEstimator,
+    /// The send path's state: the pacer, the test hook's raw frames.
+    tx: send::SendState,
     bytes_in_flight: u64,
     /// RFC 9002's per-connection loss-detection state (PTO backoff, first
     /// RTT sample, the peer's ack delay parameters).
     loss_detection: loss_detection::LossDetection,
-    /// Received packets that failed authentication, all keys together
-    /// (RFC 9001 §6.6).
-    auth_failures: u64,
-    /// A test's integrity limit in place of the AEADs' own.
-    integrity_limit_override: Option<u64>,
+    /// The receive path's state: the datagram being processed, packets
+    /// that failed authentication.
+    rx: recv::ReceiveState,
     /// The sender's recovery of lost data (engine, lost history, early
     /// copies, DATAGRAM store, policy, FEC sender): the one owner.
     recovery: Recovery,
@@ -238,16 +255,6 @@ pub struct Connection {
     local: Option<SocketAddr>,
     /// Client: the server's preferred address and our move to it.
     preferred: preferred_address::PreferredPath,
-    /// Which of our addresses the datagram being processed was sent to.
-    datagram_local: Option<SocketAddr>,
-    /// Where the datagram being processed came from, its size and its ECN
-    /// codepoint.
-    datagram_remote: SocketAddr,
-    datagram_len: u64,
-    datagram_ecn: Option<wire::ecn::Ecn>,
-    /// A packet of the datagram being processed authenticated (or waits
-    /// for keys): it is no stateless reset (RFC 9000 §10.3.1).
-    datagram_readable: bool,
     /// Our ECN marking (RFC 9000 §13.4).
     ecn: ecn::EcnState,
     events: VecDeque<Event>,
@@ -266,8 +273,6 @@ pub struct Connection {
     cid_issuer: Arc<CidIssuer>,
     /// Block-FEC receiver.
     fec_rx: crate::fec::FecDecoder,
-    /// Test hook: raw frame bytes for the next 1-RTT packet.
-    raw_frames: Vec<Vec<u8>>,
 }
 
 impl core::fmt::Debug for Connection {
@@ -370,12 +375,11 @@ impl Connection {
             max_datagram_size: config.max_datagram_size.max(1200),
             rtt: RttEstimator::new(config.initial_rtt),
             cc: config.congestion.build_seeded(now, mds, cc_seed),
-            pacer: Pacer::new(now, mds),
+            tx: send::SendState::new(now, mds),
             rate: DeliveryRateEstimator::default(),
             bytes_in_flight: 0,
             loss_detection: loss_detection::LossDetection::default(),
-            auth_failures: 0,
-            integrity_limit_override: None,
+            rx: recv::ReceiveState::new(remote),
             recovery: Recovery::new(config.policy.build()),
             streams: Streams::new(side, config.streams.clone()),
             datagrams: Datagrams::new(&config),
@@ -383,11 +387,6 @@ impl Connection {
             path_validation: None,
             local: None,
             preferred: preferred_address::PreferredPath::None,
-            datagram_local: None,
-            datagram_remote: remote,
-            datagram_len: 0,
-            datagram_ecn: None,
-            datagram_readable: false,
             ecn: if config.ecn {
                 ecn::EcnState::Testing
             } else {
@@ -401,7 +400,6 @@ impl Connection {
             subscribers: Vec::new(),
             rng,
             cid_issuer: ids.issuer,
-            raw_frames: Vec::new(),
             fec_rx: crate::fec::FecDecoder::default(),
             config,
         };
@@ -664,7 +662,7 @@ impl Connection {
     #[cfg(feature = "test-hooks")]
     #[doc(hidden)]
     pub fn inject_raw_frames(&mut self, bytes: Vec<u8>) {
-        self.raw_frames.push(bytes);
+        self.tx.raw_frames.push(bytes);
     }
 
     /// Whether events are waiting for [`Connection::poll_event`].

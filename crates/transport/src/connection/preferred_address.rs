@@ -313,9 +313,9 @@ impl Connection {
         }
         self.path_responses.push_back(PendingResponse {
             data,
-            local: self.datagram_local,
-            remote: self.datagram_remote,
-            pad: self.datagram_len.saturating_mul(3) >= PROBE_DATAGRAM as u64,
+            local: self.rx.local,
+            remote: self.rx.remote,
+            pad: self.rx.len.saturating_mul(3) >= PROBE_DATAGRAM as u64,
         });
     }
 

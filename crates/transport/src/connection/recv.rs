@@ -13,6 +13,48 @@ use super::{Connection, ConnectionError, Event, SpaceId, State, Timer};
 use crate::crypto;
 use crate::error::TransportError;
 
+/// What the receive path keeps between and within datagrams.
+///
+/// Exists so the datagram being processed (where it came from and went
+/// to, its size and ECN codepoint, whether it was readable) is one value,
+/// set when it arrives and read by the frames it carries (path
+/// validation, migration, ECN counts), and so RFC 9001 §6.6's count of
+/// packets that failed authentication has one owner.
+#[derive(Debug)]
+pub(super) struct ReceiveState {
+    /// Which of our addresses the datagram being processed was sent to.
+    pub(super) local: Option<SocketAddr>,
+    /// Where the datagram being processed came from.
+    pub(super) remote: SocketAddr,
+    /// Its size, bytes.
+    pub(super) len: u64,
+    /// Its ECN codepoint.
+    pub(super) ecn: Option<wire::ecn::Ecn>,
+    /// A packet of it authenticated (or waits for keys): it is no
+    /// stateless reset (RFC 9000 §10.3.1).
+    pub(super) readable: bool,
+    /// Received packets that failed authentication, all keys together
+    /// (RFC 9001 §6.6).
+    auth_failures: u64,
+    /// A test's integrity limit in place of the AEADs' own.
+    integrity_limit_override: Option<u64>,
+}
+
+impl ReceiveState {
+    /// Nothing received yet from the peer at `remote`.
+    pub(super) fn new(remote: SocketAddr) -> ReceiveState {
+        ReceiveState {
+            local: None,
+            remote,
+            len: 0,
+            ecn: None,
+            readable: false,
+            auth_failures: 0,
+            integrity_limit_override: None,
+        }
+    }
+}
+
 /// What to do with a packet of a space, given the keys and handshake state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Readiness {
@@ -73,11 +115,11 @@ impl Connection {
         ecn: Option<wire::ecn::Ecn>,
         data: &mut [u8],
     ) {
-        self.datagram_local = local;
+        self.rx.local = local;
         if self.local.is_none() && self.side.is_server() {
             self.local = local;
         }
-        self.datagram_ecn = ecn;
+        self.rx.ecn = ecn;
         self.stats.datagrams_received += 1;
         self.stats.bytes_received += data.len() as u64;
         self.validation.on_received(data.len());
@@ -105,10 +147,10 @@ impl Connection {
             // connected to, and its preferred address).
             return;
         }
-        self.datagram_readable = false;
+        self.rx.readable = false;
         self.read_packets(now, data);
         if let Some(t) = tail {
-            if !self.datagram_readable && !self.is_closed() && self.is_stateless_reset(&t) {
+            if !self.rx.readable && !self.is_closed() && self.is_stateless_reset(&t) {
                 tracing::debug!(side = ?self.side, "stateless reset received");
                 self.enter_draining(now, ConnectionError::StatelessReset);
             }
@@ -140,7 +182,7 @@ impl Connection {
         self.cids.used_reset_tokens(self.probed_peer_cid())
     }
 
-    /// The packets of one datagram, in order; sets `datagram_readable` when
+    /// The packets of one datagram, in order; sets `rx.readable` when
     /// one of them authenticates or waits for its keys.
     fn read_packets(&mut self, now: Instant, data: &mut [u8]) {
         let mut offset = 0;
@@ -231,7 +273,7 @@ impl Connection {
                     .and_then(|()| self.read_deferred(now)),
                 Readiness::Defer => {
                     // It may open later: not what a reset looks like.
-                    self.datagram_readable = true;
+                    self.rx.readable = true;
                     if !self.space_mut(space).deferred.push(packet, pn_offset) {
                         self.stats.packets_dropped += 1;
                     }
@@ -357,7 +399,7 @@ impl Connection {
             };
             match opened {
                 Ok(range) => {
-                    self.datagram_readable = true;
+                    self.rx.readable = true;
                     (first, pn, range)
                 }
                 Err(OpenError::Fatal(e)) => return Err(e),
@@ -387,7 +429,7 @@ impl Connection {
             return Ok(());
         }
         self.stats.packets_received += 1;
-        let ecn = self.datagram_ecn;
+        let ecn = self.rx.ecn;
         super::ecn::count(&mut self.space_mut(space).ecn_received, ecn);
         if zero_rtt {
             self.stats.zero_rtt_packets_received += 1;
@@ -499,8 +541,8 @@ impl Connection {
     /// negotiated suite's; Initial packets use AES-128-GCM). Closing puts
     /// the connection in the closing state, which reads no packet.
     fn on_authentication_failure(&mut self) -> Result<(), TransportError> {
-        self.auth_failures = self.auth_failures.saturating_add(1);
-        if self.auth_failures > self.integrity_limit() {
+        self.rx.auth_failures = self.rx.auth_failures.saturating_add(1);
+        if self.rx.auth_failures > self.integrity_limit() {
             return Err(TransportError::new(
                 TransportErrorCode::AEAD_LIMIT_REACHED,
                 "too many packets failed authentication",
@@ -511,7 +553,7 @@ impl Connection {
 
     /// The integrity limit of the AEADs this connection reads with.
     fn integrity_limit(&self) -> u64 {
-        if let Some(limit) = self.integrity_limit_override {
+        if let Some(limit) = self.rx.integrity_limit_override {
             return limit;
         }
         let initial = self
@@ -530,7 +572,7 @@ impl Connection {
     /// Packets that failed authentication so far, across all keys
     /// (RFC 9001 §6.6's count).
     pub fn authentication_failures(&self) -> u64 {
-        self.auth_failures
+        self.rx.auth_failures
     }
 
     /// Test hook: close after `packets` authentication failures instead of
@@ -538,7 +580,7 @@ impl Connection {
     #[cfg(feature = "test-hooks")]
     #[doc(hidden)]
     pub fn set_integrity_limit(&mut self, packets: u64) {
-        self.integrity_limit_override = Some(packets);
+        self.rx.integrity_limit_override = Some(packets);
     }
 
     fn on_ack_eliciting_received(&mut self, now: Instant, space: SpaceId, pn: u64) {

@@ -11,6 +11,7 @@ use super::spaces::{Retransmit, SentPacket};
 use super::{Connection, SpaceId, State, Timer, Transmit, LOCAL_ACK_DELAY_EXPONENT};
 use crate::crypto;
 use crate::error::TransportError;
+use crate::pacing::Pacer;
 use crate::policy::SentView;
 use crate::streams::StreamChunk;
 
@@ -24,6 +25,29 @@ pub(super) const MAX_PN_LEN: usize = 4;
 /// Largest 1-RTT packet header: flags, a 20-byte connection ID, the
 /// packet number.
 const MAX_SHORT_HEADER: usize = 1 + 20 + MAX_PN_LEN;
+
+/// What the send path keeps between datagrams.
+///
+/// Exists so that pacing (RFC 9002 §7.7: when the next 1-RTT packet may
+/// leave) has one owner on the send path, beside the test hook's frames
+/// for the next 1-RTT packet.
+#[derive(Debug)]
+pub(super) struct SendState {
+    /// Spreads 1-RTT packets over the RTT at the controller's rate.
+    pub(super) pacer: Pacer,
+    /// Test hook: raw frame bytes for the next 1-RTT packet.
+    pub(super) raw_frames: Vec<Vec<u8>>,
+}
+
+impl SendState {
+    /// Nothing sent yet; the pacer's burst sized for `mtu`-byte packets.
+    pub(super) fn new(now: Instant, mtu: u64) -> SendState {
+        SendState {
+            pacer: Pacer::new(now, mtu),
+            raw_frames: Vec::new(),
+        }
+    }
+}
 
 /// A packet written into the datagram buffer, not yet protected.
 struct Built {
@@ -174,6 +198,7 @@ impl Connection {
         if (cwnd_ok || replica_waiting) && !probing && space == SpaceId::Data {
             let rate = self.pacing_rate();
             if let Some(t) = self
+                .tx
                 .pacer
                 .delay(now, u64::from(self.max_datagram_size), rate)
             {
@@ -374,7 +399,7 @@ impl Connection {
         }
         self.handshake.done_pending
             || self.validation.new_token_due()
-            || !self.raw_frames.is_empty()
+            || !self.tx.raw_frames.is_empty()
             || self.recovery.fec_pending()
             || self
                 .path_responses
@@ -445,7 +470,7 @@ impl Connection {
                 self.cids.pending_retire.pop_front();
                 record.retransmits.push(Retransmit::RetireConnectionId(seq));
             }
-            while let Some(raw) = self.raw_frames.pop() {
+            while let Some(raw) = self.tx.raw_frames.pop() {
                 buf.extend_from_slice(&raw);
             }
             while let Some(c) = self
@@ -585,7 +610,7 @@ impl Connection {
             self.bytes_in_flight += u64::from(size);
             self.cc
                 .on_packet_sent(now, u64::from(size), self.bytes_in_flight);
-            self.pacer.on_sent(now, u64::from(size));
+            self.tx.pacer.on_sent(now, u64::from(size));
         }
         let s = self.space_mut(b.space);
         if b.record.ack_eliciting {
