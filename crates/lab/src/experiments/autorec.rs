@@ -29,8 +29,8 @@
 //! Seeds: 10 (full; the paper averages 100 runs), 3 (quick), 1 (tiny).
 
 use super::common::{
-    find, groups, mean_of, num, range_noise, reduction_pct, AggRow, Aside, Case, Claim, Experiment,
-    Scale, Verdict,
+    both_or_one, combine, find, groups, mean_of, num, range_noise, reduction_pct, AggRow, Aside,
+    Case, Claim, Experiment, Scale, Verdict,
 };
 use super::scenarios::{live_stream, LiveSetting, DEFAULT_KBPS, LIVE_BASE};
 
@@ -292,10 +292,11 @@ fn lowered(
     Some((red, within, text))
 }
 
-/// Reproduced when the reduction is at least half the paper's and beyond
-/// the noise; partially when positive; not reproduced otherwise.
+/// Reproduced when the reduction is positive, at least half the paper's
+/// (`paper_pct`, 0 for a claim without a number) and beyond the noise;
+/// partially when positive; not reproduced otherwise.
 fn verdict_of(red: f64, within: bool, paper_pct: f64) -> Verdict {
-    if red >= paper_pct / 2.0 && !within {
+    if red > 0.0 && red >= paper_pct / 2.0 && !within {
         Verdict::Reproduced
     } else if red > 0.0 {
         Verdict::Partially
@@ -304,14 +305,26 @@ fn verdict_of(red: f64, within: bool, paper_pct: f64) -> Verdict {
     }
 }
 
-fn judge_default(rows: &[AggRow], metric: &str, paper_pct: f64) -> (Verdict, String) {
-    match lowered(rows, DEFAULT, "quic", "autorec", metric) {
+/// The claim "`scheme` lowers `metric` against `base`" at the default
+/// setting, judged by [`verdict_of`] against the paper's reduction
+/// (`paper_pct`); `missing` says what is missing when a run is.
+fn judge_lower(
+    rows: &[AggRow],
+    base: &str,
+    scheme: &str,
+    metric: &str,
+    paper_pct: f64,
+    missing: &str,
+) -> (Verdict, String) {
+    match lowered(rows, DEFAULT, base, scheme, metric) {
         Some((red, within, text)) => (verdict_of(red, within, paper_pct), text),
-        None => (
-            Verdict::Undecided,
-            format!("no {metric} for quic or autorec"),
-        ),
+        None => (Verdict::Undecided, missing.to_string()),
     }
+}
+
+fn judge_default(rows: &[AggRow], metric: &str, paper_pct: f64) -> (Verdict, String) {
+    let missing = format!("no {metric} for quic or autorec");
+    judge_lower(rows, "quic", "autorec", metric, paper_pct, &missing)
 }
 
 fn judge_latency(rows: &[AggRow]) -> (Verdict, String) {
@@ -327,29 +340,18 @@ fn judge_sweeps(rows: &[AggRow]) -> (Verdict, String) {
     if groups.is_empty() {
         return (Verdict::Undecided, "no sweep at this scale".into());
     }
-    let mut better = 0;
     let mut texts = Vec::new();
-    let mut missing = false;
-    for g in &groups {
-        match lowered(rows, g, "quic", "autorec", "recovery_latency_multi_mean_ms") {
-            Some((red, within, text)) => {
-                if red > 0.0 && !within {
-                    better += 1;
-                }
-                texts.push(text);
-            }
-            None => missing = true,
-        }
-    }
-    let verdict = if missing {
-        Verdict::Undecided
-    } else if better == groups.len() {
-        Verdict::Reproduced
-    } else if better > 0 {
-        Verdict::Partially
-    } else {
-        Verdict::NotReproduced
-    };
+    let outcomes: Vec<Option<(bool, bool)>> = groups
+        .iter()
+        .map(|g| {
+            let (red, within, text) =
+                lowered(rows, g, "quic", "autorec", "recovery_latency_multi_mean_ms")?;
+            texts.push(text);
+            Some((red > 0.0 && !within, false))
+        })
+        .collect();
+    let better = outcomes.iter().flatten().filter(|(s, _)| *s).count();
+    let verdict = combine(&outcomes);
     (
         verdict,
         format!(
@@ -387,47 +389,27 @@ fn art_default(rows: &[AggRow]) -> String {
 }
 
 fn judge_fixed_costs_more(rows: &[AggRow]) -> (Verdict, String) {
-    match lowered(
+    let metric = "retransmission_ratio";
+    judge_lower(
         rows,
-        DEFAULT,
         "autorec-fixed:2",
         "autorec",
-        "retransmission_ratio",
-    ) {
-        Some((red, within, text)) => (
-            if red > 0.0 && !within {
-                Verdict::Reproduced
-            } else if red > 0.0 {
-                Verdict::Partially
-            } else {
-                Verdict::NotReproduced
-            },
-            text,
-        ),
-        None => (Verdict::Undecided, "runs missing".into()),
-    }
+        metric,
+        0.0,
+        "runs missing",
+    )
 }
 
 fn judge_offmode_gains_less(rows: &[AggRow]) -> (Verdict, String) {
-    match lowered(
+    let metric = "recovery_latency_multi_mean_ms";
+    judge_lower(
         rows,
-        DEFAULT,
         "autorec-offmode",
         "autorec",
-        "recovery_latency_multi_mean_ms",
-    ) {
-        Some((red, within, text)) => (
-            if red > 0.0 && !within {
-                Verdict::Reproduced
-            } else if red > 0.0 {
-                Verdict::Partially
-            } else {
-                Verdict::NotReproduced
-            },
-            text,
-        ),
-        None => (Verdict::Undecided, "runs missing".into()),
-    }
+        metric,
+        0.0,
+        "runs missing",
+    )
 }
 
 /// Judges "the smaller parameter lowers latency and costs more": compares
@@ -442,13 +424,7 @@ fn judge_pair(rows: &[AggRow], small: &str, large: &str) -> (Verdict, String) {
     ) else {
         return (Verdict::Undecided, "runs missing".into());
     };
-    let lower = ls < ll;
-    let costlier = cs > cl;
-    let verdict = match (lower, costlier) {
-        (true, true) => Verdict::Reproduced,
-        (true, false) | (false, true) => Verdict::Partially,
-        (false, false) => Verdict::NotReproduced,
-    };
+    let verdict = both_or_one(ls < ll, cs > cl);
     (
         verdict,
         format!(

@@ -577,6 +577,16 @@ pub(super) fn reduction_pct(a: f64, b: f64) -> Option<f64> {
     (b > 0.0).then(|| (b - a) / b * 100.0)
 }
 
+/// The verdict on a claim of two parts: both hold → reproduced, one →
+/// partially, neither → not reproduced.
+pub(super) fn both_or_one(first: bool, second: bool) -> Verdict {
+    match (first, second) {
+        (true, true) => Verdict::Reproduced,
+        (true, false) | (false, true) => Verdict::Partially,
+        (false, false) => Verdict::NotReproduced,
+    }
+}
+
 /// Combines per-group outcomes: all good → reproduced, some or "weak" →
 /// partially, none → not reproduced, no data → undecided.
 pub(super) fn combine(outcomes: &[Option<(bool, bool)>]) -> Verdict {
@@ -621,10 +631,6 @@ pub(super) fn judge_dqn_against_art(
         saving.abs(),
         if saving >= 0.0 { "lower" } else { "higher" }
     );
-    let verdict = match (matches, saving > 0.0) {
-        (true, true) => Verdict::Reproduced,
-        (true, false) | (false, true) => Verdict::Partially,
-        _ => Verdict::NotReproduced,
-    };
+    let verdict = both_or_one(matches, saving > 0.0);
     (verdict, ours)
 }

@@ -33,8 +33,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::common::{
-    judge_dqn_against_art, num, schemes, size_label, AggRow, Case, Claim, Experiment, RunRow,
-    Scale, Verdict,
+    both_or_one, judge_dqn_against_art, num, schemes, size_label, AggRow, Case, Claim, Experiment,
+    RunRow, Scale, Verdict,
 };
 use super::scenarios::trace;
 use crate::run::{run_with, RunOptions};
@@ -275,11 +275,7 @@ fn judge_bandit_n_max(rows: &[AggRow]) -> (Verdict, String) {
         num(eg),
         num(ucb)
     );
-    let verdict = match (eg > art, ucb > art) {
-        (true, true) => Verdict::Reproduced,
-        (true, false) | (false, true) => Verdict::Partially,
-        _ => Verdict::NotReproduced,
-    };
+    let verdict = both_or_one(eg > art, ucb > art);
     (verdict, ours)
 }
 
