@@ -549,6 +549,15 @@ pub trait SendingHooks {
     /// statistics get (the round that delivered it, when that packet was
     /// sent): the transport refuses to reinject it from now on.
     fn on_recovery_ended(&mut self, _cx: &mut PolicyContext<'_>, _record: &RecoveryRecord) {}
+
+    /// The transport did not queue the reinjection of `item` that
+    /// [`SendingHooks::on_app_limited`] or
+    /// [`SendingHooks::on_reinjection_timer`] just returned: the item has
+    /// left recovery, its round waits for its first replica or the policy's
+    /// resumption, a replica or reinjection of it still waits to be sent,
+    /// or its round has the most replicas one may have. Nothing was sent:
+    /// a policy that counts its reinjections takes this one back.
+    fn on_reinjection_refused(&mut self, _cx: &mut PolicyContext<'_>, _item: ItemId) {}
 }
 
 /// A policy's state as named numbers, for traces

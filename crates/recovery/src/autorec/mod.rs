@@ -204,6 +204,17 @@ impl ReinjectionQueue {
         Some(item)
     }
 
+    /// The transport refused the reinjection [`ReinjectionQueue::reinject_head`]
+    /// just took for `item`: A_i goes back down. T_stmp and the place at the
+    /// tail stay, so the refused entry is offered again no sooner than a
+    /// sent one would be (what refused it, a replica waiting to go, takes
+    /// about that long to clear).
+    pub fn refund(&mut self, item: ItemId) {
+        if let Some(e) = self.entries.iter_mut().find(|e| e.item == item) {
+            e.reinjections = e.reinjections.saturating_sub(1);
+        }
+    }
+
     /// Entries held.
     pub fn len(&self) -> usize {
         self.entries.len()
@@ -502,6 +513,9 @@ impl SendingHooks for AutorecPolicy {
             return None;
         }
         self.take_reinjection(cx.now)
+    }
+    fn on_reinjection_refused(&mut self, _cx: &mut PolicyContext<'_>, item: ItemId) {
+        self.queue.refund(item);
     }
     fn on_recovery_ended(&mut self, _cx: &mut PolicyContext<'_>, record: &RecoveryRecord) {
         self.queue.remove(record.item);

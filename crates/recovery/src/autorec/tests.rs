@@ -89,6 +89,25 @@ fn queue_entries_move_to_the_tail_and_leave_at_a_thres() {
 }
 
 #[test]
+fn a_refused_reinjection_is_taken_back() {
+    let mut q = ReinjectionQueue::default();
+    q.on_resent(ItemId(1), at(10));
+    q.on_resent(ItemId(2), at(20));
+    assert_eq!(q.reinject_head(1, at(40)), Some(ItemId(1)));
+    // The transport refused it: A_i back to 0, the entry stays at the tail
+    // with its new T_stmp, and is eligible again after the others.
+    q.refund(ItemId(1));
+    let e = q.get(ItemId(1)).unwrap();
+    assert_eq!((e.reinjections, e.last_sent), (0, at(40)));
+    assert_eq!(q.items().collect::<Vec<_>>(), [ItemId(2), ItemId(1)]);
+    assert_eq!(q.reinject_head(1, at(41)), Some(ItemId(2)));
+    assert_eq!(q.reinject_head(1, at(42)), Some(ItemId(1)));
+    assert_eq!(q.reinject_head(1, at(43)), None);
+    // A refund for an item that left is ignored.
+    q.refund(ItemId(9));
+}
+
+#[test]
 fn the_queue_is_bounded() {
     let mut q = ReinjectionQueue::default();
     for i in 0..(MAX_ENTRIES as u64 + 10) {

@@ -574,8 +574,15 @@ impl Recovery {
             None
         };
         if let Some(id) = item {
-            // Refused when the item is gone or a replica of it still waits.
-            let _accepted = self.engine.reinject(now, id);
+            // Refused when the item is gone or a replica of it still waits;
+            // the policy hears of it (it may count reinjections).
+            if !self.engine.reinject(now, id) {
+                self.call_policy(cx, |policy, pcx| {
+                    if let Some(h) = policy.sending_hooks() {
+                        h.on_reinjection_refused(pcx, id);
+                    }
+                });
+            }
             return None;
         }
         if !window.app_limited || !cx.streams.flow_blocked() {

@@ -13,7 +13,7 @@ use wire::{Dir, Side};
 use super::*;
 use crate::congestion::{CongestionAlgorithm, DeliveryRateEstimator};
 use crate::events::{RecoveryOutcome, RecoveryRecord};
-use crate::policy::QuicPolicy;
+use crate::policy::{QuicPolicy, SendingHooks};
 use crate::rng::RngSeed;
 use crate::streams::StreamsConfig;
 
@@ -31,6 +31,44 @@ impl RecoveryPolicy for Replicas {
         Decision::Retransmit {
             send_at: vec![cx.now; self.0],
             opportunistic: false,
+        }
+    }
+}
+
+/// A policy that schedules one replica of every lost packet `delay` after
+/// the loss and, whenever the sender is application-limited, asks to
+/// reinject the last item it saw; it counts the reinjections the
+/// transport refused.
+#[derive(Debug)]
+struct Reinjector {
+    delay: Duration,
+    last: Option<ItemId>,
+    refused: Arc<Mutex<Vec<ItemId>>>,
+}
+
+impl RecoveryPolicy for Reinjector {
+    fn name(&self) -> String {
+        "reinjector".into()
+    }
+
+    fn on_data_lost(&mut self, cx: &mut PolicyContext<'_>, lost: &LostData) -> Decision {
+        self.last = Some(lost.item);
+        Decision::single(cx.now + self.delay)
+    }
+
+    fn sending_hooks(&mut self) -> Option<&mut dyn SendingHooks> {
+        Some(self)
+    }
+}
+
+impl SendingHooks for Reinjector {
+    fn on_app_limited(&mut self, _cx: &mut PolicyContext<'_>) -> Option<ItemId> {
+        self.last
+    }
+
+    fn on_reinjection_refused(&mut self, _cx: &mut PolicyContext<'_>, item: ItemId) {
+        if let Ok(mut r) = self.refused.lock() {
+            r.push(item);
         }
     }
 }
@@ -413,4 +451,40 @@ fn closing_abandons_every_item_once() {
     40 ms: item 1 abandoned ConnectionClosed k=0
     replicas 0 extra 0 probe copies 0 head copies 0 spurious 0
     ");
+}
+
+#[test]
+fn a_refused_reinjection_is_reported_to_the_policy() {
+    let refused = Arc::new(Mutex::new(Vec::new()));
+    let policy = Reinjector {
+        delay: Duration::from_millis(100),
+        last: None,
+        refused: refused.clone(),
+    };
+    let mut f = Fixture::new(Box::new(policy), 3000);
+    let a = f.send_new();
+    f.advance(40);
+    f.lose(&[a]);
+    let idle = SendWindow {
+        may_elicit: true,
+        pacing_ok: true,
+        probing: false,
+        app_limited: true,
+        room: 1200,
+    };
+    // The round's replica waits (due at 140 ms): a reinjection now is
+    // refused, and nothing goes out.
+    let (recovery, mut cx) = f.cx();
+    assert!(recovery.plan_resend(&mut cx, idle).is_none());
+    assert_eq!(*refused.lock().unwrap(), vec![ItemId(0)]);
+    // Once that replica has gone, the reinjection is accepted and sent at
+    // once.
+    f.advance(100);
+    assert_eq!(f.send_resends().len(), 1);
+    let (recovery, mut cx) = f.cx();
+    assert!(matches!(
+        recovery.plan_resend(&mut cx, idle),
+        Some(Resend::Replica(_))
+    ));
+    assert_eq!(refused.lock().unwrap().len(), 1, "accepted: not reported");
 }
