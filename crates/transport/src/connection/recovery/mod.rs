@@ -25,6 +25,18 @@
 //! A lost 1-RTT packet carrying stream data or DATAGRAM payloads becomes
 //! an engine item; a lost replica is reported to the engine, which says
 //! whether its round is over; the next round asks the policy.
+//!
+//! Every resend of lost data is a replica of an engine item: the policy's
+//! retransmissions and replicas, reinjections (queued by the engine into
+//! the item's current round) and, once their data is declared lost, what
+//! early copies carried (the engine starts the item with k counting them).
+//! Head-of-line and probe copies go out before any loss is known; the
+//! engine remembers what they carried so an item they deliver counts
+//! them. FEC repair frames are not resends: one goes with every block of
+//! K packets before anything is lost, the receiver rebuilds a missing
+//! packet from it and acknowledges that packet, so the sender never
+//! declares it lost and no item exists; they are counted in
+//! `fec_repairs`, never in `replicas`.
 
 mod copies;
 mod engine;
