@@ -69,16 +69,7 @@ mod tests {
     use wire::time::Instant;
 
     fn lost(round: u32) -> LostData {
-        LostData {
-            item: ItemId(1),
-            first_sent: Instant::ZERO,
-            first_lost: Instant::ZERO,
-            round,
-            retransmissions: 0,
-            bytes: 1000,
-            kind: DataKind::Stream,
-            position: None,
-        }
+        LostData::new(ItemId(1), round, Instant::ZERO, Instant::ZERO, 1000)
     }
 
     #[test]
@@ -107,11 +98,7 @@ mod tests {
     fn datagrams_are_given_up() {
         let mut rng = ChaCha8Rng::seed_from_u64(1);
         let mut p = FixedPolicy::new(3).unwrap().build();
-        let l = LostData {
-            kind: DataKind::Datagram,
-            position: None,
-            ..lost(1)
-        };
+        let l = lost(1).with_kind(DataKind::Datagram);
         assert_eq!(
             with_context(Instant::ZERO, &PathView::default(), &mut rng, |cx| p
                 .on_data_lost(cx, &l)),

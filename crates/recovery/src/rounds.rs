@@ -90,16 +90,7 @@ mod tests {
     use wire::time::Instant;
 
     fn lost(round: u32) -> LostData {
-        LostData {
-            item: ItemId(3),
-            first_sent: Instant::ZERO,
-            first_lost: Instant::ZERO,
-            round,
-            retransmissions: 0,
-            bytes: 1,
-            kind: DataKind::Stream,
-            position: None,
-        }
+        LostData::new(ItemId(3), round, Instant::ZERO, Instant::ZERO, 1)
     }
 
     #[test]
@@ -143,11 +134,7 @@ mod tests {
             }
         );
         assert_eq!(p.name(), "2n+1");
-        let l = LostData {
-            kind: DataKind::Datagram,
-            position: None,
-            ..lost(1)
-        };
+        let l = lost(1).with_kind(DataKind::Datagram);
         assert_eq!(
             with_context(now, &PathView::default(), &mut rng, |cx| p
                 .on_data_lost(cx, &l)),

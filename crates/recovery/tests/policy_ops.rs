@@ -211,7 +211,7 @@ proptest! {
                     }
                     Op::DataLost { item, round, datagram } => {
                         let kind = if *datagram { DataKind::Datagram } else { DataKind::Stream };
-                        let lost = LostData { item: ItemId(*item), first_sent: now, first_lost: now, round: *round, retransmissions: 0, bytes: 1200, kind, position: None };
+                        let lost = LostData::new(ItemId(*item), *round, now, now, 1200).with_kind(kind);
                         let d = with_context(now, &path, &mut rng, |cx| p.on_data_lost(cx, &lost));
                         check(&name, &d, now, *round, &path, kind)?;
                     }
@@ -262,16 +262,7 @@ fn decisions_are_deterministic() {
             };
             if i % 4 == 0 {
                 with_context(now, &path, &mut rng, |cx| p.on_packet_lost(cx, &fate));
-                let lost = LostData {
-                    item: ItemId(i),
-                    first_sent: now,
-                    first_lost: now,
-                    round: 1 + (i % 3) as u32,
-                    retransmissions: 0,
-                    bytes: 1,
-                    kind: DataKind::Stream,
-                    position: None,
-                };
+                let lost = LostData::new(ItemId(i), 1 + (i % 3) as u32, now, now, 1);
                 out.push(with_context(now, &path, &mut rng, |cx| {
                     p.on_data_lost(cx, &lost)
                 }));

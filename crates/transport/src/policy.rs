@@ -88,7 +88,12 @@ pub const MAX_REPLICAS: usize = 32;
 pub struct ItemId(pub u64);
 
 /// What was lost: handed to [`RecoveryPolicy::on_data_lost`].
+///
+/// Built by the transport; code outside it (scheme tests, offline drivers
+/// that replay losses into a policy) builds one with [`LostData::new`] and
+/// the `with_` methods, so a field added here touches no scheme.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct LostData {
     /// The item (stable across rounds).
     pub item: ItemId,
@@ -109,6 +114,49 @@ pub struct LostData {
     /// unacknowledged, or when the caller does not know (tests, offline
     /// drivers). Only policies that weigh head-of-line blocking read it.
     pub position: Option<StreamPosition>,
+}
+
+impl LostData {
+    /// Stream data of `item` first sent at `first_sent` and first declared
+    /// lost at `first_lost`, about to enter `round` with `bytes` still
+    /// unacknowledged; no retransmission sent yet, its stream position not
+    /// known.
+    pub fn new(
+        item: ItemId,
+        round: u32,
+        first_sent: Instant,
+        first_lost: Instant,
+        bytes: u64,
+    ) -> LostData {
+        LostData {
+            item,
+            first_sent,
+            first_lost,
+            round,
+            retransmissions: 0,
+            bytes,
+            kind: DataKind::Stream,
+            position: None,
+        }
+    }
+
+    /// The same, of another kind (DATAGRAM payloads may be dropped).
+    pub fn with_kind(mut self, kind: DataKind) -> LostData {
+        self.kind = kind;
+        self
+    }
+
+    /// The same, with `k` retransmissions already sent.
+    pub fn with_retransmissions(mut self, k: u32) -> LostData {
+        self.retransmissions = k;
+        self
+    }
+
+    /// The same, at `position` in its stream.
+    pub fn with_position(mut self, position: Option<StreamPosition>) -> LostData {
+        self.position = position;
+        self
+    }
 }
 
 /// Where lost stream data sits in its stream, as the sender sees it: how

@@ -60,16 +60,7 @@ fn path() -> PathView {
 }
 
 fn lost(item: u64, round: u32) -> LostData {
-    LostData {
-        item: ItemId(item),
-        first_sent: Instant::ZERO,
-        first_lost: Instant::ZERO,
-        round,
-        retransmissions: 0,
-        bytes: 1200,
-        kind: DataKind::Stream,
-        position: None,
-    }
+    LostData::new(ItemId(item), round, Instant::ZERO, Instant::ZERO, 1200)
 }
 
 fn fate(pn: u64, tag: u64, replica: Option<(u64, u32)>) -> PacketFate {
@@ -357,11 +348,7 @@ fn datagrams_are_given_up_without_touching_the_levels() {
     let mut rng = ChaCha8Rng::seed_from_u64(8);
     let now = Instant::from_millis(1);
     packet_lost(&mut p, now, &fate(1, 1, Some((1, 1))), &path());
-    let l = LostData {
-        kind: DataKind::Datagram,
-        position: None,
-        ..lost(1, 1)
-    };
+    let l = lost(1, 1).with_kind(DataKind::Datagram);
     assert_eq!(
         data_lost(&mut p, now, &l, &path(), &mut rng),
         Decision::Drop

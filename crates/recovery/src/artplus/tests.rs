@@ -22,16 +22,7 @@ fn path() -> PathView {
 }
 
 fn lost(item: u64, round: u32, position: Option<StreamPosition>) -> LostData {
-    LostData {
-        item: ItemId(item),
-        first_sent: Instant::ZERO,
-        first_lost: Instant::ZERO,
-        round,
-        retransmissions: 0,
-        bytes: 1200,
-        kind: DataKind::Stream,
-        position,
-    }
+    LostData::new(ItemId(item), round, Instant::ZERO, Instant::ZERO, 1200).with_position(position)
 }
 
 /// Far from the head and from the flow-control edge (100 MB of headroom).

@@ -17,16 +17,7 @@ fn path() -> PathView {
 }
 
 fn lost(item: u64, round: u32, sent: u64, lost: u64) -> LostData {
-    LostData {
-        item: ItemId(item),
-        first_sent: at(sent),
-        first_lost: at(lost),
-        round,
-        retransmissions: round - 1,
-        bytes: 1200,
-        kind: DataKind::Stream,
-        position: None,
-    }
+    LostData::new(ItemId(item), round, at(sent), at(lost), 1200).with_retransmissions(round - 1)
 }
 
 fn replica_sent(item: u64, index: u16) -> SentView {

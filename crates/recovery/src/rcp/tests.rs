@@ -20,16 +20,15 @@ fn at(v: u64) -> Instant {
 }
 
 fn lost(item: u64, first_sent: u64, round: u32, kind: DataKind) -> LostData {
-    LostData {
-        item: ItemId(item),
-        first_sent: at(first_sent),
-        first_lost: at(first_sent + 10),
+    LostData::new(
+        ItemId(item),
         round,
-        retransmissions: round - 1,
-        bytes: 100,
-        kind,
-        position: None,
-    }
+        at(first_sent),
+        at(first_sent + 10),
+        100,
+    )
+    .with_retransmissions(round - 1)
+    .with_kind(kind)
 }
 
 /// `p.on_data_lost` at `now` on a default path.
