@@ -313,15 +313,16 @@ impl Connection {
                 s.ack_eliciting_in_flight = s.ack_eliciting_in_flight.saturating_sub(1);
             }
             self.requeue_retransmits(space, &p.retransmits);
+            let (in_flight, time_sent, size) = (p.in_flight, p.time_sent, p.size);
             let signals = if space == SpaceId::Data {
                 let (recovery, mut cx) = self.recovery(now);
-                recovery.on_data_packet_lost(&mut cx, pn, &p)
+                recovery.on_data_packet_lost(&mut cx, pn, p)
             } else {
-                p.in_flight
+                in_flight
             };
-            if signals && p.in_flight {
-                let (t, b) = congestion.unwrap_or((p.time_sent, 0));
-                congestion = Some((t.max(p.time_sent), b + u64::from(p.size)));
+            if signals && in_flight {
+                let (t, b) = congestion.unwrap_or((time_sent, 0));
+                congestion = Some((t.max(time_sent), b + u64::from(size)));
             }
         }
         if let Some((sent_time, bytes)) = congestion {

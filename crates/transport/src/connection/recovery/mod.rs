@@ -221,12 +221,14 @@ impl Recovery {
 
     /// A 1-RTT packet was declared lost: its data becomes an item (or its
     /// replica's round may end). Returns whether this loss should reach
-    /// congestion control.
+    /// congestion control. Takes the packet's record: its chunks and
+    /// DATAGRAM ids move into the lost history (one copy goes to the
+    /// engine's item).
     pub fn on_data_packet_lost(
         &mut self,
         cx: &mut RecoveryContext<'_>,
         pn: u64,
-        p: &SentPacket,
+        mut p: SentPacket,
     ) -> bool {
         let now = cx.now;
         let fate = p.fate(pn);
@@ -235,8 +237,8 @@ impl Recovery {
             round: 0,
             fate,
             lost_at: now,
-            chunks: p.stream_chunks.clone(),
-            datagrams: p.datagrams.clone(),
+            chunks: core::mem::take(&mut p.stream_chunks),
+            datagrams: core::mem::take(&mut p.datagrams),
         };
         if let Some(r) = p.replica {
             entry.item = Some(r.item);
@@ -267,26 +269,25 @@ impl Recovery {
             self.lost_history.remember(pn, entry);
             return p.ack_eliciting;
         }
-        let datagrams: Vec<u64> = p
+        let datagrams: Vec<u64> = entry
             .datagrams
             .iter()
             .copied()
             .filter(|id| self.datagram_store.contains_key(id))
             .collect();
-        if p.stream_chunks.is_empty() && datagrams.is_empty() {
-            entry.chunks.clear();
+        if entry.chunks.is_empty() && datagrams.is_empty() {
             entry.datagrams.clear();
             self.lost_history.remember(pn, entry);
             return p.ack_eliciting;
         }
         let by_copy = if datagrams.is_empty() {
-            self.engine.delivered_early(&p.stream_chunks)
+            self.engine.delivered_early(&entry.chunks)
         } else {
             None
         };
         let id = self
             .engine
-            .create(p.time_sent, now, p.stream_chunks.clone(), datagrams);
+            .create(p.time_sent, now, entry.chunks.clone(), datagrams);
         entry.item = Some(id);
         self.lost_history.remember(pn, entry);
         match by_copy {

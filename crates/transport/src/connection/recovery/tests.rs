@@ -275,8 +275,8 @@ impl Fixture {
             .collect();
         let (recovery, mut cx) = self.cx();
         recovery.on_losses_detected(&mut cx, &packets);
-        for (pn, p) in &packets {
-            recovery.on_data_packet_lost(&mut cx, *pn, p);
+        for (pn, p) in packets {
+            recovery.on_data_packet_lost(&mut cx, pn, p);
         }
         recovery.publish(&mut cx, true);
     }
