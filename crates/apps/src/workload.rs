@@ -687,4 +687,57 @@ mod tests {
             );
         }
     }
+
+    /// The keys written back and the errors, pinned as they were before
+    /// the table (scenario files and `artq sim --json` depend on them).
+    #[test]
+    fn keys_written_back_and_errors_are_those_of_before_the_table() {
+        let written: Vec<String> = one_of_each()
+            .iter()
+            .map(|w| serde_json::to_string(w).unwrap_or_default())
+            .collect();
+        assert_eq!(
+            written,
+            [
+                r#"{"files":2,"size":10}"#,
+                r#"{"kind":"live","bitrate":1000,"fps":30,"duration":5,"gop":60,"iratio":5,"audio":0,"startup_delay":100}"#,
+                r#"{"kind":"dash","video_duration":4}"#,
+                r#"{"kind":"rpc","rpcs":3,"rpc_rate":10}"#,
+                r#"{"kind":"messages","messages":10,"message_size":64,"message_rate":100,"drain":10}"#,
+            ]
+        );
+        for (json, error) in [
+            (
+                r#"{"kind": "teleport"}"#,
+                "unknown workload 'teleport' (known: files, live, dash, rpc, messages)",
+            ),
+            (
+                r#"{"files": 2}"#,
+                "the files workload needs `size` (bytes, or with a unit: \"10MB\")",
+            ),
+            (
+                r#"{"kind": "live", "size": 2}"#,
+                "the live workload has no key `size`",
+            ),
+            (
+                r#"{"kind": "live", "duration": 2}"#,
+                "the live workload needs `bitrate` (kbit/s)",
+            ),
+            (
+                r#"{"kind": "rpc"}"#,
+                "the rpc workload needs `rpcs` (number of calls)",
+            ),
+            (
+                r#"{"kind": "messages"}"#,
+                "the messages workload needs `messages` (how many)",
+            ),
+            (
+                r#"{"kind": "dash", "video_duration": 0}"#,
+                "video duration 0 s is outside 1..=86400",
+            ),
+        ] {
+            let err = parse(&format!(r#"{{"workload": {json}}}"#)).unwrap_err();
+            assert!(err.starts_with(error), "{json}: {err}");
+        }
+    }
 }
