@@ -3,9 +3,20 @@
 //!
 //! A driver never knows which workload it runs: the simulator's runner
 //! (`lab`) asks a [`Workload`] for its two [`App`]s and for the client's
-//! [`ClientReport`] at the end. Adding a workload means adding a variant
-//! here, its keys to [`WorkloadOptions`] and its applications; neither
-//! driver changes.
+//! [`ClientReport`] at the end, and the metrics ask it what it declares
+//! ([`WorkloadKind`]). Each kind lives in its own module
+//! (`workload/files.rs`, `live.rs`, `dash.rs`, `rpc.rs`, `messages.rs`):
+//! its numbers as a type implementing [`WorkloadKind`] and its parser.
+//!
+//! Adding a workload touches: its module here (the type, its
+//! [`WorkloadKind`] and its `parse`), one row of [`WORKLOADS`] (name,
+//! help, keys, parser), one [`Workload`] variant and its arm in
+//! [`Workload::kind`], and its keys as fields of [`WorkloadOptions`] (and
+//! in [`WorkloadOptions::given`], which a test checks). Its applications
+//! live in their own modules of `apps`; neither driver changes. `artq
+//! sim` takes each key as a flag of the same name (`crates/artq/src/sim.rs`:
+//! the flag, and its line in `workload_of`); `--scenario`'s conflicts
+//! with them are read from the table.
 //!
 //! Scenario files and `artq sim` flags describe a workload with the same
 //! flat keys ([`WorkloadOptions`]): `kind` (default `files`), then the
@@ -17,106 +28,176 @@
 use serde::{Deserialize, Serialize};
 
 use crate::app::{App, Host};
-use crate::content::GeneratedFiles;
-use crate::files::{ClientError, FileTimes, FilesClient, Paths, VerifySink};
-use crate::messages::{MessageParams, MessageReceiver, MessageReport, MessageSender};
+use crate::files::{ClientError, FileTimes, FilesClient};
+use crate::messages::{MessageParams, MessageReport};
 use crate::protocol::Protocol;
-use crate::rpc::{RpcClient, MAX_RATE};
-use crate::server::{HttpServer, ServerOptions};
-use crate::video::dash::{DashPlayer, DashReport};
-use crate::video::live::{LiveParams, LivePlayer, LiveReport};
-use wire::time::{Duration, Instant};
+use crate::video::dash::DashReport;
+use crate::video::live::LiveReport;
+use wire::time::Instant;
+
+mod dash;
+mod files;
+mod live;
+mod messages;
+mod rpc;
+
+pub use dash::DashWorkload;
+pub use files::FilesWorkload;
+pub use live::LiveWorkload;
+pub use messages::{DEFAULT_MESSAGE_RATE, DEFAULT_MESSAGE_SIZE};
+pub use rpc::{RpcWorkload, DEFAULT_RPC_RATE};
 
 /// Most files one workload may hold: the per-file records are kept in
-/// memory, so this bounds them (16 bytes each).
+/// memory, so this bounds them (16 bytes each). Also the most rpc calls.
 pub const MAX_FILES: u64 = 10_000_000;
 
-/// The rpc workload's call rate when `rpc_rate` is not given, per second
-/// (the request rate of ART journal §7.7's deployment clients).
-pub const DEFAULT_RPC_RATE: u64 = 100;
+/// The kind a workload's keys name when they give no `kind`, and whose
+/// name [`WorkloadOptions`] leaves out when it writes a workload back.
+pub const DEFAULT_KIND: &str = "files";
 
-/// The messages workload's message size when `message_size` is not given,
-/// bytes: a small real-time update (a game's avatar position, rcp.md §I).
-pub const DEFAULT_MESSAGE_SIZE: u32 = 100;
-
-/// The messages workload's rate when `message_rate` is not given, per
-/// second: one message per 1 ms slot (rcp.md Table I, "1 pkt/slot").
-pub const DEFAULT_MESSAGE_RATE: u64 = 1000;
-
-/// A workload's name and one line about it, for `--help` and errors.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct WorkloadInfo {
+/// One row of [`WORKLOADS`]: a kind's name, its help, the keys it owns
+/// and its parser.
+#[derive(Clone, Copy)]
+pub struct WorkloadRow {
     /// The `kind` / `--workload` name.
     pub name: &'static str,
-    /// What it is.
-    pub about: &'static str,
+    /// One line about it, for `--help` and errors.
+    pub help: &'static str,
+    /// The [`WorkloadOptions`] keys this kind reads; any other key given
+    /// with it is an error, and `artq sim --scenario` conflicts with each
+    /// of them (they are `artq sim` flags too).
+    pub keys: &'static [&'static str],
+    /// Builds the workload from the keys (defaults filled in), before
+    /// [`Workload::validate`]; only called with no key outside
+    /// [`WorkloadRow::keys`] given.
+    parse: fn(&WorkloadOptions) -> Result<Workload, String>,
 }
 
-/// Every workload, in the order `--help` lists them.
-pub const WORKLOADS: &[WorkloadInfo] = &[
-    WorkloadInfo {
+impl core::fmt::Debug for WorkloadRow {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("WorkloadRow")
+            .field("name", &self.name)
+            .field("keys", &self.keys)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Every workload, in the order `--help` and errors list them: the one
+/// table that parsing, the unused-key check, `artq sim`'s `--workload`
+/// and its `--scenario` conflicts read.
+pub const WORKLOADS: &[WorkloadRow] = &[
+    WorkloadRow {
         name: "files",
-        about: "`files` files of `size` bytes fetched one after another over one connection (a bulk transfer is one file)",
+        help: "`files` files of `size` bytes fetched one after another over one connection (a bulk transfer is one file)",
+        keys: &["files", "size"],
+        parse: files::parse,
     },
-    WorkloadInfo {
+    WorkloadRow {
         name: "live",
-        about: "a live stream of `duration` s at `bitrate` kbit/s and `fps` frames/s, sent as produced on one stream and played with a start-up delay (freezes, bitrate)",
+        help: "a live stream of `duration` s at `bitrate` kbit/s and `fps` frames/s, sent as produced on one stream and played with a start-up delay (freezes, bitrate)",
+        keys: &["bitrate", "fps", "duration", "gop", "iratio", "audio", "startup_delay"],
+        parse: live::parse,
     },
-    WorkloadInfo {
+    WorkloadRow {
         name: "dash",
-        about: "a DASH video of `video_duration` s (Big Buck Bunny's ladder, 2 s segments) over one connection with rate-based adaptation (bitrate, rebuffering, start-up, switches)",
+        help: "a DASH video of `video_duration` s (Big Buck Bunny's ladder, 2 s segments) over one connection with rate-based adaptation (bitrate, rebuffering, start-up, switches)",
+        keys: &["video_duration"],
+        parse: dash::parse,
     },
-    WorkloadInfo {
+    WorkloadRow {
         name: "rpc",
-        about: "`rpcs` request/response calls at `rpc_rate` per second (Poisson), memcached ETC key and value sizes, over one connection",
+        help: "`rpcs` request/response calls at `rpc_rate` per second (Poisson), memcached ETC key and value sizes, over one connection",
+        keys: &["rpcs", "rpc_rate"],
+        parse: rpc::parse,
     },
-    WorkloadInfo {
+    WorkloadRow {
         name: "messages",
-        about: "`messages` messages of `message_size` bytes (default 100) at `message_rate` per second (default 1000), stamped with their generation time, in DATAGRAM frames (the `tcp` scheme: on one reliable stream); `drain` ms (default 3000) after the last the sender closes (RCP's workload: delivery ratio and latency)",
+        help: "`messages` messages of `message_size` bytes (default 100) at `message_rate` per second (default 1000), stamped with their generation time, in DATAGRAM frames (the `tcp` scheme: on one reliable stream); `drain` ms (default 3000) after the last the sender closes (RCP's workload: delivery ratio and latency)",
+        keys: &["messages", "message_size", "message_rate", "drain"],
+        parse: messages::parse,
     },
 ];
 
-/// What the client and server of a run do.
+/// Every key of every row of [`WORKLOADS`], in table order (`artq sim`'s
+/// `--scenario` conflicts with each).
+pub fn workload_keys() -> impl Iterator<Item = &'static str> {
+    WORKLOADS.iter().flat_map(|row| row.keys.iter().copied())
+}
+
+/// What one kind of workload does, written once in the kind's module:
+/// [`Workload`]'s methods dispatch to it through [`Workload::kind`].
+pub trait WorkloadKind {
+    /// Its [`WorkloadRow::name`].
+    fn name(&self) -> &'static str;
+
+    /// Number of items the client completes (files; the live stream is
+    /// one; DASH: the manifest and every segment).
+    fn items(&self) -> u64;
+
+    /// Body bytes the client receives in total (saturating); for the live
+    /// stream its nominal size (bitrate x length), 0 where only the run
+    /// knows.
+    fn total_bytes(&self) -> u64;
+
+    /// The bytes a run counts as delivered, given the body bytes the
+    /// client `received`: [`WorkloadKind::total_bytes`] where it is known
+    /// (not 0), else what arrived.
+    fn delivered_bytes(&self, received: u64) -> u64 {
+        match self.total_bytes() {
+            0 => received,
+            total => total,
+        }
+    }
+
+    /// Whether the items are calls, whose completion times the metrics
+    /// report as one distribution (`rpc_fct_ms`) instead of per file.
+    fn items_are_calls(&self) -> bool {
+        false
+    }
+
+    /// The message schedule of a workload of timed messages (its metrics
+    /// measure delivery against it); `None` for the others.
+    fn message_params(&self) -> Option<MessageParams> {
+        None
+    }
+
+    /// Checks the numbers; the error says which and why.
+    fn validate(&self) -> Result<(), String>;
+
+    /// The server application of a simulated run; `content_seed` seeds
+    /// the generated content.
+    fn server_app(&self, content_seed: u64) -> Box<dyn App>;
+
+    /// The client application of a simulated run, speaking `protocol`.
+    fn client_app(&self, content_seed: u64, protocol: Protocol) -> Result<Box<dyn App>, String>;
+
+    /// What the client application of `host` (built by
+    /// [`WorkloadKind::client_app`]) has done.
+    fn client_report(&self, host: &Host) -> Option<ClientReport>;
+
+    /// Its own keys, set ([`WorkloadOptions::kind`] left `None`).
+    fn options(&self) -> WorkloadOptions;
+}
+
+/// What the client and server of a run do: one variant per row of
+/// [`WORKLOADS`], each holding its kind's numbers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "WorkloadOptions", into = "WorkloadOptions")]
 pub enum Workload {
-    /// N files of one size fetched sequentially over one connection (ART
-    /// journal Figs. 20-21 fetch 1000 files; a bulk transfer is one file).
-    /// File contents are generated ([`crate::content::FileContent`]) and
-    /// every byte is checked by the client.
-    Files {
-        /// Number of files, fetched one after another (at least 1).
-        files: u64,
-        /// Size of each file, bytes.
-        size: u64,
-    },
+    /// N files of one size fetched sequentially over one connection
+    /// ([`FilesWorkload`]).
+    Files(FilesWorkload),
     /// A live stream from a paced source, played with a start-up delay
-    /// (`crate::video::live`).
-    Live {
-        /// The stream (bitrate, length, frame rate, GOP, audio).
-        params: LiveParams,
-        /// The player's start-up delay, ms.
-        startup_delay_ms: u32,
-    },
-    /// DASH video on demand (`crate::video::dash`).
-    Dash {
-        /// Video length, seconds.
-        seconds: u32,
-    },
-    /// Open-loop request/response calls over one connection (ART journal
-    /// §7.7, Fig. 26): sizes and schedule in [`crate::rpc`].
-    Rpc {
-        /// Number of calls (at least 1).
-        rpcs: u64,
-        /// Calls per second (1..=[`MAX_RATE`]).
-        rate: u64,
-    },
+    /// ([`LiveWorkload`]).
+    Live(LiveWorkload),
+    /// DASH video on demand ([`DashWorkload`]).
+    Dash(DashWorkload),
+    /// Open-loop request/response calls over one connection
+    /// ([`RpcWorkload`]).
+    Rpc(RpcWorkload),
     /// Fixed-size messages at a fixed rate, each of which may be abandoned
     /// (RCP, rcp.md §III-A): [`crate::messages`].
-    Messages {
-        /// Count, size, rate and drain period.
-        params: MessageParams,
-    },
+    Messages(MessageParams),
 }
 
 impl Default for Workload {
@@ -129,148 +210,50 @@ impl Default for Workload {
 impl Workload {
     /// One file of `size` bytes.
     pub fn bulk(size: u64) -> Self {
-        Workload::Files { files: 1, size }
+        Workload::files(1, size)
     }
 
     /// `files` files of `size` bytes.
     pub fn files(files: u64, size: u64) -> Self {
-        Workload::Files { files, size }
+        Workload::Files(FilesWorkload { files, size })
     }
 
-    /// The registry name (`files`, `live`, `dash`).
+    /// The kind's behaviour: the one place that looks at the variant.
+    pub fn kind(&self) -> &dyn WorkloadKind {
+        match self {
+            Workload::Files(w) => w,
+            Workload::Live(w) => w,
+            Workload::Dash(w) => w,
+            Workload::Rpc(w) => w,
+            Workload::Messages(w) => w,
+        }
+    }
+
+    /// The registry name (`files`, `live`, `dash`, `rpc`, `messages`).
     pub fn name(&self) -> &'static str {
-        match self {
-            Workload::Files { .. } => "files",
-            Workload::Live { .. } => "live",
-            Workload::Dash { .. } => "dash",
-            Workload::Rpc { .. } => "rpc",
-            Workload::Messages { .. } => "messages",
-        }
+        self.kind().name()
     }
 
-    /// Number of items the client completes (files; the live stream is
-    /// one; DASH: the manifest and every segment).
+    /// Number of items the client completes ([`WorkloadKind::items`]).
     pub fn items(&self) -> u64 {
-        match *self {
-            Workload::Files { files, .. } => files,
-            Workload::Live { .. } => 1,
-            Workload::Dash { seconds } => {
-                1 + u64::from(seconds).div_ceil(crate::video::dash::SEGMENT.as_secs())
-            }
-            Workload::Rpc { rpcs, .. } => rpcs,
-            // One message session; its messages are counted apart.
-            Workload::Messages { .. } => 1,
-        }
+        self.kind().items()
     }
 
-    /// Body bytes the client receives in total (saturating); for the
-    /// live stream its nominal size (bitrate x length), 0 where only the
-    /// run knows (DASH: the rate adaptation decides; rpc: sizes are drawn
-    /// from the seed).
+    /// Body bytes the client receives in total, 0 where only the run knows
+    /// ([`WorkloadKind::total_bytes`]).
     pub fn total_bytes(&self) -> u64 {
-        match *self {
-            Workload::Files { files, size } => files.saturating_mul(size),
-            Workload::Live { params, .. } => {
-                (u64::from(params.kbps) + u64::from(params.audio_kbps))
-                    * 125
-                    * u64::from(params.seconds)
-            }
-            Workload::Dash { .. } | Workload::Rpc { .. } | Workload::Messages { .. } => 0,
-        }
+        self.kind().total_bytes()
     }
 
-    /// The message size of the messages workload (0 for the others).
-    pub fn message_size(&self) -> u32 {
-        match self {
-            Workload::Messages { params } => params.size,
-            _ => 0,
-        }
-    }
-
-    /// A video workload (its client reports playback).
-    pub fn is_video(&self) -> bool {
-        matches!(self, Workload::Live { .. } | Workload::Dash { .. })
-    }
-
-    /// Checks the numbers: at least one file, at most [`MAX_FILES`], and a
-    /// size that fits a QUIC stream.
+    /// Checks the numbers ([`WorkloadKind::validate`]).
     pub fn validate(&self) -> Result<(), String> {
-        match *self {
-            Workload::Files { files, size } => {
-                if files == 0 {
-                    return Err("the workload needs at least one file".into());
-                }
-                if files > MAX_FILES {
-                    return Err(format!(
-                        "{files} files is more than the {MAX_FILES} a workload may hold"
-                    ));
-                }
-                // RFC 9000 §19.8: stream offsets stay below 2^62.
-                if size >= 1 << 62 {
-                    return Err(format!(
-                        "file size {size} bytes exceeds a QUIC stream's 2^62 bytes"
-                    ));
-                }
-                Ok(())
-            }
-            Workload::Live {
-                params,
-                startup_delay_ms,
-            } => {
-                params.validate()?;
-                if startup_delay_ms > 60_000 {
-                    return Err(format!(
-                        "start-up delay {startup_delay_ms} ms is more than a minute"
-                    ));
-                }
-                Ok(())
-            }
-            Workload::Dash { seconds } => {
-                if !(1..=crate::video::dash::MAX_SECONDS).contains(&seconds) {
-                    return Err(format!(
-                        "video duration {seconds} s is outside 1..={}",
-                        crate::video::dash::MAX_SECONDS
-                    ));
-                }
-                Ok(())
-            }
-            Workload::Rpc { rpcs, rate } => {
-                if rpcs == 0 || rpcs > MAX_FILES {
-                    return Err(format!("the rpc workload needs 1..={MAX_FILES} calls"));
-                }
-                if rate == 0 || rate > MAX_RATE {
-                    return Err(format!(
-                        "rpc_rate must be in 1..={MAX_RATE} calls per second"
-                    ));
-                }
-                Ok(())
-            }
-            Workload::Messages { params } => params.validate(),
-        }
+        self.kind().validate()
     }
 
     /// The server application of a simulated run; `content_seed` seeds the
     /// generated content.
     pub fn server_app(&self, content_seed: u64) -> Box<dyn App> {
-        match *self {
-            Workload::Files { files, size } => {
-                let content = GeneratedFiles {
-                    seed: content_seed,
-                    files,
-                    size,
-                };
-                Box::new(HttpServer::new(Box::new(content), ServerOptions::default()))
-            }
-            Workload::Live { .. } | Workload::Dash { .. } => Box::new(HttpServer::new(
-                Box::new(crate::video::video_content(content_seed)),
-                ServerOptions::default(),
-            )),
-            Workload::Rpc { .. } => Box::new(HttpServer::new(
-                Box::new(crate::rpc::rpc_content(content_seed)),
-                ServerOptions::default(),
-            )),
-            Workload::Messages { params } => Box::new(MessageSender::new(params, content_seed)),
-        }
+        self.kind().server_app(content_seed)
     }
 
     /// The client application of a simulated run, speaking `protocol`.
@@ -279,101 +262,32 @@ impl Workload {
         content_seed: u64,
         protocol: Protocol,
     ) -> Result<Box<dyn App>, String> {
-        match *self {
-            Workload::Files { files, size } => {
-                let client = FilesClient::new(
-                    protocol,
-                    Some("localhost".into()),
-                    Paths::Indexed(files),
-                    Box::new(VerifySink::new(content_seed, size)),
-                );
-                Ok(Box::new(client))
-            }
-            Workload::Live {
-                params,
-                startup_delay_ms,
-            } => {
-                let player = LivePlayer::new(
-                    params.path(),
-                    Duration::from_millis(u64::from(startup_delay_ms)),
-                );
-                Ok(Box::new(FilesClient::with_fetcher(
-                    protocol,
-                    Some("localhost".into()),
-                    Box::new(player),
-                )))
-            }
-            Workload::Dash { seconds } => Ok(Box::new(FilesClient::with_fetcher(
-                protocol,
-                Some("localhost".into()),
-                Box::new(DashPlayer::new(DashPlayer::path(seconds))),
-            ))),
-            Workload::Rpc { rpcs, rate } => Ok(Box::new(RpcClient::new(
-                protocol,
-                Some("localhost".into()),
-                content_seed,
-                rpcs,
-                rate,
-            ))),
-            Workload::Messages { params } => Ok(Box::new(MessageReceiver::new(params))),
-        }
+        self.kind().client_app(content_seed, protocol)
     }
 
     /// What the client application of `host` (built by
     /// [`Workload::client_app`]) has done.
     pub fn client_report(&self, host: &Host) -> Option<ClientReport> {
-        if let Workload::Messages { .. } = self {
-            return host.app::<MessageReceiver>().map(|c| {
-                let r = c.report();
-                ClientReport {
-                    items: match (r.connected_at, r.done_at) {
-                        (Some(requested), Some(completed)) => vec![FileTimes {
-                            requested,
-                            completed,
-                        }],
-                        _ => Vec::new(),
-                    },
-                    bytes_received: r.delivered * u64::from(self.message_size()),
-                    done_at: r.done_at,
-                    error: r.error.clone().map(ClientError::Connection),
-                    playback: None,
-                    messages: Some(r.clone()),
-                }
-            });
-        }
-        if let Workload::Rpc { .. } = self {
-            return host.app::<RpcClient>().map(|c| {
-                let r = c.report();
-                ClientReport {
-                    items: r.calls.clone(),
-                    bytes_received: r.bytes_received,
-                    done_at: r.done_at,
-                    error: r.error.clone(),
-                    playback: None,
-                    messages: None,
-                }
-            });
-        }
-        let c = host.app::<FilesClient>()?;
-        let r = c.report();
-        let playback = match self {
-            Workload::Files { .. } | Workload::Rpc { .. } | Workload::Messages { .. } => None,
-            Workload::Live { .. } => c
-                .fetcher::<LivePlayer>()
-                .map(|p| Playback::Live(p.report(None))),
-            Workload::Dash { .. } => c
-                .fetcher::<DashPlayer>()
-                .map(|p| Playback::Dash(p.report(None))),
-        };
-        Some(ClientReport {
-            items: r.files.clone(),
-            bytes_received: r.bytes_received,
-            done_at: r.done_at,
-            error: r.error.clone(),
-            playback,
-            messages: None,
-        })
+        self.kind().client_report(host)
     }
+}
+
+/// The report of a [`FilesClient`] on `host` (files, live, dash), with
+/// the `playback` its fetcher measured.
+fn files_client_report(
+    host: &Host,
+    playback: impl FnOnce(&FilesClient) -> Option<Playback>,
+) -> Option<ClientReport> {
+    let c = host.app::<FilesClient>()?;
+    let r = c.report();
+    Some(ClientReport {
+        items: r.files.clone(),
+        bytes_received: r.bytes_received,
+        done_at: r.done_at,
+        error: r.error.clone(),
+        playback: playback(c),
+        messages: None,
+    })
 }
 
 /// What a video player measured.
@@ -467,175 +381,68 @@ pub struct WorkloadOptions {
     pub drain: Option<u32>,
 }
 
+impl WorkloadOptions {
+    /// The keys given, in the order an unused one is reported (the
+    /// messages workload's, then files', live's, dash's and rpc's: the
+    /// order of the checks before the table). Lists every field but
+    /// `kind`; a test checks it against the fields and [`WORKLOADS`].
+    pub fn given(&self) -> impl Iterator<Item = &'static str> {
+        [
+            ("messages", self.messages.is_some()),
+            ("message_size", self.message_size.is_some()),
+            ("message_rate", self.message_rate.is_some()),
+            ("drain", self.drain.is_some()),
+            ("files", self.files.is_some()),
+            ("size", self.size.is_some()),
+            ("bitrate", self.bitrate.is_some()),
+            ("fps", self.fps.is_some()),
+            ("duration", self.duration.is_some()),
+            ("gop", self.gop.is_some()),
+            ("iratio", self.iratio.is_some()),
+            ("audio", self.audio.is_some()),
+            ("startup_delay", self.startup_delay.is_some()),
+            ("video_duration", self.video_duration.is_some()),
+            ("rpcs", self.rpcs.is_some()),
+            ("rpc_rate", self.rpc_rate.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(key, given)| given.then_some(key))
+    }
+}
+
 impl TryFrom<WorkloadOptions> for Workload {
     type Error = String;
 
+    /// The row of `kind`, no key it does not own, its parser, then
+    /// [`Workload::validate`].
     fn try_from(o: WorkloadOptions) -> Result<Self, Self::Error> {
-        let kind = o.kind.as_deref().unwrap_or("files");
-        let unused = |keys: &[(&str, bool)]| -> Result<(), String> {
-            match keys.iter().find(|(_, set)| *set) {
-                Some((k, _)) => Err(format!("the {kind} workload has no key `{k}`")),
-                None => Ok(()),
-            }
-        };
-        let live_keys = [
-            ("bitrate", o.bitrate.is_some()),
-            ("fps", o.fps.is_some()),
-            ("duration", o.duration.is_some()),
-            ("gop", o.gop.is_some()),
-            ("iratio", o.iratio.is_some()),
-            ("audio", o.audio.is_some()),
-            ("startup_delay", o.startup_delay.is_some()),
-        ];
-        let file_keys = [("files", o.files.is_some()), ("size", o.size.is_some())];
-        let dash_keys = [("video_duration", o.video_duration.is_some())];
-        let rpc_keys = [
-            ("rpcs", o.rpcs.is_some()),
-            ("rpc_rate", o.rpc_rate.is_some()),
-        ];
-        let message_keys = [
-            ("messages", o.messages.is_some()),
-            ("message_size", o.message_size.is_some()),
-            ("message_rate", o.message_rate.is_some()),
-            ("drain", o.drain.is_some()),
-        ];
-        match kind {
-            "files" => {
-                unused(&message_keys)?;
-                unused(&live_keys)?;
-                unused(&dash_keys)?;
-                unused(&rpc_keys)?;
-                let size = o
-                    .size
-                    .ok_or("the files workload needs `size` (bytes, or with a unit: \"10MB\")")?;
-                let w = Workload::files(o.files.unwrap_or(1), size);
-                w.validate()?;
-                Ok(w)
-            }
-            "live" => {
-                unused(&message_keys)?;
-                unused(&file_keys)?;
-                unused(&dash_keys)?;
-                unused(&rpc_keys)?;
-                let kbps = o
-                    .bitrate
-                    .ok_or("the live workload needs `bitrate` (kbit/s)")?;
-                let seconds = o.duration.ok_or("the live workload needs `duration` (s)")?;
-                let mut params = LiveParams::new(kbps, seconds);
-                params.fps = o.fps.unwrap_or(params.fps);
-                params.gop = o.gop.unwrap_or(params.gop);
-                params.iratio = o.iratio.unwrap_or(params.iratio);
-                params.audio_kbps = o.audio.unwrap_or(params.audio_kbps);
-                let w = Workload::Live {
-                    params,
-                    startup_delay_ms: o
-                        .startup_delay
-                        .unwrap_or(LivePlayer::DEFAULT_STARTUP.as_millis() as u32),
-                };
-                w.validate()?;
-                Ok(w)
-            }
-            "dash" => {
-                unused(&message_keys)?;
-                unused(&file_keys)?;
-                unused(&live_keys)?;
-                unused(&rpc_keys)?;
-                let w = Workload::Dash {
-                    seconds: o
-                        .video_duration
-                        .unwrap_or(crate::video::dash::DEFAULT_SECONDS),
-                };
-                w.validate()?;
-                Ok(w)
-            }
-            "rpc" => {
-                unused(&message_keys)?;
-                unused(&file_keys)?;
-                unused(&live_keys)?;
-                unused(&dash_keys)?;
-                let w = Workload::Rpc {
-                    rpcs: o
-                        .rpcs
-                        .ok_or("the rpc workload needs `rpcs` (number of calls)")?,
-                    rate: o.rpc_rate.unwrap_or(DEFAULT_RPC_RATE),
-                };
-                w.validate()?;
-                Ok(w)
-            }
-            "messages" => {
-                unused(&file_keys)?;
-                unused(&live_keys)?;
-                unused(&dash_keys)?;
-                unused(&rpc_keys)?;
-                let w = Workload::Messages {
-                    params: MessageParams {
-                        messages: o
-                            .messages
-                            .ok_or("the messages workload needs `messages` (how many)")?,
-                        size: o.message_size.unwrap_or(DEFAULT_MESSAGE_SIZE),
-                        rate: o.message_rate.unwrap_or(DEFAULT_MESSAGE_RATE),
-                        drain_ms: o
-                            .drain
-                            .unwrap_or(crate::messages::DEFAULT_DRAIN.as_millis() as u32),
-                    },
-                };
-                w.validate()?;
-                Ok(w)
-            }
-            other => Err(format!(
-                "unknown workload '{other}' (known: {})",
+        let kind = o.kind.as_deref().unwrap_or(DEFAULT_KIND);
+        let Some(row) = WORKLOADS.iter().find(|row| row.name == kind) else {
+            return Err(format!(
+                "unknown workload '{kind}' (known: {})",
                 WORKLOADS
                     .iter()
-                    .map(|w| w.name)
+                    .map(|row| row.name)
                     .collect::<Vec<_>>()
                     .join(", ")
-            )),
+            ));
+        };
+        if let Some(key) = o.given().find(|key| !row.keys.contains(key)) {
+            return Err(format!("the {kind} workload has no key `{key}`"));
         }
+        let w = (row.parse)(&o)?;
+        w.validate()?;
+        Ok(w)
     }
 }
 
 impl From<Workload> for WorkloadOptions {
+    /// The kind's keys, and its name unless it is [`DEFAULT_KIND`].
     fn from(w: Workload) -> Self {
-        match w {
-            Workload::Files { files, size } => WorkloadOptions {
-                kind: None,
-                files: Some(files),
-                size: Some(size),
-                ..WorkloadOptions::default()
-            },
-            Workload::Live {
-                params,
-                startup_delay_ms,
-            } => WorkloadOptions {
-                kind: Some("live".into()),
-                bitrate: Some(params.kbps),
-                fps: Some(params.fps),
-                duration: Some(params.seconds),
-                gop: Some(params.gop),
-                iratio: Some(params.iratio),
-                audio: Some(params.audio_kbps),
-                startup_delay: Some(startup_delay_ms),
-                ..WorkloadOptions::default()
-            },
-            Workload::Dash { seconds } => WorkloadOptions {
-                kind: Some("dash".into()),
-                video_duration: Some(seconds),
-                ..WorkloadOptions::default()
-            },
-            Workload::Rpc { rpcs, rate } => WorkloadOptions {
-                kind: Some("rpc".into()),
-                rpcs: Some(rpcs),
-                rpc_rate: Some(rate),
-                ..WorkloadOptions::default()
-            },
-            Workload::Messages { params } => WorkloadOptions {
-                kind: Some("messages".into()),
-                messages: Some(params.messages),
-                message_size: Some(params.size),
-                message_rate: Some(params.rate),
-                drain: Some(params.drain_ms),
-                ..WorkloadOptions::default()
-            },
+        let name = w.name();
+        WorkloadOptions {
+            kind: (name != DEFAULT_KIND).then(|| name.to_string()),
+            ..w.kind().options()
         }
     }
 }
@@ -643,6 +450,7 @@ impl From<Workload> for WorkloadOptions {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::video::live::LiveParams;
 
     #[derive(Debug, Deserialize)]
     struct Holder {
@@ -693,20 +501,18 @@ mod tests {
         params.audio_kbps = 64;
         for w in [
             Workload::files(7, 1234),
-            Workload::Live {
+            Workload::Live(LiveWorkload {
                 params,
                 startup_delay_ms: 500,
-            },
-            Workload::Dash { seconds: 60 },
-            Workload::Rpc { rpcs: 9, rate: 40 },
-            Workload::Messages {
-                params: MessageParams {
-                    messages: 500,
-                    size: 64,
-                    rate: 1000,
-                    drain_ms: 200,
-                },
-            },
+            }),
+            Workload::Dash(DashWorkload { seconds: 60 }),
+            Workload::Rpc(RpcWorkload { rpcs: 9, rate: 40 }),
+            Workload::Messages(MessageParams {
+                messages: 500,
+                size: 64,
+                rate: 1000,
+                drain_ms: 200,
+            }),
         ] {
             let json = serde_json::to_string(&w).expect("serialises");
             assert_eq!(
@@ -721,10 +527,10 @@ mod tests {
     fn rpc_keys_parse_with_defaults_and_refuse_strangers() {
         assert_eq!(
             parse(r#"{"workload": {"kind": "rpc", "rpcs": 50}}"#),
-            Ok(Workload::Rpc {
+            Ok(Workload::Rpc(RpcWorkload {
                 rpcs: 50,
                 rate: DEFAULT_RPC_RATE
-            })
+            }))
         );
         for bad in [
             r#"{"workload": {"kind": "rpc"}}"#,
@@ -742,14 +548,12 @@ mod tests {
     fn message_keys_parse_with_defaults_and_refuse_strangers() {
         assert_eq!(
             parse(r#"{"workload": {"kind": "messages", "messages": 50}}"#),
-            Ok(Workload::Messages {
-                params: MessageParams {
-                    messages: 50,
-                    size: DEFAULT_MESSAGE_SIZE,
-                    rate: DEFAULT_MESSAGE_RATE,
-                    drain_ms: 3000
-                }
-            })
+            Ok(Workload::Messages(MessageParams {
+                messages: 50,
+                size: DEFAULT_MESSAGE_SIZE,
+                rate: DEFAULT_MESSAGE_RATE,
+                drain_ms: 3000
+            }))
         );
         for bad in [
             r#"{"workload": {"kind": "messages"}}"#,
@@ -766,16 +570,16 @@ mod tests {
     fn video_keys_parse_with_defaults_and_refuse_strangers() {
         assert_eq!(
             parse(r#"{"workload": {"kind": "live", "bitrate": 8000, "duration": 60}}"#),
-            Ok(Workload::Live {
+            Ok(Workload::Live(LiveWorkload {
                 params: LiveParams::new(8000, 60),
                 startup_delay_ms: 1000
-            })
+            }))
         );
         assert_eq!(
             parse(r#"{"workload": {"kind": "dash"}}"#),
-            Ok(Workload::Dash { seconds: 600 })
+            Ok(Workload::Dash(DashWorkload { seconds: 600 }))
         );
-        assert_eq!(Workload::Dash { seconds: 600 }.items(), 301);
+        assert_eq!(Workload::Dash(DashWorkload { seconds: 600 }).items(), 301);
         for bad in [
             r#"{"workload": {"kind": "live", "duration": 60}}"#,
             r#"{"workload": {"kind": "live", "bitrate": 8000}}"#,
@@ -786,6 +590,154 @@ mod tests {
             r#"{"workload": {"size": 5, "gop": 3}}"#,
         ] {
             assert!(parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    /// One workload of each kind, for the checks on the table.
+    fn one_of_each() -> Vec<Workload> {
+        vec![
+            Workload::files(2, 10),
+            Workload::Live(LiveWorkload {
+                params: LiveParams::new(1000, 5),
+                startup_delay_ms: 100,
+            }),
+            Workload::Dash(DashWorkload { seconds: 4 }),
+            Workload::Rpc(RpcWorkload { rpcs: 3, rate: 10 }),
+            Workload::Messages(MessageParams {
+                messages: 10,
+                size: 64,
+                rate: 100,
+                drain_ms: 10,
+            }),
+        ]
+    }
+
+    #[test]
+    fn the_table_has_one_row_per_variant_and_owns_every_key_once() {
+        let names: Vec<&str> = WORKLOADS.iter().map(|row| row.name).collect();
+        let variants: Vec<&str> = one_of_each().iter().map(Workload::name).collect();
+        assert_eq!(names, variants);
+        assert_eq!(WORKLOADS[0].name, DEFAULT_KIND);
+        let mut keys: Vec<&str> = workload_keys().collect();
+        keys.sort_unstable();
+        let owned = keys.len();
+        keys.dedup();
+        assert_eq!(keys.len(), owned, "a key owned by two rows");
+        // Every field of the options but `kind`, as serde names them, is
+        // listed by `given` and owned by a row.
+        let all = WorkloadOptions {
+            kind: Some("files".into()),
+            files: Some(1),
+            size: Some(1),
+            bitrate: Some(1),
+            fps: Some(1),
+            duration: Some(1),
+            gop: Some(1),
+            iratio: Some(1),
+            audio: Some(1),
+            startup_delay: Some(1),
+            video_duration: Some(1),
+            rpcs: Some(1),
+            rpc_rate: Some(1),
+            messages: Some(1),
+            message_size: Some(1),
+            message_rate: Some(1),
+            drain: Some(1),
+        };
+        let json = serde_json::to_value(&all).expect("options serialise");
+        let mut fields: Vec<String> = json
+            .as_object()
+            .map(|m| m.keys().filter(|k| *k != "kind").cloned().collect())
+            .unwrap_or_default();
+        fields.sort_unstable();
+        assert_eq!(fields, keys);
+        let mut given: Vec<&str> = all.given().collect();
+        given.sort_unstable();
+        assert_eq!(given, keys);
+        for w in one_of_each() {
+            let row = WORKLOADS.iter().find(|row| row.name == w.name());
+            let own: Vec<&str> = WorkloadOptions::from(w).given().collect();
+            assert_eq!(row.map(|row| row.keys.to_vec()), Some(own), "{w:?}");
+        }
+    }
+
+    #[test]
+    fn an_unused_key_is_reported_in_the_order_of_before_the_table() {
+        // Messages' keys first, then files', live's, dash's, rpc's.
+        for (json, key) in [
+            (
+                r#"{"kind": "rpc", "rpcs": 5, "size": 3, "drain": 2}"#,
+                "drain",
+            ),
+            (r#"{"kind": "rpc", "rpcs": 5, "fps": 3, "size": 2}"#, "size"),
+            (
+                r#"{"size": 5, "rpc_rate": 3, "video_duration": 2}"#,
+                "video_duration",
+            ),
+            (
+                r#"{"kind": "messages", "messages": 5, "rpcs": 3, "gop": 2}"#,
+                "gop",
+            ),
+            (r#"{"kind": "dash", "rpcs": 3, "audio": 2}"#, "audio"),
+        ] {
+            let err = parse(&format!(r#"{{"workload": {json}}}"#)).unwrap_err();
+            assert!(
+                err.contains(&format!("workload has no key `{key}`")),
+                "{json}: {err}"
+            );
+        }
+    }
+
+    /// The keys written back and the errors, pinned as they were before
+    /// the table (scenario files and `artq sim --json` depend on them).
+    #[test]
+    fn keys_written_back_and_errors_are_those_of_before_the_table() {
+        let written: Vec<String> = one_of_each()
+            .iter()
+            .map(|w| serde_json::to_string(w).unwrap_or_default())
+            .collect();
+        assert_eq!(
+            written,
+            [
+                r#"{"files":2,"size":10}"#,
+                r#"{"kind":"live","bitrate":1000,"fps":30,"duration":5,"gop":60,"iratio":5,"audio":0,"startup_delay":100}"#,
+                r#"{"kind":"dash","video_duration":4}"#,
+                r#"{"kind":"rpc","rpcs":3,"rpc_rate":10}"#,
+                r#"{"kind":"messages","messages":10,"message_size":64,"message_rate":100,"drain":10}"#,
+            ]
+        );
+        for (json, error) in [
+            (
+                r#"{"kind": "teleport"}"#,
+                "unknown workload 'teleport' (known: files, live, dash, rpc, messages)",
+            ),
+            (
+                r#"{"files": 2}"#,
+                "the files workload needs `size` (bytes, or with a unit: \"10MB\")",
+            ),
+            (
+                r#"{"kind": "live", "size": 2}"#,
+                "the live workload has no key `size`",
+            ),
+            (
+                r#"{"kind": "live", "duration": 2}"#,
+                "the live workload needs `bitrate` (kbit/s)",
+            ),
+            (
+                r#"{"kind": "rpc"}"#,
+                "the rpc workload needs `rpcs` (number of calls)",
+            ),
+            (
+                r#"{"kind": "messages"}"#,
+                "the messages workload needs `messages` (how many)",
+            ),
+            (
+                r#"{"kind": "dash", "video_duration": 0}"#,
+                "video duration 0 s is outside 1..=86400",
+            ),
+        ] {
+            let err = parse(&format!(r#"{{"workload": {json}}}"#)).unwrap_err();
+            assert!(err.starts_with(error), "{json}: {err}");
         }
     }
 }

@@ -382,14 +382,14 @@ fn an_application_unknown_to_the_drivers_runs_through_both() {
 #[test]
 fn video_workloads_play_through_both_drivers() {
     use apps::video::live::LiveParams;
-    use apps::workload::Playback;
+    use apps::workload::{DashWorkload, LiveWorkload, Playback};
     let protocol = Protocol::HqInterop;
     for workload in [
-        Workload::Live {
+        Workload::Live(LiveWorkload {
             params: LiveParams::new(1000, 2),
             startup_delay_ms: 1000,
-        },
-        Workload::Dash { seconds: 10 },
+        }),
+        Workload::Dash(DashWorkload { seconds: 10 }),
     ] {
         let (sim, client) = run_in_sim(
             workload.server_app(CONTENT_SEED),

@@ -65,7 +65,7 @@ impl MessageArgs {
         };
         self.options(true, &mut options);
         match Workload::try_from(options) {
-            Ok(Workload::Messages { params }) => Ok(Some(params)),
+            Ok(Workload::Messages(params)) => Ok(Some(params)),
             Ok(other) => bail!("--messages built a {} workload", other.name()),
             Err(e) => bail!("--messages: {e}"),
         }

@@ -81,6 +81,9 @@ pub struct SimArgs {
     mut_arg("bw", |a| a.default_value(DEFAULT_BW)),
     mut_arg("rtt", |a| a.default_value(DEFAULT_RTT)),
     mut_arg("loss", |a| a.default_value(DEFAULT_LOSS)),
+    // The workload's keys are flags of the same name: `--scenario`
+    // conflicts with each, as the workload table lists them.
+    mut_arg("scenario", |a| a.conflicts_with_all(apps::workload::workload_keys())),
 )]
 pub struct ScenarioArgs {
     #[command(flatten)]
@@ -173,17 +176,16 @@ pub struct ScenarioArgs {
     time_limit: Option<f64>,
     /// Run the scenario in this TOML file (see docs/sim.md) instead of the
     /// link, workload and scheme flags.
+    // Its conflicts with the workload's flags are added from the workload
+    // table (`mut_arg("scenario", ..)` above).
     #[arg(
         long,
         value_name = "FILE",
         conflicts_with_all = [
             "bw", "up_bw", "down_bw", "trace", "up_trace", "down_trace", "rtt", "loss", "up_loss",
             "down_loss", "loss_model", "burst", "loss_std", "loss_interval", "loss_pattern", "queue",
-            "queue_bytes", "ecn_mark", "size", "files", "rpcs", "rpc_rate", "recv_window", "cc", "ecn",
-            "ack_threshold", "max_ack_delay",
-            "time_limit", "workload", "alpn", "burst_reset", "bitrate", "fps", "duration", "gop",
-            "iratio", "audio", "startup_delay", "video_duration", "messages", "message_size",
-            "message_rate", "drain",
+            "queue_bytes", "ecn_mark", "recv_window", "cc", "ecn", "ack_threshold", "max_ack_delay",
+            "time_limit", "workload", "alpn", "burst_reset",
         ]
     )]
     scenario: Option<PathBuf>,
@@ -198,7 +200,7 @@ fn workload_kind(s: &str) -> Result<String, String> {
         .ok_or_else(|| {
             let known: Vec<String> = apps::workload::WORKLOADS
                 .iter()
-                .map(|w| format!("{} ({})", w.name, w.about))
+                .map(|w| format!("{} ({})", w.name, w.help))
                 .collect();
             format!("unknown workload '{s}'; known: {}", known.join("; "))
         })
@@ -619,6 +621,23 @@ mod tests {
         let a = parse(&["--scenario", "s.toml", "--seed", "9", "--json"])
             .expect("seed and output flags combine");
         assert_eq!(a.run.seed, Some(9));
+    }
+
+    /// `--scenario`'s conflicts with the workload's flags are read from
+    /// the workload table: every key of every row is a flag, refused with
+    /// a scenario file.
+    #[test]
+    fn scenario_file_excludes_every_workload_key_of_the_table() {
+        for key in apps::workload::workload_keys() {
+            let flag = format!("--{}", key.replace('_', "-"));
+            assert!(parse(&[&flag, "1"]).is_ok(), "{flag} is a flag");
+            let err = parse(&["--scenario", "s.toml", &flag, "1"]).expect_err(&flag);
+            assert_eq!(
+                err.kind(),
+                clap::error::ErrorKind::ArgumentConflict,
+                "{flag}"
+            );
+        }
     }
 
     #[test]

@@ -547,11 +547,7 @@ fn measure_flow_anyway(
         files: workload.items(),
         // Workloads whose size only the run knows (a video's adaptation,
         // rpc's drawn sizes) count what arrived.
-        bytes: match workload.total_bytes() {
-            _ if workload.is_video() => report.bytes_received,
-            0 => report.bytes_received,
-            b => b,
-        },
+        bytes: workload.kind().delivered_bytes(report.bytes_received),
         started: Instant::ZERO,
         finished: done_at,
         per_file: report
@@ -560,21 +556,20 @@ fn measure_flow_anyway(
             .map(|f| f.completed.saturating_duration_since(f.requested))
             .collect(),
         cpu: server.cpu_time(),
-        rpc: matches!(workload, apps::workload::Workload::Rpc { .. }),
+        rpc: workload.kind().items_are_calls(),
     };
     let utility = recovery::rcp::parse(&flow.scheme)
         .and_then(Result::ok)
         .map(|c| c.utility);
     // The message sender's schedule: when the run of messages ends, and
     // its last quarter.
-    let schedule = match workload {
-        apps::workload::Workload::Messages { params } => server
+    let schedule = workload.kind().message_params().and_then(|params| {
+        server
             .host()
             .app::<apps::messages::MessageSender>()
             .and_then(apps::messages::MessageSender::started_at)
-            .map(|start| (start, params)),
-        _ => None,
-    };
+            .map(|start| (start, params))
+    });
     let metrics = RunMetrics::compute(facts, &stats, &items)
         .with_playback(report.playback.as_ref(), &items)
         .with_ecn(ecn, &stats)

@@ -185,7 +185,7 @@ impl SteeredRun {
             }
         }
         if matches!(kind, SteerKind::AutorecLevel { .. })
-            && !matches!(scenario.workload, Workload::Live { .. })
+            && !matches!(scenario.workload, Workload::Live(_))
         {
             // AutoRec's decision is about live streams (its off-mode
             // reinjection needs a sender that runs out of data).

@@ -8,14 +8,12 @@ use netem::LinkSpec;
 use transport::congestion::CongestionAlgorithm;
 
 fn messages(n: u64) -> Workload {
-    Workload::Messages {
-        params: MessageParams {
-            messages: n,
-            size: 100,
-            rate: 1000,
-            drain_ms: 1000,
-        },
-    }
+    Workload::Messages(MessageParams {
+        messages: n,
+        size: 100,
+        rate: 1000,
+        drain_ms: 1000,
+    })
 }
 
 /// `n` messages over 10 Mbit/s, 100 ms RTT, 10% loss one way.

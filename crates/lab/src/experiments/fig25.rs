@@ -21,7 +21,7 @@ use super::common::{
 };
 use super::scenarios::trace;
 use crate::scenario::Scenario;
-use apps::workload::Workload;
+use apps::workload::{DashWorkload, Workload};
 use netem::LinkSpec;
 
 /// The schemes compared.
@@ -101,7 +101,7 @@ fn scenario(scheme: &str, seconds: u32) -> Scenario {
         scheme: scheme.to_string(),
         // A 600 s video stalling for minutes still ends well within this.
         time_limit: 20.0 * f64::from(seconds) + 600.0,
-        workload: Workload::Dash { seconds },
+        workload: Workload::Dash(DashWorkload { seconds }),
         link,
         ..Scenario::default()
     }
@@ -251,7 +251,7 @@ mod tests {
         assert!(e
             .cases
             .iter()
-            .all(|c| c.scenario.workload == Workload::Dash { seconds: 20 }));
+            .all(|c| c.scenario.workload == Workload::Dash(DashWorkload { seconds: 20 })));
         assert_eq!(
             crate::experiments::experiment("art-fig25", Scale::Full).map(|e| e.seeds.len()),
             Some(30)

@@ -833,7 +833,7 @@ mod tests {
         assert_eq!(up, netem::LinkConfig::ideal());
         assert!(matches!(down.capacity, netem::Capacity::Slotted(_)));
         // No drain: the sender closes when the last slot ends.
-        let Workload::Messages { params } = s.workload else {
+        let Workload::Messages(params) = s.workload else {
             panic!("messages")
         };
         assert_eq!(params.drain_ms, 1);
@@ -852,7 +852,7 @@ mod tests {
         assert_eq!(s.link.slot_rate, None);
         // 3 packets of 160 bytes per 1 ms slot.
         assert!((s.link.bw.unwrap_or(0.0) - 3.84).abs() < 1e-9);
-        let Workload::Messages { params } = s.workload else {
+        let Workload::Messages(params) = s.workload else {
             panic!("messages")
         };
         assert_eq!(params.drain_ms, 3000);

@@ -182,7 +182,7 @@ pub fn exp4_run(case: &Case, seed: u64) -> Result<BTreeMap<String, f64>, String>
     let slot_of = |since_start: Duration| since_start.as_nanos() / slot_ns;
     let change_slot = u64::try_from(slot_of(change_ms)).unwrap_or(0);
     // One message per slot: the last message's slot ends the run.
-    let apps::workload::Workload::Messages { params } = &case.scenario.workload else {
+    let apps::workload::Workload::Messages(params) = &case.scenario.workload else {
         return Err("rcp-exp4 runs the message workload".into());
     };
     let end_slot = params.messages;

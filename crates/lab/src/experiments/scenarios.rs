@@ -11,7 +11,7 @@
 
 use apps::messages::MessageParams;
 use apps::video::live::LiveParams;
-use apps::workload::Workload;
+use apps::workload::{LiveWorkload, RpcWorkload, Workload};
 use netem::LinkSpec;
 use transport::congestion::CongestionAlgorithm;
 
@@ -94,10 +94,10 @@ pub(super) fn rpc_scenario(scheme: &str, loss: f64, rpcs: u64) -> Scenario {
         PATH_4G.0,
         PATH_4G.1,
         loss,
-        Workload::Rpc {
+        Workload::Rpc(RpcWorkload {
             rpcs,
             rate: RPC_RATE,
-        },
+        }),
     )
 }
 
@@ -138,10 +138,10 @@ pub(super) fn live_stream(scheme: &str, s: LiveSetting, seconds: u32) -> Scenari
         scheme: scheme.to_string(),
         cc: CongestionAlgorithm::Bbr,
         time_limit: 20.0 * f64::from(seconds) + 120.0,
-        workload: Workload::Live {
+        workload: Workload::Live(LiveWorkload {
             params: LiveParams::new(s.kbps, seconds),
             startup_delay_ms: 1000,
-        },
+        }),
         link: LinkSpec {
             bw: Some(s.bw),
             rtt: s.rtt,
@@ -253,14 +253,12 @@ impl Dumbbell {
         // With no drain the sender closes when the last slot ends (one
         // period after the last message's), like the authors' loop.
         let drain_slots = self.drain_slots.max(1) as f64;
-        Workload::Messages {
-            params: MessageParams {
-                messages: self.slots,
-                size: MESSAGE_BYTES,
-                rate: (1000.0 / SLOT_MS) as u64,
-                drain_ms: (drain_slots * SLOT_MS) as u32,
-            },
-        }
+        Workload::Messages(MessageParams {
+            messages: self.slots,
+            size: MESSAGE_BYTES,
+            rate: (1000.0 / SLOT_MS) as u64,
+            drain_ms: (drain_slots * SLOT_MS) as u32,
+        })
     }
 
     /// The bottleneck rate of `service` packets per slot, Mbit/s.
