@@ -640,6 +640,30 @@ mod tests {
         }
     }
 
+    /// Every workload flag reaches the workload's keys (`workload_of`
+    /// passes it on): given with a kind that does not own it, the flag is
+    /// refused by name. A flag `workload_of` forgot would be silently
+    /// ignored instead.
+    #[test]
+    fn every_workload_flag_reaches_the_workload() {
+        for row in apps::workload::WORKLOADS {
+            let other = apps::workload::WORKLOADS
+                .iter()
+                .find(|r| r.name != row.name)
+                .expect("more than one workload");
+            for key in row.keys {
+                let flag = format!("--{}", key.replace('_', "-"));
+                let a = parse(&["--workload", other.name, &flag, "1"]).expect(&flag);
+                let err = workload_of(&a.run).expect_err(&flag).to_string();
+                assert!(
+                    err.contains(&format!("no key `{key}`")),
+                    "{flag} with --workload {}: {err}",
+                    other.name
+                );
+            }
+        }
+    }
+
     #[test]
     fn bad_flags_are_refused() {
         assert!(parse(&["--files", "0"]).is_err());
