@@ -16,8 +16,8 @@ use std::time::{Duration, Instant as StdInstant};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use transport::policy::{
-    DataKind, Decision, ItemId, LostData, PacketFate, PacketTag, PathView, PolicyContext,
-    PolicyEvents, PolicyFactory, ReplicaRef, SentView,
+    Decision, ItemId, LostData, PacketFate, PacketTag, PathView, PolicyContext, PolicyEvents,
+    PolicyFactory, ReplicaRef, SentView,
 };
 use wire::time::{Duration as SimDuration, Instant};
 
@@ -101,16 +101,7 @@ pub fn feed(factory: &dyn PolicyFactory, packets: u64, loss: f64, seed: u64) -> 
         );
         let item = ItemId(i);
         for round in 1..=8u32 {
-            let lost = LostData {
-                item,
-                first_sent: now,
-                first_lost: now,
-                round,
-                retransmissions: 0,
-                bytes: 1200,
-                kind: DataKind::Stream,
-                position: None,
-            };
+            let lost = LostData::new(item, round, now, now, 1200);
             let n = match policy.on_data_lost(
                 &mut PolicyContext::new(now, &path, &mut rng, &mut events),
                 &lost,
