@@ -12,17 +12,29 @@
 //! recovery policy), the receiver node (QUIC client, byte checks) and the
 //! rest (event heap, links, metric bookkeeping).
 //!
+//! Two presets measure what issue 27 asks of the simulator:
+//! - `--preset saturated`: a saturated link (100 MB over 100 Mbit/s, 30 ms
+//!   RTT, BBR), without loss and with 1% loss both ways, `quic`: the
+//!   speed-up over real time and the data packets per wall-clock second;
+//! - `--preset flows`: N flows (1, 10, 100) sharing one 100 Mbit/s, 30 ms
+//!   bottleneck, BBR, no random loss, 100 MB in all (each flow 100 MB / N):
+//!   the wall time per simulated datagram, and its ratio to one flow's, which
+//!   stays flat when no per-event work grows with the number of flows.
+//!
 //! Run: `cargo run --release -p artq-bench --bin sim_speed -- [--size 100MB]
-//! [--loss 0.04] [--scheme quic --scheme art]`.
+//! [--loss 0.04] [--scheme quic --scheme art]`, or `-- --preset saturated`
+//! (`--preset flows`).
 
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
 use artq_bench::size;
 use clap::Parser;
+use lab::scenario::FlowSpec;
 use lab::scenario::ScenarioError;
 use lab::{RunOptions, RunResult, Scenario, Workload};
 use netem::LinkSpec;
+use transport::congestion::CongestionAlgorithm;
 
 /// Command-line options.
 #[derive(Parser, Debug)]
@@ -51,6 +63,127 @@ struct Args {
     /// Skip the second, instrumented run that splits the time into phases.
     #[arg(long)]
     no_phases: bool,
+    /// Run a preset instead of the link and scheme flags (module doc):
+    /// `saturated` (100 MB, 100 Mbit/s, 30 ms, BBR, 0% and 1% loss) or
+    /// `flows` (1, 10 and 100 flows on one such bottleneck).
+    #[arg(long, value_enum, conflicts_with_all = ["size", "bw", "rtt", "loss", "schemes"])]
+    preset: Option<Preset>,
+}
+
+/// The presets of issue 27 (module doc).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum Preset {
+    /// A saturated 100 Mbit/s link, without and with 1% loss.
+    Saturated,
+    /// 1, 10 and 100 flows sharing one 100 Mbit/s bottleneck.
+    Flows,
+}
+
+/// The presets' link rate, Mbit/s, and RTT, ms.
+const PRESET_BW: f64 = 100.0;
+const PRESET_RTT: f64 = 30.0;
+/// The presets' bytes in all.
+const PRESET_BYTES: u64 = 100_000_000;
+/// The saturated preset's random loss rates.
+const SATURATED_LOSS: [f64; 2] = [0.0, 0.01];
+/// The flows preset's flow counts.
+const FLOW_COUNTS: [usize; 3] = [1, 10, 100];
+
+/// A bulk scenario of the presets: `flows` flows of `quic` with BBR over
+/// one link of [`PRESET_BW`] and [`PRESET_RTT`] with random `loss`,
+/// [`PRESET_BYTES`] in all.
+fn preset_scenario(flows: usize, loss: f64, seed: u64) -> Scenario {
+    let per_flow = PRESET_BYTES / flows.max(1) as u64;
+    Scenario {
+        scheme: "quic".into(),
+        cc: CongestionAlgorithm::Bbr,
+        seed,
+        workload: Workload::bulk(per_flow),
+        link: LinkSpec {
+            bw: Some(PRESET_BW),
+            rtt: PRESET_RTT,
+            loss: Some(loss),
+            ..LinkSpec::default()
+        },
+        flows: (1..flows)
+            .map(|_| FlowSpec {
+                scheme: "quic".into(),
+                cc: CongestionAlgorithm::Bbr,
+                workload: Workload::bulk(per_flow),
+            })
+            .collect(),
+        ..Scenario::default()
+    }
+}
+
+/// `--preset saturated`: one line per loss rate.
+fn run_saturated(seed: u64) -> Result<()> {
+    println!(
+        "sim_speed --preset saturated: {} MB, {PRESET_BW} Mbit/s, {PRESET_RTT} ms RTT, BBR, quic, seed {seed}",
+        PRESET_BYTES / 1_000_000
+    );
+    println!(
+        "{:>6}{:>9}{:>12}{:>10}{:>14}{:>16}{:>10}",
+        "loss", "wall s", "simulated s", "speed-up", "data packets", "data packets/s", "goodput"
+    );
+    for loss in SATURATED_LOSS {
+        let t = timed_run(&preset_scenario(1, loss, seed), false)?;
+        let wall = t.wall.as_secs_f64();
+        let simulated = t.result.end.since_epoch().as_secs_f64();
+        let packets = t.result.metrics.data_packets;
+        println!(
+            "{:>5.0}%{wall:>9.3}{simulated:>12.3}{:>9.1}x{packets:>14}{:>16.0}{:>10.1}",
+            loss * 100.0,
+            ratio(simulated, wall),
+            ratio(packets as f64, wall),
+            t.result.metrics.goodput_mbps,
+        );
+    }
+    Ok(())
+}
+
+/// `--preset flows`: one line per flow count, with the cost per simulated
+/// datagram against one flow's.
+fn run_flows(seed: u64) -> Result<()> {
+    println!(
+        "sim_speed --preset flows: {} MB in all over one {PRESET_BW} Mbit/s, {PRESET_RTT} ms bottleneck, BBR, quic, no random loss, seed {seed}",
+        PRESET_BYTES / 1_000_000
+    );
+    println!(
+        "{:>6}{:>9}{:>12}{:>10}{:>12}{:>14}{:>14}{:>12}",
+        "flows",
+        "wall s",
+        "simulated s",
+        "speed-up",
+        "datagrams",
+        "datagrams/s",
+        "us/datagram",
+        "vs 1 flow"
+    );
+    let mut base: Option<f64> = None;
+    for flows in FLOW_COUNTS {
+        let t = timed_run(&preset_scenario(flows, 0.0, seed), false)?;
+        let wall = t.wall.as_secs_f64();
+        let simulated = t.result.end.since_epoch().as_secs_f64();
+        let datagrams = t.result.sim.transmitted;
+        let cost = ratio(wall * 1e6, datagrams as f64);
+        let against = ratio(cost, *base.get_or_insert(cost));
+        println!(
+            "{flows:>6}{wall:>9.3}{simulated:>12.3}{:>9.1}x{datagrams:>12}{:>14.0}{cost:>14.3}{against:>11.2}x",
+            ratio(simulated, wall),
+            ratio(datagrams as f64, wall),
+        );
+    }
+    Ok(())
+}
+
+/// `a / b`, infinite when `b` is 0 (a run too fast for the clock).
+fn ratio(a: f64, b: f64) -> f64 {
+    if b > 0.0 {
+        a / b
+    } else {
+        f64::INFINITY
+    }
 }
 
 fn parse_size_arg(s: &str) -> Result<u64, String> {
@@ -82,6 +215,11 @@ fn main() -> Result<()> {
     let args = Args::parse();
     if cfg!(debug_assertions) {
         eprintln!("sim_speed: warning: this is a debug build; measure with --release");
+    }
+    match args.preset {
+        Some(Preset::Saturated) => return run_saturated(args.seed),
+        Some(Preset::Flows) => return run_flows(args.seed),
+        None => {}
     }
     println!(
         "sim_speed: {} MB at {} Mbit/s, {} ms RTT, {}% loss both ways, seed {}",
