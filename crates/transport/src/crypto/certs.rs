@@ -439,6 +439,11 @@ mod tests {
             err.contains("artq-no-such-file.pem") && err.contains("cannot read"),
             "{err}"
         );
+        // The per-process directory of `temp_file`: one was left behind per
+        // test run before.
+        if let Some(dir) = both.parent() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
     }
 
     #[test]
