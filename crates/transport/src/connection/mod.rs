@@ -285,8 +285,8 @@ impl core::fmt::Debug for Connection {
     }
 }
 
-/// The connection IDs a connection starts with (RFC 9000 §7.2), and the
-/// version of its first Initial.
+/// The connection IDs a connection starts with (RFC 9000 §7.2), the
+/// version of its first Initial, and where address validation starts.
 struct HandshakeIds {
     local: ConnectionId,
     remote: ConnectionId,
@@ -299,6 +299,9 @@ struct HandshakeIds {
     version: Version,
     /// Draws the IDs (and reset tokens) issued later: the endpoint's.
     issuer: Arc<CidIssuer>,
+    /// The client's token for its Initials, or what the server's endpoint
+    /// decided (Retry, validated address, NEW_TOKEN token).
+    validation: AddressValidation,
 }
 
 /// What the endpoint decided about a client before creating the server's
@@ -366,10 +369,7 @@ impl Connection {
             spaces: Default::default(),
             remote,
             original_dcid: ids.original_dcid,
-            validation: match side {
-                Side::Client => AddressValidation::client(Vec::new()),
-                Side::Server => AddressValidation::server(false, None, None),
-            },
+            validation: ids.validation,
             cids: CidState::new(ids.local, local_reset_token, ids.remote),
             idle_timeout: nonzero(config.max_idle_timeout),
             max_datagram_size: config.max_datagram_size.max(1200),
@@ -453,6 +453,7 @@ impl Connection {
             initial_dcid: dcid,
             version,
             issuer: cid_issuer,
+            validation: AddressValidation::client(token),
         };
         let mut conn = Connection::new(
             now,
@@ -463,7 +464,6 @@ impl Connection {
             remote,
             rng.child_seed(),
         );
-        conn.validation = AddressValidation::client(token);
         conn.start_zero_rtt();
         conn.process_tls_output();
         Ok(conn)
@@ -516,6 +516,11 @@ impl Connection {
             initial_dcid: setup.initial_dcid,
             version: setup.version,
             issuer: cid_issuer,
+            validation: AddressValidation::server(
+                setup.address_validated,
+                setup.retry_scid,
+                setup.new_token,
+            ),
         };
         let mut conn = Connection::new(
             now,
@@ -533,8 +538,6 @@ impl Connection {
             // The ClientHello may ask for another version: TLS waits for it.
             conn.version.hold_server_setup(config.tls.clone(), params);
         }
-        conn.validation =
-            AddressValidation::server(setup.address_validated, setup.retry_scid, setup.new_token);
         Ok(conn)
     }
 
