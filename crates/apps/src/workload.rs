@@ -28,9 +28,10 @@
 use serde::{Deserialize, Serialize};
 
 use crate::app::{App, Host};
-use crate::files::{ClientError, FileTimes, FilesClient};
+use crate::files::{ClientError, Fetcher, FileTimes, FilesClient};
 use crate::messages::{MessageParams, MessageReport};
 use crate::protocol::Protocol;
+use crate::server::{HttpServer, ServerOptions};
 use crate::video::dash::DashReport;
 use crate::video::live::LiveReport;
 use wire::time::Instant;
@@ -270,6 +271,25 @@ impl Workload {
     pub fn client_report(&self, host: &Host) -> Option<ClientReport> {
         self.kind().client_report(host)
     }
+}
+
+/// The server of both video workloads (live, dash): the generated video
+/// content, served over HTTP.
+fn video_server(content_seed: u64) -> Box<dyn App> {
+    Box::new(HttpServer::new(
+        Box::new(crate::video::video_content(content_seed)),
+        ServerOptions::default(),
+    ))
+}
+
+/// The client of both video workloads: `player` fetching from the
+/// simulated server over `protocol`.
+fn player_client(protocol: Protocol, player: Box<dyn Fetcher>) -> Box<dyn App> {
+    Box::new(FilesClient::with_fetcher(
+        protocol,
+        Some("localhost".into()),
+        player,
+    ))
 }
 
 /// The report of a [`FilesClient`] on `host` (files, live, dash), with

@@ -3,9 +3,7 @@
 
 use super::{ClientReport, Playback, Workload, WorkloadKind, WorkloadOptions};
 use crate::app::{App, Host};
-use crate::files::FilesClient;
 use crate::protocol::Protocol;
-use crate::server::{HttpServer, ServerOptions};
 use crate::video::dash::{DashPlayer, DEFAULT_SECONDS, MAX_SECONDS, SEGMENT};
 
 /// The dash workload's video ([`Workload::Dash`]).
@@ -50,18 +48,12 @@ impl WorkloadKind for DashWorkload {
     }
 
     fn server_app(&self, content_seed: u64) -> Box<dyn App> {
-        Box::new(HttpServer::new(
-            Box::new(crate::video::video_content(content_seed)),
-            ServerOptions::default(),
-        ))
+        super::video_server(content_seed)
     }
 
     fn client_app(&self, _content_seed: u64, protocol: Protocol) -> Result<Box<dyn App>, String> {
-        Ok(Box::new(FilesClient::with_fetcher(
-            protocol,
-            Some("localhost".into()),
-            Box::new(DashPlayer::new(DashPlayer::path(self.seconds))),
-        )))
+        let player = DashPlayer::new(DashPlayer::path(self.seconds));
+        Ok(super::player_client(protocol, Box::new(player)))
     }
 
     fn client_report(&self, host: &Host) -> Option<ClientReport> {

@@ -4,9 +4,7 @@
 
 use super::{ClientReport, Playback, Workload, WorkloadKind, WorkloadOptions};
 use crate::app::{App, Host};
-use crate::files::FilesClient;
 use crate::protocol::Protocol;
-use crate::server::{HttpServer, ServerOptions};
 use crate::video::live::{LiveParams, LivePlayer};
 use wire::time::Duration;
 
@@ -75,10 +73,7 @@ impl WorkloadKind for LiveWorkload {
     }
 
     fn server_app(&self, content_seed: u64) -> Box<dyn App> {
-        Box::new(HttpServer::new(
-            Box::new(crate::video::video_content(content_seed)),
-            ServerOptions::default(),
-        ))
+        super::video_server(content_seed)
     }
 
     fn client_app(&self, _content_seed: u64, protocol: Protocol) -> Result<Box<dyn App>, String> {
@@ -86,11 +81,7 @@ impl WorkloadKind for LiveWorkload {
             self.params.path(),
             Duration::from_millis(u64::from(self.startup_delay_ms)),
         );
-        Ok(Box::new(FilesClient::with_fetcher(
-            protocol,
-            Some("localhost".into()),
-            Box::new(player),
-        )))
+        Ok(super::player_client(protocol, Box::new(player)))
     }
 
     fn client_report(&self, host: &Host) -> Option<ClientReport> {
