@@ -1,9 +1,10 @@
 //! The discrete-event simulator (DES).
 //!
 //! Single-threaded, no async runtime, no sleeping: virtual time jumps from
-//! event to event. Events sit in a binary heap keyed by `(time, seq)`, where
-//! `seq` is a counter incremented per scheduled event, so simultaneous events
-//! run in the order they were scheduled and a run is bit-for-bit repeatable.
+//! event to event. Each node and each link has at most one pending event,
+//! kept by the [`agenda`] in a heap keyed by `(time, seq)`, where `seq` is a
+//! counter incremented per scheduling, so simultaneous events run in the
+//! order they were scheduled and a run is bit-for-bit repeatable.
 //!
 //! The world is a set of [`Node`]s, each at one socket address, and a set of
 //! [`Link`]s. A route says which links a datagram from `src` to `dst` crosses,
@@ -18,15 +19,17 @@
 //! [`Simulator::take_node`]. A `Box<dyn Node>` is itself a `Node`, for callers
 //! that only have one.
 
+mod agenda;
+
 use std::any::Any;
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
 
 use serde::{Deserialize, Serialize};
 use wire::time::Instant;
 
 use crate::link::{Datagram, Link, LinkConfig, LinkStats};
+use agenda::{Agenda, Target};
 
 /// Units of work (events and deliveries) at one instant after which a run is
 /// declared stalled: a node asking for a timeout at `now` forever, or two
@@ -170,29 +173,11 @@ pub struct SimStats {
     pub undeliverable: u64,
 }
 
-/// What an event refers to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum Target {
-    Node(usize),
-    Link(usize),
-}
-
-/// A heap entry: `(time, seq)` orders it; stale entries (rescheduled since)
-/// are recognised by their `seq` and skipped.
-type Event = Reverse<(Instant, u64, Target)>;
-
 struct NodeSlot {
     addr: SocketAddr,
     node: Box<dyn AnyNode>,
-    /// `(time, seq)` of the live timeout event, if any.
-    scheduled: Option<(Instant, u64)>,
     /// Needs polling before the next event (new, or handed out mutably).
     dirty: bool,
-}
-
-struct LinkSlot {
-    link: Link,
-    scheduled: Option<(Instant, u64)>,
 }
 
 /// The discrete-event simulator; see the module doc.
@@ -202,11 +187,11 @@ struct LinkSlot {
 /// [`Simulator::node_mut`] in between are polled again at the current time).
 pub struct Simulator {
     now: Instant,
-    seq: u64,
-    heap: BinaryHeap<Event>,
+    /// The next timeout of each node and service of each link.
+    agenda: Agenda,
     nodes: Vec<Option<NodeSlot>>,
     by_addr: BTreeMap<SocketAddr, usize>,
-    links: Vec<LinkSlot>,
+    links: Vec<Link>,
     routes: BTreeMap<(SocketAddr, SocketAddr), Vec<usize>>,
     /// Datagrams at the end of their route, waiting to be handed to their
     /// node (a queue, not a recursive call, so zero-hop routes cannot
@@ -230,8 +215,7 @@ impl Simulator {
     pub fn new() -> Simulator {
         Simulator {
             now: Instant::ZERO,
-            seq: 0,
-            heap: BinaryHeap::new(),
+            agenda: Agenda::default(),
             nodes: Vec::new(),
             by_addr: BTreeMap::new(),
             links: Vec::new(),
@@ -256,7 +240,6 @@ impl Simulator {
         self.nodes.push(Some(NodeSlot {
             addr,
             node: Box::new(node),
-            scheduled: None,
             dirty: true,
         }));
         self.any_dirty = true;
@@ -267,10 +250,7 @@ impl Simulator {
     /// Adds a link; `seed` seeds its random stages (use
     /// [`derive_seed`](crate::seed::derive_seed)).
     pub fn add_link(&mut self, config: LinkConfig, seed: u64) -> LinkId {
-        self.links.push(LinkSlot {
-            link: Link::new(config, seed),
-            scheduled: None,
-        });
+        self.links.push(Link::new(config, seed));
         LinkId(self.links.len() - 1)
     }
 
@@ -298,7 +278,7 @@ impl Simulator {
 
     /// Counters of one link; `None` for an unknown id.
     pub fn link_stats(&self, id: LinkId) -> Option<LinkStats> {
-        self.links.get(id.0).map(|slot| slot.link.stats())
+        self.links.get(id.0).map(Link::stats)
     }
 
     /// Simulator-wide counters.
@@ -338,6 +318,7 @@ impl Simulator {
             return None;
         }
         let slot = entry.take()?;
+        self.agenda.remove(Target::Node(id.0));
         if self.by_addr.get(&slot.addr) == Some(&id.0) {
             self.by_addr.remove(&slot.addr);
         }
@@ -377,12 +358,11 @@ impl Simulator {
         if self.all_finished() {
             return Some(RunOutcome::Finished);
         }
-        let Some(Reverse((at, seq, target))) = self.pop_live() else {
+        let Some((at, target)) = self.agenda.peek() else {
             return Some(RunOutcome::Idle);
         };
         if at > deadline {
-            // Not due yet: put it back for a later run.
-            self.heap.push(Reverse((at, seq, target)));
+            // Not due yet: it stays for a later run.
             if deadline > self.now {
                 self.now = deadline;
                 self.work_at_instant = 0;
@@ -394,24 +374,18 @@ impl Simulator {
             self.work_at_instant = 0;
         }
         if !self.count_work() {
-            self.heap.push(Reverse((at, seq, target)));
             return Some(RunOutcome::Stalled);
         }
+        self.agenda.pop();
         self.stats.events = self.stats.events.saturating_add(1);
         match target {
             Target::Node(n) => {
                 if let Some(slot) = self.nodes.get_mut(n).and_then(Option::as_mut) {
-                    slot.scheduled = None;
                     slot.node.handle_timeout(self.now);
                 }
                 self.poll_node(n);
             }
-            Target::Link(l) => {
-                if let Some(slot) = self.links.get_mut(l) {
-                    slot.scheduled = None;
-                }
-                self.service_link(l);
-            }
+            Target::Link(l) => self.service_link(l),
         }
         None
     }
@@ -421,27 +395,6 @@ impl Simulator {
     fn count_work(&mut self) -> bool {
         self.work_at_instant = self.work_at_instant.saturating_add(1);
         self.work_at_instant <= STALL_LIMIT
-    }
-
-    /// Pops the earliest event that is still live.
-    fn pop_live(&mut self) -> Option<Event> {
-        while let Some(Reverse((at, seq, target))) = self.heap.pop() {
-            let live = match target {
-                Target::Node(n) => self
-                    .nodes
-                    .get(n)
-                    .and_then(Option::as_ref)
-                    .is_some_and(|s| s.scheduled == Some((at, seq))),
-                Target::Link(l) => self
-                    .links
-                    .get(l)
-                    .is_some_and(|s| s.scheduled == Some((at, seq))),
-            };
-            if live {
-                return Some(Reverse((at, seq, target)));
-            }
-        }
-        None
     }
 
     fn all_finished(&self) -> bool {
@@ -482,19 +435,13 @@ impl Simulator {
         };
         // A timeout in the past fires now.
         let want = slot.node.poll_timeout().map(|t| t.max(now));
-        if want != slot.scheduled.map(|(t, _)| t) {
-            slot.scheduled = want.map(|t| {
-                self.seq = self.seq.wrapping_add(1);
-                self.heap.push(Reverse((t, self.seq, Target::Node(n))));
-                (t, self.seq)
-            });
-        }
+        self.agenda.schedule(Target::Node(n), want);
     }
 
     /// Delivers what link `l` has ready now and reschedules it.
     fn service_link(&mut self, l: usize) {
         let now = self.now;
-        while let Some(datagram) = self.links.get_mut(l).and_then(|s| s.link.poll_deliver(now)) {
+        while let Some(datagram) = self.links.get_mut(l).and_then(|link| link.poll_deliver(now)) {
             self.forward(datagram, Some(l));
         }
         self.reschedule_link(l);
@@ -502,17 +449,11 @@ impl Simulator {
 
     fn reschedule_link(&mut self, l: usize) {
         let now = self.now;
-        let Some(slot) = self.links.get_mut(l) else {
+        let Some(link) = self.links.get_mut(l) else {
             return;
         };
-        let want = slot.link.next_event().map(|t| t.max(now));
-        if want != slot.scheduled.map(|(t, _)| t) {
-            slot.scheduled = want.map(|t| {
-                self.seq = self.seq.wrapping_add(1);
-                self.heap.push(Reverse((t, self.seq, Target::Link(l))));
-                (t, self.seq)
-            });
-        }
+        let want = link.next_event().map(|t| t.max(now));
+        self.agenda.schedule(Target::Link(l), want);
     }
 
     /// Moves `datagram`, just sent by a node (`from_link` = `None`) or just
@@ -539,8 +480,8 @@ impl Simulator {
         match next {
             Some(l) => {
                 let now = self.now;
-                if let Some(slot) = self.links.get_mut(l) {
-                    slot.link.send(now, datagram);
+                if let Some(link) = self.links.get_mut(l) {
+                    link.send(now, datagram);
                 }
                 self.reschedule_link(l);
             }
