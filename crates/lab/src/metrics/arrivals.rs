@@ -3,12 +3,17 @@
 //! `t_wait` (ART journal eq. 1-2) ends when a lost packet's data *first*
 //! reaches the receiver, by whichever copy. The receiver sees every STREAM
 //! frame, duplicates included ([`Subscriber::stream_data_received`]); this map
-//! keeps, per stream, the first arrival time of every byte as an ordered set
+//! keeps, per stream, the first arrival time of every byte as an ordered list
 //! of disjoint segments `[start, end) -> time`. Only bytes not seen before
 //! are added, and a new segment merges with a neighbour that touches it and
 //! has the same time, so the map grows with the number of distinct arrival
 //! events (about one per packet), not with bytes or duplicates. Streams the
 //! sender has finished with are dropped ([`ArrivalMap::retire`]).
+//!
+//! The segments of a stream are a sorted vector, not a tree: nearly every
+//! frame is new data past everything seen (an append), and the rest fill
+//! holes near the end (a short move). A `BTreeMap` here cost 3.6% of a
+//! saturated 100 Mbit/s simulation (perf), mostly in its insertions.
 //!
 //! [`Subscriber::stream_data_received`]: transport::events::Subscriber::stream_data_received
 
@@ -16,8 +21,16 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use wire::time::Instant;
 
-/// Disjoint segments of one stream: start offset -> (end offset, first arrival).
-type Segments = BTreeMap<u64, (u64, Instant)>;
+/// One segment: bytes `start..end` first arrived at `at`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Segment {
+    start: u64,
+    end: u64,
+    at: Instant,
+}
+
+/// Disjoint segments of one stream, by start offset.
+type Segments = Vec<Segment>;
 
 /// Per-stream first-arrival segments (see the module doc).
 #[derive(Debug, Default)]
@@ -45,21 +58,24 @@ impl ArrivalMap {
         }
         let segs = self.streams.entry(stream).or_default();
         // Fast path: in-order data, past everything seen on the stream.
-        let last_end = segs.last_key_value().map_or(0, |(_, &(e, _))| e);
+        let last_end = segs.last().map_or(0, |s| s.end);
         if offset >= last_end {
             insert_merging(segs, offset, end, at);
             return;
         }
         self.gaps.clear();
+        // The segments that can overlap: from the last starting at or
+        // before `offset`.
+        let first = segs.partition_point(|s| s.start <= offset).saturating_sub(1);
         let mut cursor = offset;
-        if let Some((_, &(prev_end, _))) = segs.range(..=offset).next_back() {
-            cursor = cursor.max(prev_end);
-        }
-        for (&s, &(e, _)) in segs.range(offset..end) {
-            if s > cursor {
-                self.gaps.push((cursor, s));
+        for seg in segs.get(first..).unwrap_or_default() {
+            if seg.start >= end {
+                break;
             }
-            cursor = cursor.max(e);
+            if seg.start > cursor {
+                self.gaps.push((cursor, seg.start));
+            }
+            cursor = cursor.max(seg.end);
         }
         if cursor < end {
             self.gaps.push((cursor, end));
@@ -78,16 +94,16 @@ impl ArrivalMap {
             return None;
         }
         let segs = self.streams.get(&stream)?;
-        let (&first, _) = segs.range(..=offset).next_back()?;
+        let first = segs.partition_point(|s| s.start <= offset).checked_sub(1)?;
         let mut cursor = offset;
         let mut latest: Option<Instant> = None;
-        for (&s, &(e, at)) in segs.range(first..) {
-            if s > cursor {
+        for seg in segs.get(first..).unwrap_or_default() {
+            if seg.start > cursor {
                 return None;
             }
-            if e > cursor {
-                latest = Some(latest.map_or(at, |l| l.max(at)));
-                cursor = e;
+            if seg.end > cursor {
+                latest = Some(latest.map_or(seg.at, |l| l.max(seg.at)));
+                cursor = seg.end;
             }
             if cursor >= end {
                 return latest;
@@ -105,32 +121,42 @@ impl ArrivalMap {
 
     /// Number of segments held (all streams): the map's size.
     pub fn segments(&self) -> usize {
-        self.streams.values().map(BTreeMap::len).sum()
+        self.streams.values().map(Vec::len).sum()
     }
 }
 
 /// Inserts the uncovered segment `[s, e)` at `at`, merging with a touching
 /// neighbour of the same time on either side.
 fn insert_merging(segs: &mut Segments, s: u64, e: u64, at: Instant) {
-    let mut start = s;
-    let mut end = e;
-    let prev = segs
-        .range(..s)
-        .next_back()
-        .map(|(&ps, &(pe, pat))| (ps, pe, pat));
-    if let Some((ps, pe, pat)) = prev {
-        if pe == s && pat == at {
-            segs.remove(&ps);
-            start = ps;
+    // Where a segment starting at `s` goes: after every one starting before.
+    let i = segs.partition_point(|seg| seg.start < s);
+    let merge_prev = i
+        .checked_sub(1)
+        .and_then(|p| segs.get(p))
+        .is_some_and(|prev| prev.end == s && prev.at == at);
+    let merge_next = segs
+        .get(i)
+        .is_some_and(|next| next.start == e && next.at == at);
+    match (merge_prev, merge_next) {
+        (true, true) => {
+            let next_end = segs.get(i).map_or(e, |n| n.end);
+            if let Some(prev) = segs.get_mut(i - 1) {
+                prev.end = next_end;
+            }
+            segs.remove(i);
         }
-    }
-    if let Some(&(ne, nat)) = segs.get(&e) {
-        if nat == at {
-            segs.remove(&e);
-            end = ne;
+        (true, false) => {
+            if let Some(prev) = segs.get_mut(i - 1) {
+                prev.end = e;
+            }
         }
+        (false, true) => {
+            if let Some(next) = segs.get_mut(i) {
+                next.start = s;
+            }
+        }
+        (false, false) => segs.insert(i, Segment { start: s, end: e, at }),
     }
-    segs.insert(start, (end, at));
 }
 
 #[cfg(test)]
