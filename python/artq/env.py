@@ -220,9 +220,10 @@ class RetransmissionEnv(gym.Env):
         Raises
         ------
         EnvError
-            ``seed`` is not a non-negative integer, or its run has no
-            decision at all (no loss to recover); without ``seed``, none of
-            ``SEED_TRIES`` drawn seeds had one.
+            ``seed`` is not a non-negative integer, ``options`` is not a
+            dict of dicts, or the seed's run has no decision at all (no
+            loss to recover); without ``seed``, none of ``SEED_TRIES``
+            drawn seeds had one.
         ScenarioError, ScenarioFileNotFound
             The overriding scenario keys cannot run.
         """
@@ -232,7 +233,13 @@ class RetransmissionEnv(gym.Env):
                 raise EnvError(f"seed {seed} must be non-negative")
         super().reset(seed=seed)
         scenario = dict(self._scenario)
+        if options is not None and not isinstance(options, Mapping):
+            raise EnvError(f"options is a dict, not {options!r}")
         if options and "scenario" in options:
+            if not isinstance(options["scenario"], Mapping):
+                raise EnvError(
+                    f"options['scenario'] is a dict of scenario keys, not {options['scenario']!r}"
+                )
             scenario.update(options["scenario"])
         # An episode with no decision at all (no loss) is not an episode:
         # a seed asked for runs or raises; seeds drawn here are redrawn.

@@ -287,6 +287,9 @@ def sweep(
         ray or pandas is not installed (``pip install 'artq[sweep]'``).
     GridError
         A malformed grid or seeds.
+    ArtqTypeError, ArtqValueError
+        ``name``, ``out``, ``address`` or ``num_cpus`` of the wrong type,
+        ``num_cpus`` below 1.
     ScenarioError, ScenarioFileNotFound
         A scenario of the grid cannot be built; raised before any task is
         submitted, as ``artq.sim`` raises it.
@@ -304,6 +307,14 @@ def sweep(
     runs = grid_runs(grid, seeds)
     if not isinstance(name, str):
         raise _artq.ArtqTypeError(f"name is a string, not {name!r}")
+    if out is not None and not isinstance(out, (str, os.PathLike)):
+        raise _artq.ArtqTypeError(f"out is a directory name, not {out!r}")
+    if address is not None and not isinstance(address, str):
+        raise _artq.ArtqTypeError(f"address is a Ray address such as 'auto', not {address!r}")
+    if num_cpus is not None and (isinstance(num_cpus, bool) or not isinstance(num_cpus, int)):
+        raise _artq.ArtqTypeError(f"num_cpus is a number of CPUs, not {num_cpus!r}")
+    if num_cpus is not None and num_cpus < 1:
+        raise _artq.ArtqValueError(f"num_cpus {num_cpus} must be at least 1")
     # Bad scenarios fail here, in the caller's process, with the message
     # sim() gives, rather than as a Ray task error.
     for scenario in {json.dumps(r[0], sort_keys=True) for r in runs}:

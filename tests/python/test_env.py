@@ -210,6 +210,9 @@ class Environment(unittest.TestCase):
                 env.reset(seed=seed)
         with self.assertRaises(artq.ScenarioError):
             env.reset(seed=1, options={"scenario": {"bogus": 1}})
+        for options in ([1], {"scenario": 5}):
+            with self.assertRaises(artq.EnvError, msg=repr(options)):
+                env.reset(seed=1, options=options)
         env.reset(seed=1)
         for action in (5, 2, -1, "a", 1.5, None, 2**70):
             with self.assertRaises(artq.EnvError, msg=repr(action)):

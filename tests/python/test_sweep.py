@@ -103,8 +103,11 @@ class Sweep(unittest.TestCase):
                             ({}, 0), ({}, "many"), ({}, [1.5])):
             with self.assertRaises(artq.GridError, msg=repr((grid, seeds))):
                 artq.sweep(grid, seeds=seeds)
-        with self.assertRaises(artq.ArtqTypeError):
-            artq.sweep({}, name=5)
+        for bad in ({"name": 5}, {"out": 5}, {"address": 5}, {"num_cpus": "2"}):
+            with self.assertRaises(artq.ArtqTypeError, msg=repr(bad)):
+                artq.sweep({}, **bad)
+        with self.assertRaises(artq.ArtqValueError):
+            artq.sweep({}, num_cpus=0)
         blocked = os.path.join(self.out, "tiny_runs.csv")
         with self.assertRaises(artq.OutputError):
             artq.sweep({"base": GRID["base"], "schemes": ["quic"]}, out=os.path.join(blocked, "sub"),
