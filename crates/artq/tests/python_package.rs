@@ -85,7 +85,10 @@ fn built_wheel() -> PathBuf {
                 .collect();
             match wheels.as_slice() {
                 [one] => one.clone(),
-                _ => panic!("expected one artq wheel in {}, found {wheels:?}; {hint}", dir.display()),
+                _ => panic!(
+                    "expected one artq wheel in {}, found {wheels:?}; {hint}",
+                    dir.display()
+                ),
             }
         }
     };
@@ -94,8 +97,8 @@ fn built_wheel() -> PathBuf {
         .unwrap_or_else(|e| panic!("wheel {}: {e}; {hint}", wheel.display()));
     let mut sources = vec![root.join("pyproject.toml")];
     for dir in ["python/artq", "crates/python/src"] {
-        let entries = std::fs::read_dir(root.join(dir))
-            .unwrap_or_else(|e| panic!("cannot read {dir}: {e}"));
+        let entries =
+            std::fs::read_dir(root.join(dir)).unwrap_or_else(|e| panic!("cannot read {dir}: {e}"));
         sources.extend(
             entries
                 .filter_map(|e| e.ok().map(|e| e.path()))
@@ -136,11 +139,22 @@ fn base_install_in_a_fresh_venv() {
     create.arg("-m").arg("venv").arg(&venv);
     let out = common::process::run_with_deadline(create, Duration::from_secs(120))
         .expect("python -m venv");
-    assert!(out.status.success(), "python -m venv failed: {}", out.stderr);
+    assert!(
+        out.status.success(),
+        "python -m venv failed: {}",
+        out.stderr
+    );
     let fresh = venv.join("bin/python");
     let mut install = Command::new(&fresh);
     install
-        .args(["-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-input"])
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--disable-pip-version-check",
+            "--no-input",
+        ])
         .arg(&wheel);
     let out = common::process::run_with_deadline(install, Duration::from_secs(300))
         .expect("pip install the wheel");
@@ -158,8 +172,8 @@ fn base_install_in_a_fresh_venv() {
         // Not the repository root: nothing there may shadow the installed
         // package.
         .current_dir(scratch.path());
-    let out = common::process::run_with_deadline(check, Duration::from_secs(120))
-        .expect("run the check");
+    let out =
+        common::process::run_with_deadline(check, Duration::from_secs(120)).expect("run the check");
     assert!(
         out.status.success(),
         "the base install check failed ({}):\n{}\n{}",

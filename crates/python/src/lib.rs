@@ -155,7 +155,8 @@ const ERRORS: [ErrorClass; 11] = [
         name: "RunError",
         parent: Some(Error::Artq),
         builtin: Some("RuntimeError"),
-        doc: "A run that could not complete, or was driven out of order; also a ``RuntimeError``.\n\
+        doc:
+            "A run that could not complete, or was driven out of order; also a ``RuntimeError``.\n\
               \n\
               The scenario's time limit reached, the connection given up, a setup\n\
               failure (the message is the command line's); ``step`` before ``reset``\n\
@@ -650,8 +651,8 @@ impl SteeredRun {
             None => Ok(py.None()),
             Some(Ok(r)) => json_to_python(py, &r.to_json()),
             // The scenario was checked when the run started: what fails now is
-        // the run (a time limit, an idle timeout), a `RunError`.
-        Some(Err(e)) => Err(Error::Run.new_err(e.to_string())),
+            // the run (a time limit, an idle timeout), a `RunError`.
+            Some(Err(e)) => Err(Error::Run.new_err(e.to_string())),
         }
     }
 }
