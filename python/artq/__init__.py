@@ -134,7 +134,7 @@ def reproduce(
         raise ArtqTypeError(f"jobs is a number of runs at once, not {jobs!r}")
     if not isinstance(out, str):
         raise ArtqTypeError(f"out is a directory name, not {type(out).__name__}")
-    on_run = _reporter() if progress else None
+    on_run = _Reporter() if progress else None
     try:
         return _typed(_artq.reproduce)(
             names, quick=bool(quick), out=out, jobs=jobs, tiny=bool(tiny), on_run=on_run
@@ -144,7 +144,7 @@ def reproduce(
             on_run.close()
 
 
-class _reporter:
+class _Reporter:
     """``reproduce``'s progress: a tqdm bar per experiment when stderr is a
     terminal, else a line per run."""
 
