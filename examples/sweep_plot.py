@@ -1,5 +1,6 @@
 """Sweep loss rates x {quic, art, or3} x seeds on Ray and plot the mean
-recovery latency against the loss rate (matplotlib).
+recovery latency against the loss rate (matplotlib). Needs the extras
+sweep and plot: pip install 'artq[sweep,plot]'.
 
     python examples/sweep_plot.py --seeds 5 --out sweep-out      # local Ray
     python examples/sweep_plot.py --address ray://head:10001      # a cluster
@@ -19,7 +20,12 @@ SCHEMES = ("quic", "art", "or3")
 
 def main(losses=(0.01, 0.02, 0.05), seeds=3, size="1MB", out="sweep-out", address=None):
     """Runs the sweep; returns (DataFrame, path of the plot)."""
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError as e:
+        raise artq.MissingExtraError(
+            f"examples/sweep_plot.py needs matplotlib ({e}): pip install 'artq[plot]'"
+        ) from e
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -1,64 +1,83 @@
-"""Type stubs of the native module (crates/python/src/lib.rs)."""
+"""Type stubs of the native module (crates/python/src/lib.rs).
 
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+tests/python/test_artq.py checks that these declare what the module
+defines: the same names, the same parameters and defaults, the same first
+docstring line."""
+
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from .results import ExperimentCases, RunCase, SimResult
 
 __version__: str
 
 class ArtqError(Exception):
-    """An error of artq itself (results that cannot be written)."""
+    """The base of every exception artq raises."""
 
-class ScenarioError(ValueError):
-    """A scenario that cannot run: an unknown key, a bad value, an unknown
-    scheme. The message is the command line's."""
+class ArtqValueError(ArtqError, ValueError):
+    """A bad argument value; also a ``ValueError``."""
 
-class ScenarioFileNotFound(FileNotFoundError):
-    """A file the scenario names (a trace, a loss pattern) does not exist.
-    The message is the command line's."""
+class ArtqTypeError(ArtqError, TypeError):
+    """An argument of the wrong type; also a ``TypeError``."""
 
-def sim(scenario: Optional[Mapping[str, Any]] = None, **options: Any) -> Dict[str, Any]:
-    """Run one simulation; returns the fields of ``artq sim --json``.
+class ScenarioError(ArtqValueError):
+    """A scenario that cannot run; also a ``ValueError``."""
 
-    ``scenario`` holds scenario keys (those of ``artq sim --scenario
-    FILE``); keyword arguments add to or override it."""
+class ScenarioFileNotFound(ArtqError, FileNotFoundError):
+    """A file a scenario names does not exist; also a ``FileNotFoundError``."""
+
+class ExperimentError(ArtqValueError):
+    """An unknown experiment, or one that is not a grid; also a ``ValueError``."""
+
+class GridError(ArtqValueError):
+    """A malformed sweep grid or run rows; also a ``ValueError``."""
+
+class EnvError(ArtqValueError):
+    """An environment that cannot be built or stepped as asked; also a ``ValueError``."""
+
+class RunError(ArtqError, RuntimeError):
+    """A run that could not complete, or was driven out of order; also a ``RuntimeError``."""
+
+class OutputError(ArtqError, OSError):
+    """Results that cannot be written; also an ``OSError``."""
+
+class MissingExtraError(ArtqError, ImportError):
+    """An optional dependency is missing; also an ``ImportError``."""
+
+def sim(scenario: Optional[Mapping[str, Any]] = None, **options: Any) -> SimResult:
+    """Run one simulation and return its result as a dict."""
 
 def default_scenario() -> Dict[str, Any]:
-    """The scenario ``sim()`` runs with no arguments: every key and its
-    default."""
+    """The scenario keys' defaults, as a dict."""
 
 def schemes() -> List[Tuple[str, str]]:
-    """The recovery schemes as (name, description); ``name:X`` takes a
-    parameter."""
+    """The recovery schemes, as (name, description) pairs."""
 
 def experiments() -> List[Tuple[str, str]]:
-    """The experiments of ``reproduce`` as (name, title)."""
+    """The experiments of ``reproduce``, as (name, title) pairs."""
 
 def reproduce(
     names: Optional[Sequence[str]] = None,
     quick: bool = True,
     out: str = "artq-out",
     jobs: Optional[int] = None,
-    progress: bool = True,
     tiny: bool = False,
+    on_run: Optional[Callable[[str, int, int, str, str, int, Optional[str]], Any]] = None,
 ) -> List[str]:
-    """Regenerate the papers' evaluations as ``artq reproduce`` does
-    (``quick=False``: the paper's sizes; ``tiny=True``: the test suite's,
-    as ``--tiny``); returns the paths written under ``out``."""
+    """Regenerate the papers' evaluations, as ``artq reproduce`` does."""
 
-def experiment_cases(name: str, quick: bool = True, tiny: bool = False) -> Dict[str, Any]:
-    """The runs of an experiment of ``reproduce`` at that scale: ``name``,
-    ``seeds`` and ``cases`` (dicts ``group``, ``scheme``, ``scenario``)."""
+def experiment_cases(name: str, quick: bool = True, tiny: bool = False) -> ExperimentCases:
+    """The runs of an experiment of ``reproduce`` at a scale."""
 
 def decisions() -> List[Tuple[str, str]]:
-    """The decisions the environment steers, as (name, description)."""
+    """The decisions the environment can steer, as (name, description)."""
 
 def rewards() -> List[Tuple[str, str]]:
-    """The reward presets (the papers' rewards), as (name, description)."""
+    """The reward presets, as (name, description)."""
 
 Step = Tuple[Optional[List[float]], float, bool, bool]
 
 class SteeredRun:
-    """One simulated run paused at every decision of one kind (the engine
-    of ``artq.env.RetransmissionEnv``)."""
+    """One simulated run paused at every decision of one kind."""
 
     actions: int
     observation_len: int
@@ -71,29 +90,20 @@ class SteeredRun:
         reward: Optional[str] = None,
         r_max: int = 8,
     ) -> Tuple["SteeredRun", Step]:
-        """Start the run steering ``decision`` (``"art"``,
-        ``"rcp[:OPTIONS]"`` or ``"autorec"``, which needs a ``live``
-        workload) with the reward preset ``reward`` (None: the decision's
-        paper's: ``art-dqn``, ``rcp``, ``autorec``); returns it and the
-        first step ``(observation, reward, terminated, truncated)``."""
+        """Start a run steered at one kind of decision."""
     def act(self, action: int) -> Step:
-        """Answer the waiting decision; run to the next one or the end."""
-    def result(self) -> Optional[Dict[str, Any]]:
-        """The ``artq sim --json`` dict once the run ended."""
+        """Answer the waiting decision and run to the next."""
+    def result(self) -> Optional[SimResult]:
+        """The `artq sim --json` dict of the run once it ended, else None."""
 
 def validate(scenario: Optional[Mapping[str, Any]] = None, **options: Any) -> None:
-    """Raise what ``sim()`` would for a scenario that cannot be built,
-    without running it."""
+    """Check a scenario without running it."""
 
 def run_columns() -> List[str]:
-    """The columns of ``artq reproduce``'s ``NAME_runs.csv`` after
-    ``experiment``: group, scheme, seed, error, then the metrics."""
+    """The columns of a run's row, in ``artq reproduce``'s order."""
 
-def run_case(scenario: Optional[Mapping[str, Any]], group: str, scheme: str, seed: int) -> Dict[str, Any]:
-    """One run as a case of an experiment: ``group``, ``scheme``, ``seed``,
-    ``error``, ``metrics`` (the runs-CSV row) and ``sim`` (the ``artq sim
-    --json`` dict)."""
+def run_case(scenario: Optional[Mapping[str, Any]], group: str, scheme: str, seed: int) -> RunCase:
+    """Run a scenario as one case of an experiment."""
 
 def experiment_csvs(name: str, runs: List[Mapping[str, Any]]) -> Tuple[str, str]:
-    """``NAME_runs.csv`` and ``NAME_summary.csv`` texts for ``run_case``
-    rows, written by ``artq reproduce``'s writers."""
+    """The CSV texts of ``artq reproduce`` for runs of ``run_case``."""

@@ -38,18 +38,28 @@ previous decision (for ``autorec``, the interval the action chose).
 The simulator runs until the next decision and returns control at that
 virtual instant; the action is applied before time moves on (see
 docs/python.md, "How the environment pauses"). ``reset(seed=s)`` runs the
-scenario with seed ``s``: the same seed and the same actions give the same
-episode, step for step. ``info["result"]`` holds the run's ``artq sim
---json`` metrics at the end of an episode.
+scenario with seed ``s``, or raises ``EnvError`` when that seed's run has no
+decision: the same seed and the same actions give the same episode, step
+for step. ``info["result"]`` holds the run's ``artq sim --json`` metrics at
+the end of an episode; a run that fails (its time limit, an idle timeout)
+raises ``RunError`` from ``step``.
+
+Needs gymnasium and numpy: ``pip install 'artq[env]'``.
 """
 
 from typing import Any, Dict, Mapping, Optional, Tuple
 
-import gymnasium as gym
-import numpy as np
-from gymnasium import spaces
-
 from . import _artq
+from ._artq import EnvError, MissingExtraError, RunError
+
+try:
+    import gymnasium as gym
+    import numpy as np
+    from gymnasium import spaces
+except ImportError as e:
+    raise MissingExtraError(
+        f"artq.env needs gymnasium and numpy ({e}): pip install 'artq[env]'"
+    ) from e
 
 __all__ = ["RetransmissionEnv"]
 
@@ -70,32 +80,74 @@ DEFAULT_LIVE_SCENARIO: Dict[str, Any] = {
 }
 
 
+# Seeds reset() tries when it picks them itself (no seed given) before it
+# gives up on a scenario whose runs have no decision.
+SEED_TRIES = 100
+
+
 def _observation_bounds(decision: str, n: int) -> Tuple[np.ndarray, np.ndarray]:
     """The observation space's bounds: ART-DQN's state lies in [0, 1];
-    RCP's is non-negative (counts, seconds, a rate), bounded far above any
-    value a run gives; AutoRec's too but for R_Δ (its last value), which is
-    at most 1 and unbounded below."""
+    RCP's is non-negative (counts, seconds, a rate) and unbounded above;
+    AutoRec's too but for R_Δ (its last value), which is at most 1 and
+    unbounded below."""
     base = decision.split(":")[0]
     if base == "art":
         return np.zeros(n, np.float32), np.ones(n, np.float32)
     low = np.zeros(n, np.float32)
-    high = np.full(n, 1e9, np.float32)
+    high = np.full(n, np.inf, np.float32)
     if base == "autorec":
-        low[-1] = -1e9
+        low[-1] = -np.inf
         high[-1] = 1.0
     return low, high
+
+
+def _int(value: Any, what: str) -> int:
+    """``value`` as an int (an integer, or a numpy integer, or a float with
+    no fraction, as agents give actions); ``EnvError`` otherwise."""
+    if isinstance(value, bool):
+        raise EnvError(f"{what} is an integer, not {value!r}")
+    try:
+        as_int = int(value)
+        exact = as_int == value
+    except (TypeError, ValueError, OverflowError):
+        raise EnvError(f"{what} is an integer, not {value!r}") from None
+    if not exact:
+        raise EnvError(f"{what} is an integer, not {value!r}")
+    return as_int
 
 
 class RetransmissionEnv(gym.Env):
     """Retransmission decisions of the real transport, one per step.
 
-    Parameters: ``scenario`` (dict of scenario keys as for ``artq.sim``;
-    its ``scheme`` is replaced; default: 1 MB over 100 Mbit/s, 30 ms,
-    2% loss, or for ``autorec`` a 20 s live stream in AutoRec's default
-    setting), ``decision`` (``"art"``, ``"rcp[:OPTIONS]"`` or
-    ``"autorec"``), ``reward``
-    (a preset name; default the decision's paper's), ``r_max`` (highest
-    ART level, default 8).
+    Parameters
+    ----------
+    scenario : dict, optional
+        Scenario keys as for ``artq.sim``; its ``scheme`` is replaced.
+        Default: 1 MB over 100 Mbit/s, 30 ms, 2% loss; for
+        ``decision="autorec"``, a 20 s live stream in AutoRec's default
+        setting.
+    decision : str, default "art"
+        What the agent decides: ``"art"``, ``"rcp"`` (or
+        ``"rcp:OPTIONS"``) or ``"autorec"`` (see ``artq.decisions()``).
+    reward : str, optional
+        A reward preset (``artq.rewards()``); default the decision's
+        paper's.
+    r_max : int, default 8
+        The highest ART level (the ``art`` decision's action count).
+
+    Raises
+    ------
+    EnvError
+        An unknown decision or reward, a reward that does not fit the
+        decision, a bad ``r_max``, an ``autorec`` decision without a live
+        workload.
+    ScenarioError, ScenarioFileNotFound
+        A scenario that cannot run, as ``artq.sim`` raises them.
+
+    Notes
+    -----
+    The first scenario check starts a run, so a bad scenario fails here,
+    not at ``reset``.
     """
 
     metadata = {"render_modes": []}
@@ -110,10 +162,18 @@ class RetransmissionEnv(gym.Env):
         super().__init__()
         if scenario is None:
             scenario = DEFAULT_LIVE_SCENARIO if decision == "autorec" else DEFAULT_SCENARIO
+        if not isinstance(scenario, Mapping):
+            raise EnvError(f"scenario is a dict of scenario keys, not {type(scenario).__name__}")
+        if not isinstance(decision, str):
+            raise EnvError(f"decision is a name (artq.decisions()), not {decision!r}")
+        if reward is not None and not isinstance(reward, str):
+            raise EnvError(f"reward is a preset name (artq.rewards()), not {reward!r}")
         self._scenario = dict(scenario)
         self._decision = decision
         self._reward = reward
-        self._r_max = int(r_max)
+        self._r_max = _int(r_max, "r_max")
+        if not 1 <= self._r_max <= 2**32 - 1:
+            raise EnvError(f"r_max {self._r_max} must be between 1 and {2**32 - 1}")
         # Check everything now (a bad scenario raises here, not at reset).
         run, _ = _artq.SteeredRun.start(
             dict(self._scenario, seed=self._scenario.get("seed", 1)),
@@ -137,20 +197,57 @@ class RetransmissionEnv(gym.Env):
     def reset(
         self, *, seed: Optional[int] = None, options: Optional[Dict[str, Any]] = None
     ) -> Tuple[np.ndarray, Dict[str, Any]]:
-        """Start an episode. ``seed`` is the scenario's seed (links,
-        endpoints, contents): the same seed gives the same episode for the
-        same actions. Without one, the next seed of ``self.np_random``."""
+        """Start an episode.
+
+        Parameters
+        ----------
+        seed : int, optional
+            The scenario's seed (links, endpoints, contents): the same seed
+            gives the same episode for the same actions. None: seeds drawn
+            from ``self.np_random`` until one's run has a decision (at most
+            ``SEED_TRIES``).
+        options : dict, optional
+            ``{"scenario": {...}}``: scenario keys that override the
+            environment's for this episode.
+
+        Returns
+        -------
+        observation : numpy.ndarray
+            The first decision's observation.
+        info : dict
+            ``seed``: the seed the episode runs.
+
+        Raises
+        ------
+        EnvError
+            ``seed`` is not a non-negative integer, ``options`` is not a
+            dict of dicts, or the seed's run has no decision at all (no
+            loss to recover); without ``seed``, none of ``SEED_TRIES``
+            drawn seeds had one.
+        ScenarioError, ScenarioFileNotFound
+            The overriding scenario keys cannot run.
+        """
+        if seed is not None:
+            seed = _int(seed, "seed")
+            if seed < 0:
+                raise EnvError(f"seed {seed} must be non-negative")
         super().reset(seed=seed)
-        if seed is None:
-            seed = int(self.np_random.integers(0, 2**31 - 1))
-        scenario = dict(self._scenario, seed=int(seed))
+        scenario = dict(self._scenario)
+        if options is not None and not isinstance(options, Mapping):
+            raise EnvError(f"options is a dict, not {options!r}")
         if options and "scenario" in options:
+            if not isinstance(options["scenario"], Mapping):
+                raise EnvError(
+                    f"options['scenario'] is a dict of scenario keys, not {options['scenario']!r}"
+                )
             scenario.update(options["scenario"])
         # An episode with no decision at all (no loss) is not an episode:
-        # try the following seeds.
-        for attempt in range(100):
-            run, (obs, _reward, terminated, truncated) = _artq.SteeredRun.start(
-                dict(scenario, seed=int(seed) + attempt),
+        # a seed asked for runs or raises; seeds drawn here are redrawn.
+        tries = 1 if seed is not None else SEED_TRIES
+        for _ in range(tries):
+            run_seed = seed if seed is not None else int(self.np_random.integers(0, 2**31 - 1))
+            run, (obs, _reward, _terminated, _truncated) = _artq.SteeredRun.start(
+                dict(scenario, seed=run_seed),
                 self._decision,
                 self._reward,
                 self._r_max,
@@ -158,18 +255,59 @@ class RetransmissionEnv(gym.Env):
             if obs is not None:
                 break
         else:
-            raise ValueError(f"100 seeds from {seed} gave no decision: is there any loss?")
+            if seed is not None:
+                raise EnvError(
+                    f"seed {seed}: the run ends without a {self._decision} decision "
+                    "(nothing was lost): choose another seed or a lossier scenario"
+                )
+            raise EnvError(
+                f"{SEED_TRIES} seeds gave no {self._decision} decision (nothing was lost): "
+                "is there any loss in the scenario?"
+            )
         self._run = run
-        return self._observation(obs), {"seed": int(seed) + attempt}
+        return self._observation(obs), {"seed": run_seed}
 
     def step(self, action) -> Tuple[np.ndarray, float, bool, bool, Dict[str, Any]]:
+        """Answer the waiting decision with ``action`` and run to the next.
+
+        Parameters
+        ----------
+        action : int
+            An action of ``self.action_space`` (see the module's
+            documentation for each decision's meaning).
+
+        Returns
+        -------
+        observation : numpy.ndarray
+            The next decision's observation (the last one again when the
+            episode ended).
+        reward : float
+            The rewards of the outcomes that became known since the
+            previous decision.
+        terminated, truncated : bool
+            The run completed; the run was cut. A cut run (its time limit
+            reached, a stall) has no result, so ``step`` raises
+            ``RunError`` for it instead of returning ``truncated``.
+        info : dict
+            ``decisions`` answered so far; at the end of an episode
+            ``result``, the run's ``artq sim --json`` dict.
+
+        Raises
+        ------
+        EnvError
+            An action that is not an integer of the action space.
+        RunError
+            ``step`` before ``reset`` or after the episode ended, or a run
+            that failed (its time limit reached, the connection given up):
+            the message is the command line's.
+        """
         if self._run is None:
-            raise RuntimeError("call reset() before step()")
-        obs, reward, terminated, truncated = self._run.act(int(action))
+            raise RunError("call reset() before step()")
+        action = _int(action, "action")
+        if not 0 <= action < self.action_space.n:
+            raise EnvError(f"action {action} is out of range: 0..{self.action_space.n}")
+        obs, reward, terminated, truncated = self._run.act(action)
         info: Dict[str, Any] = {"decisions": self._run.decisions}
         if terminated or truncated:
-            try:
-                info["result"] = self._run.result()
-            except ValueError as e:
-                info["error"] = str(e)
+            info["result"] = self._run.result()
         return self._observation(obs), float(reward), bool(terminated), bool(truncated), info

@@ -7,18 +7,24 @@ Each run goes through the same code as a case of ``artq reproduce``
 ``artq.sim`` give for the same runs, wherever they ran. The CSVs are
 written by the same writers as ``artq reproduce``'s (``_artq.experiment_csvs``).
 
-Needs ``ray`` and ``pandas`` (``pip install ray pandas``).
+``sweep`` needs ``ray`` and ``pandas`` (``pip install 'artq[sweep]'``); the
+rest of the module only the package itself.
 """
 
 import json
+import operator
 import os
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union
 
 from . import _artq
+from ._artq import ExperimentError, GridError, MissingExtraError, OutputError
+from ._progress import bar
+from .results import Grid, RunCase, SimResult
+
+if TYPE_CHECKING:
+    import pandas
 
 __all__ = ["sweep", "grid_runs", "flatten", "write_csvs", "experiment_grid"]
-
-Grid = Mapping[str, Any]
 
 
 def _label(scenario: Mapping[str, Any]) -> str:
@@ -26,32 +32,85 @@ def _label(scenario: Mapping[str, Any]) -> str:
     return json.dumps(scenario, sort_keys=True, separators=(",", ":"))
 
 
-def grid_runs(grid: Grid, seeds: Iterable[int]) -> List[Tuple[Dict[str, Any], str, str, int]]:
-    """The runs of ``grid`` as ``(scenario, group, scheme, seed)``, in
-    order: groups, then schemes, then seeds (as ``artq reproduce`` orders
-    its cases).
+def _seeds(seeds: Union[int, Iterable[int]]) -> List[int]:
+    """``seeds`` (a count, seeds 1..n, or the seeds) as a list of seeds."""
+    if isinstance(seeds, bool):
+        raise GridError(f"seeds is a count or a list of seeds, not {seeds!r}")
+    if isinstance(seeds, int):
+        seeds = range(1, seeds + 1)
+    try:
+        listed = list(seeds)
+    except TypeError:
+        raise GridError(f"seeds is a count or a list of seeds, not {seeds!r}") from None
+    out = []
+    for s in listed:
+        try:
+            seed = operator.index(s)  # int, numpy integers; not floats
+        except TypeError:
+            seed = -1
+        if isinstance(s, bool) or not 0 <= seed < 2**64:
+            raise GridError(f"a seed is an integer from 0 to 2^64 - 1, not {s!r}")
+        out.append(seed)
+    if not out:
+        raise GridError("no seeds")
+    return out
 
-    ``grid`` has ``scenarios`` (a dict group name -> scenario dict, or a
-    list of scenario dicts, each then labelled by its keys), ``schemes``
-    (a list of scheme names; default: each scenario's own) and optionally
-    ``base`` (scenario keys every scenario starts from)."""
+
+def grid_runs(grid: Grid, seeds: Union[int, Iterable[int]]) -> List[Tuple[Dict[str, Any], str, str, int]]:
+    """The runs of a sweep grid, in order: groups, then schemes, then
+    seeds (as ``artq reproduce`` orders its cases).
+
+    Parameters
+    ----------
+    grid : dict
+        ``scenarios``: a dict of group name to scenario keys, or a list of
+        scenario dicts, each then labelled by its keys (default: one
+        scenario of defaults); ``schemes``: scheme names (default: each
+        scenario's own); ``base``: scenario keys every scenario starts
+        from, the sub-tables (``link``, ``workload``) merged key by key.
+        See ``artq.results.Grid``.
+    seeds : int or iterable of int
+        A count (seeds 1..n) or the seeds.
+
+    Returns
+    -------
+    list of tuple
+        ``(scenario, group, scheme, seed)`` per run, ``scenario`` with the
+        scheme and the seed set.
+
+    Raises
+    ------
+    GridError
+        A grid that is not a dict, an unknown grid key, a scenario or base
+        that is not a dict, a scheme that is not a string, no seeds or a
+        seed that is not a non-negative integer.
+    """
     if not isinstance(grid, Mapping):
-        raise ValueError("a grid is a dict with 'scenarios' and 'schemes'")
+        raise GridError("a grid is a dict with 'scenarios' and 'schemes'")
     unknown = set(grid) - {"scenarios", "schemes", "base"}
     if unknown:
-        raise ValueError(f"unknown grid keys {sorted(unknown)}; the keys are scenarios, schemes, base")
+        raise GridError(f"unknown grid keys {sorted(unknown)}; the keys are scenarios, schemes, base")
     scenarios = grid.get("scenarios", [{}])
     if isinstance(scenarios, Mapping):
         named = list(scenarios.items())
+    elif isinstance(scenarios, (list, tuple)):
+        named = [(_label(s) if isinstance(s, Mapping) else "", s) for s in scenarios]
     else:
-        named = [(_label(s), s) for s in scenarios]
-    base = dict(grid.get("base", {}))
-    schemes: Optional[Sequence[str]] = grid.get("schemes")
+        raise GridError(f"scenarios is a dict of named scenarios or a list of scenarios, not {scenarios!r}")
+    for group, scenario in named:
+        if not isinstance(scenario, Mapping):
+            raise GridError(f"a scenario is a dict of scenario keys, not {scenario!r}")
+    base = grid.get("base", {})
+    if not isinstance(base, Mapping):
+        raise GridError(f"base is a dict of scenario keys, not {base!r}")
+    schemes = grid.get("schemes")
     if isinstance(schemes, str):
         schemes = [schemes]
-    seeds = [int(s) for s in seeds]
-    if not seeds:
-        raise ValueError("no seeds")
+    if schemes is not None and (
+        not isinstance(schemes, (list, tuple)) or not all(isinstance(s, str) for s in schemes)
+    ):
+        raise GridError(f"schemes is a list of scheme names, not {schemes!r}")
+    seeds = _seeds(seeds)
     runs = []
     for group, scenario in named:
         merged = _merge(base, scenario)
@@ -61,34 +120,56 @@ def grid_runs(grid: Grid, seeds: Iterable[int]) -> List[Tuple[Dict[str, Any], st
     return runs
 
 
-def experiment_grid(name: str, quick: bool = True, tiny: bool = False) -> Tuple[Dict[str, Any], List[int]]:
-    """The grid and seeds of ``artq reproduce``'s experiment ``name`` (at
-    the scale of ``reproduce(quick=, tiny=)``), so that ``sweep(grid,
-    seeds)`` runs the experiment's own runs and ``write_csvs(..., name)``
-    writes its ``NAME_runs.csv`` and ``NAME_summary.csv``.
+def experiment_grid(name: str, quick: bool = True, tiny: bool = False) -> Tuple[Grid, List[int]]:
+    """The grid and seeds of an experiment of ``artq reproduce``, so that
+    ``sweep(grid, seeds)`` runs the experiment's own runs and
+    ``write_csvs(..., name)`` writes its ``NAME_runs.csv`` and
+    ``NAME_summary.csv``.
 
-    An experiment whose cases are not a grid (every group with the same
-    schemes, each case's scenario that of its group with its scheme, the
-    scheme label the scheme itself) raises ``ValueError``."""
-    exp = _artq.experiment_cases(name, quick=quick, tiny=tiny)
+    Parameters
+    ----------
+    name : str
+        The experiment (``artq.experiments()``).
+    quick, tiny : bool
+        The scale, as ``artq.reproduce`` takes it.
+
+    Returns
+    -------
+    grid : dict
+        ``scenarios`` (the experiment's groups) and ``schemes``.
+    seeds : list of int
+        The seeds every case runs with.
+
+    Raises
+    ------
+    ExperimentError
+        An unknown experiment, or one whose cases are not a grid (every
+        group with the same schemes, each case's scenario that of its group
+        with its scheme, the scheme label the scheme itself).
+    ArtqTypeError
+        A name that is not a string.
+    """
+    if not isinstance(name, str):
+        raise _artq.ArtqTypeError(f"an experiment name is a string, not {name!r}")
+    exp = _artq.experiment_cases(name, quick=bool(quick), tiny=bool(tiny))
     scenarios: Dict[str, Dict[str, Any]] = {}
     schemes: List[str] = []
     for case in exp["cases"]:
         group, scheme = case["group"], case["scheme"]
         scenario = {k: v for k, v in case["scenario"].items() if k != "seed"}
         if scenario.get("scheme") != scheme:
-            raise ValueError(f"experiment {name}: case {group} labels scheme {scenario.get('scheme')!r} as {scheme!r}: not a grid")
+            raise ExperimentError(f"experiment {name}: case {group} labels scheme {scenario.get('scheme')!r} as {scheme!r}: not a grid")
         own = {k: v for k, v in scenario.items() if k != "scheme"}
         if group not in scenarios:
             scenarios[group] = own
         elif scenarios[group] != own:
-            raise ValueError(f"experiment {name}: group {group} has scenarios that differ beyond the scheme: not a grid")
+            raise ExperimentError(f"experiment {name}: group {group} has scenarios that differ beyond the scheme: not a grid")
         if scheme not in schemes:
             schemes.append(scheme)
     grid = {"scenarios": scenarios, "schemes": schemes}
     expected = {(c["group"], c["scheme"]) for c in exp["cases"]}
     if len(expected) != len(exp["cases"]) or {(g, s) for g in scenarios for s in schemes} != expected:
-        raise ValueError(f"experiment {name}: its cases are not every group with every scheme: not a grid")
+        raise ExperimentError(f"experiment {name}: its cases are not every group with every scheme: not a grid")
     return grid, [int(s) for s in exp["seeds"]]
 
 
@@ -104,17 +185,37 @@ def _merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> Dict[str, Any]:
     return out
 
 
-def _run(scenario: Dict[str, Any], group: str, scheme: str, seed: int) -> Dict[str, Any]:
+def _run(scenario: Dict[str, Any], group: str, scheme: str, seed: int) -> RunCase:
     """One run's row (a Ray task's body)."""
     from artq import _artq as native  # a Ray worker imports the package itself
 
     return native.run_case(scenario, group, scheme, seed)
 
 
-def flatten(result: Mapping[str, Any], prefix: str = "") -> Dict[str, Any]:
-    """An ``artq.sim`` result as flat columns: nested summaries become
-    ``recovery_latency_ms.mean``, ``t_wait_ms.p99``, ... (``cpu_ms``, a
-    wall-clock measurement, is left out)."""
+def flatten(result: Union[SimResult, Mapping[str, Any]], prefix: str = "") -> Dict[str, Any]:
+    """An ``artq.sim`` result as flat columns.
+
+    Parameters
+    ----------
+    result : dict
+        An ``artq.sim`` result (``artq.results.SimResult``).
+    prefix : str, default ""
+        Put before every column name.
+
+    Returns
+    -------
+    dict
+        Nested summaries as ``recovery_latency_ms.mean``,
+        ``t_wait_ms.p99``, ...; lists (``n_hist``) as JSON text;
+        ``cpu_ms``, a wall-clock measurement, left out.
+
+    Raises
+    ------
+    GridError
+        ``result`` is not a dict.
+    """
+    if not isinstance(result, Mapping):
+        raise GridError(f"a result is a dict of artq.sim, not {type(result).__name__}")
     out: Dict[str, Any] = {}
     for k, v in result.items():
         if not prefix and k == "cpu_ms":
@@ -145,26 +246,75 @@ def sweep(
     out: Optional[str] = None,
     name: str = "sweep",
     num_cpus: Optional[int] = None,
-):
-    """Run every scenario x scheme x seed of ``grid`` (see ``grid_runs``)
-    as one Ray task each and return a pandas DataFrame, one row per run:
-    ``group, scheme, seed, error``, then the fields of ``artq sim --json``
-    flattened (``fct_ms``, ``replicas``, ``recovery_latency_ms.mean``,
-    ``t_wait_ms.p99``, ...; a failed run has ``error`` and NaNs). The
-    frame's ``attrs["runs"]`` keeps the raw rows (``write_csvs`` input).
+    progress: bool = True,
+) -> "pandas.DataFrame":
+    """Run every scenario x scheme x seed of a grid as one Ray task each.
 
-    ``seeds``: a count (seeds 1..n) or the seeds. ``address``: a Ray
-    cluster's address (``"ray://head:10001"`` or ``"auto"``); None starts
-    (or reuses) a local Ray with ``num_cpus`` CPUs (default: all).
-    ``out``: a directory to write ``NAME_runs.csv`` and
-    ``NAME_summary.csv`` into, as ``artq reproduce`` writes them.
+    Parameters
+    ----------
+    grid : dict
+        ``scenarios``, ``schemes``, ``base`` (see ``grid_runs`` and
+        ``artq.results.Grid``).
+    seeds : int or iterable of int, default (1,)
+        A count (seeds 1..n) or the seeds.
+    address : str, optional
+        A Ray cluster's address (``"ray://head:10001"`` or ``"auto"``);
+        None starts (or reuses) a local Ray.
+    out : str, optional
+        A directory to write ``NAME_runs.csv`` and ``NAME_summary.csv``
+        into, as ``artq reproduce`` writes them.
+    name : str, default "sweep"
+        The ``NAME`` of those files.
+    num_cpus : int, optional
+        The local Ray's CPUs (default: all).
+    progress : bool, default True
+        A tqdm bar of the runs on stderr when stderr is a terminal (none
+        otherwise). False: none.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per run, in ``grid_runs`` order: ``group, scheme, seed,
+        error``, then the fields of ``artq sim --json`` flattened
+        (``fct_ms``, ``replicas``, ``recovery_latency_ms.mean``,
+        ``t_wait_ms.p99``, ...; a failed run has ``error`` and NaNs). Its
+        ``attrs["runs"]`` keeps the raw rows (``artq.results.RunCase``,
+        ``write_csvs`` input).
+
+    Raises
+    ------
+    MissingExtraError
+        ray or pandas is not installed (``pip install 'artq[sweep]'``).
+    GridError
+        A malformed grid or seeds.
+    ArtqTypeError, ArtqValueError
+        ``name``, ``out``, ``address`` or ``num_cpus`` of the wrong type,
+        ``num_cpus`` below 1.
+    ScenarioError, ScenarioFileNotFound
+        A scenario of the grid cannot be built; raised before any task is
+        submitted, as ``artq.sim`` raises it.
+    OutputError
+        The CSVs cannot be written under ``out``.
     """
-    import pandas as pd
-    import ray
+    try:
+        import pandas as pd
+        import ray
+    except ImportError as e:
+        raise MissingExtraError(
+            f"artq.sweep needs ray and pandas ({e}): pip install 'artq[sweep]'"
+        ) from e
 
-    if isinstance(seeds, int):
-        seeds = range(1, seeds + 1)
     runs = grid_runs(grid, seeds)
+    if not isinstance(name, str):
+        raise _artq.ArtqTypeError(f"name is a string, not {name!r}")
+    if out is not None and not isinstance(out, (str, os.PathLike)):
+        raise _artq.ArtqTypeError(f"out is a directory name, not {out!r}")
+    if address is not None and not isinstance(address, str):
+        raise _artq.ArtqTypeError(f"address is a Ray address such as 'auto', not {address!r}")
+    if num_cpus is not None and (isinstance(num_cpus, bool) or not isinstance(num_cpus, int)):
+        raise _artq.ArtqTypeError(f"num_cpus is a number of CPUs, not {num_cpus!r}")
+    if num_cpus is not None and num_cpus < 1:
+        raise _artq.ArtqValueError(f"num_cpus {num_cpus} must be at least 1")
     # Bad scenarios fail here, in the caller's process, with the message
     # sim() gives, rather than as a Ray task error.
     for scenario in {json.dumps(r[0], sort_keys=True) for r in runs}:
@@ -180,7 +330,22 @@ def sweep(
         else:
             ray.init(address=address, log_to_driver=False)
     task = ray.remote(num_cpus=1)(_run)
-    rows = ray.get([task.remote(*r) for r in runs])
+    refs = [task.remote(*r) for r in runs]
+    shown = bar(len(refs), name) if progress else None
+    if shown is None:
+        rows = ray.get(refs)
+    else:
+        # Gathered as they finish, for the bar; kept in grid order.
+        index = {ref: i for i, ref in enumerate(refs)}
+        gathered: List[Any] = [None] * len(refs)
+        pending = refs
+        with shown:
+            while pending:
+                done, pending = ray.wait(pending, num_returns=len(pending), timeout=0.2)
+                for ref, row in zip(done, ray.get(done)):
+                    gathered[index[ref]] = row
+                shown.update(len(done))
+        rows = gathered
     frame = pd.DataFrame([_row(r) for r in rows])
     frame.attrs["runs"] = rows
     if out is not None:
@@ -189,21 +354,54 @@ def sweep(
 
 
 def _check(scenario: Dict[str, Any]) -> None:
-    """Raise the ValueError or FileNotFoundError ``sim()`` would for a
-    scenario that cannot be built (without running it)."""
+    """Raise the ``ScenarioError`` or ``ScenarioFileNotFound`` ``sim()``
+    would for a scenario that cannot be built (without running it)."""
     _artq.validate(scenario)
 
 
-def write_csvs(rows: List[Mapping[str, Any]], out: str, name: str = "sweep") -> List[str]:
-    """Write ``rows`` (as ``_artq.run_case`` returns them) as
-    ``out/NAME_runs.csv`` and ``out/NAME_summary.csv`` with ``artq
-    reproduce``'s writers; returns the paths."""
-    runs_csv, summary_csv = _artq.experiment_csvs(name, list(rows))
-    os.makedirs(out, exist_ok=True)
+def write_csvs(rows: Iterable[Union[RunCase, Mapping[str, Any]]], out: str, name: str = "sweep") -> List[str]:
+    """Write runs as ``artq reproduce`` writes an experiment's CSVs, with
+    its writers (same columns, same number formats).
+
+    Parameters
+    ----------
+    rows : iterable of dict
+        Runs as ``_artq.run_case`` returns them (``artq.results.RunCase``;
+        a sweep's ``frame.attrs["runs"]``).
+    out : str
+        The directory, created when missing.
+    name : str, default "sweep"
+        The files are ``out/NAME_runs.csv`` and ``out/NAME_summary.csv``.
+
+    Returns
+    -------
+    list of str
+        The two paths.
+
+    Raises
+    ------
+    GridError
+        Rows that are not ``run_case`` rows.
+    OutputError
+        The directory or a file cannot be written.
+    ArtqTypeError
+        ``out`` or ``name`` is not a string.
+    """
+    if not isinstance(out, (str, os.PathLike)) or not isinstance(name, str):
+        raise _artq.ArtqTypeError(f"out and name are strings, not {out!r} and {name!r}")
+    try:
+        rows = list(rows)
+    except TypeError:
+        raise GridError(f"rows is a list of run_case rows, not {rows!r}") from None
+    runs_csv, summary_csv = _artq.experiment_csvs(name, rows)
     paths = []
-    for suffix, text in (("runs", runs_csv), ("summary", summary_csv)):
-        path = os.path.join(out, f"{name}_{suffix}.csv")
-        with open(path, "w") as f:
-            f.write(text)
-        paths.append(path)
+    try:
+        os.makedirs(out, exist_ok=True)
+        for suffix, text in (("runs", runs_csv), ("summary", summary_csv)):
+            path = os.path.join(out, f"{name}_{suffix}.csv")
+            with open(path, "w") as f:
+                f.write(text)
+            paths.append(path)
+    except OSError as e:
+        raise OutputError(f"cannot write the CSVs into {out}: {e}") from e
     return paths

@@ -10,11 +10,14 @@ import os
 import sys
 import unittest
 
+import warnings
+
 import gymnasium as gym
 import numpy as np
 from gymnasium.utils.env_checker import check_env
 
 import artq
+from artq import _artq
 from artq.env import RetransmissionEnv
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -46,15 +49,77 @@ def trajectory(env, seed, policy):
     return steps, info
 
 
+def has_decision(scenario, seed, decision="art"):
+    """Whether the run of ``scenario`` with ``seed`` reaches a decision."""
+    _, (obs, _, _, _) = _artq.SteeredRun.start(dict(scenario, seed=seed), decision)
+    return obs is not None
+
+
 class Environment(unittest.TestCase):
     def test_passes_the_gymnasium_checker(self):
-        env = RetransmissionEnv(scenario=TINY)
-        check_env(env, skip_render_check=True)
-        env = RetransmissionEnv(scenario=dict(TINY, workload=MESSAGES),
-                                decision="rcp")
-        check_env(env, skip_render_check=True)
-        env = RetransmissionEnv(scenario=LIVE, decision="autorec")
-        check_env(env, skip_render_check=True)
+        # The checker passes. Its only warnings are its notes on the
+        # infinite bounds of RCP's and AutoRec's observation spaces, whose
+        # states are unbounded (times, counts, R_Δ): one for RCP's upper
+        # bound, one each for AutoRec's lower and upper bounds.
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            env = RetransmissionEnv(scenario=TINY)
+            check_env(env, skip_render_check=True)
+            env = RetransmissionEnv(scenario=dict(TINY, workload=MESSAGES),
+                                    decision="rcp")
+            self.assertTrue(np.isposinf(env.observation_space.high).all())
+            check_env(env, skip_render_check=True)
+            env = RetransmissionEnv(scenario=LIVE, decision="autorec")
+            self.assertEqual(env.observation_space.low[-1], -np.inf)
+            self.assertEqual(env.observation_space.high[-1], 1.0)
+            self.assertTrue(np.isposinf(env.observation_space.high[:-1]).all())
+            check_env(env, skip_render_check=True)
+        messages = [str(w.message) for w in caught]
+        self.assertEqual(len(messages), 3, messages)
+        self.assertEqual(sum("maximum value is infinity" in m for m in messages), 2, messages)
+        self.assertEqual(sum("minimum value is -infinity" in m for m in messages), 1, messages)
+
+    def test_reset_runs_the_seed_asked_for_or_raises(self):
+        # 30 KB at 1% loss: some seeds lose nothing, so their runs have no
+        # decision.
+        sparse = {"workload": {"size": "30KB"}, "link": {"bw": 20, "rtt": 30, "loss": 0.01}}
+        seeds = range(1, 40)
+        with_decision = [s for s in seeds if has_decision(sparse, s)]
+        without = [s for s in seeds if s not in with_decision]
+        self.assertTrue(with_decision and without, (with_decision, without))
+        env = RetransmissionEnv(scenario=sparse)
+        for seed in with_decision[:3]:
+            _, info = env.reset(seed=seed)
+            self.assertEqual(info["seed"], seed)
+        for seed in without[:3]:
+            with self.assertRaises(artq.EnvError) as e:
+                env.reset(seed=seed)
+            self.assertIn(f"seed {seed}", str(e.exception))
+        # No seed asked for: seeds are drawn until one has a decision.
+        _, info = env.reset()
+        self.assertIn(info["seed"], range(0, 2**31))
+        self.assertTrue(has_decision(sparse, info["seed"]))
+        lossless = RetransmissionEnv(scenario={"workload": {"size": "10KB"}, "link": {"loss": 0}})
+        with self.assertRaises(artq.EnvError):
+            lossless.reset(seed=1)
+        with self.assertRaises(artq.EnvError) as e:
+            lossless.reset()
+        self.assertIn("seeds gave no art decision", str(e.exception))
+
+    def test_a_run_that_fails_raises_from_step(self):
+        # The time limit cuts the run after a few decisions: step raises
+        # RunError (with the command line's message), not info["error"].
+        cut = dict(TINY, workload={"size": "2MB"}, time_limit=0.5)
+        env = RetransmissionEnv(scenario=cut)
+        env.reset(seed=1)
+        steps = 0
+        with self.assertRaises(artq.RunError) as e:
+            for _ in range(100_000):
+                env.step(0)
+                steps += 1
+        self.assertGreater(steps, 0)
+        self.assertIn("run incomplete", str(e.exception))
+        self.assertIsInstance(e.exception, RuntimeError)
 
     def test_registered_under_its_id(self):
         env = gym.make("artq/Retransmission-v0", scenario=TINY)
@@ -125,23 +190,47 @@ class Environment(unittest.TestCase):
         self.assertTrue(all(r <= 1.0 for _, r, _, _ in steps[1:]))
 
     def test_bad_arguments(self):
-        with self.assertRaises(ValueError):
+        with self.assertRaises(artq.EnvError):
             RetransmissionEnv(decision="teleport")
-        with self.assertRaises(ValueError):
+        with self.assertRaises(artq.EnvError):
             RetransmissionEnv(reward="rcp")
-        with self.assertRaises(ValueError):
+        with self.assertRaises(artq.ScenarioError):
             RetransmissionEnv(scenario={"bogus": 1})
+        with self.assertRaises(artq.ScenarioFileNotFound):
+            RetransmissionEnv(scenario={"link": {"trace": "/nonexistent/t.down"}})
+        for bad in ({"scenario": [1]}, {"decision": 1}, {"reward": 2}, {"r_max": 0},
+                    {"r_max": "many"}, {"r_max": 2**40}, {"r_max": 2.5}):
+            with self.assertRaises(artq.EnvError, msg=repr(bad)):
+                RetransmissionEnv(**bad)
         env = RetransmissionEnv(scenario=TINY, r_max=2)
+        with self.assertRaises(artq.RunError):
+            env.step(0)  # before reset()
+        for seed in (-1, "x", 1.5, True):
+            with self.assertRaises(artq.EnvError, msg=repr(seed)):
+                env.reset(seed=seed)
+        with self.assertRaises(artq.ScenarioError):
+            env.reset(seed=1, options={"scenario": {"bogus": 1}})
+        for options in ([1], {"scenario": 5}):
+            with self.assertRaises(artq.EnvError, msg=repr(options)):
+                env.reset(seed=1, options=options)
         env.reset(seed=1)
-        with self.assertRaises(ValueError):
-            env.step(5)
+        for action in (5, 2, -1, "a", 1.5, None, 2**70):
+            with self.assertRaises(artq.EnvError, msg=repr(action)):
+                env.step(action)
+        env.step(np.int64(1))  # numpy's integers are actions too
+        done = False
+        while not done:
+            _, _, terminated, truncated, _ = env.step(0)
+            done = terminated or truncated
+        with self.assertRaises(artq.RunError):
+            env.step(0)  # after the episode ended
         self.assertEqual([n for n, _ in artq.rewards()],
                          ["art-dqn", "art-mab", "rcp", "autorec", "autorec-gain"])
         self.assertEqual([n for n, _ in artq.decisions()], ["art", "rcp", "autorec"])
-        with self.assertRaises(ValueError) as e:
+        with self.assertRaises(artq.ScenarioError) as e:
             RetransmissionEnv(scenario=TINY, decision="autorec")
         self.assertIn("live workload", str(e.exception))
-        with self.assertRaises(ValueError):
+        with self.assertRaises(artq.EnvError):
             RetransmissionEnv(scenario=LIVE, decision="autorec", reward="rcp")
 
 

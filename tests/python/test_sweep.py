@@ -6,13 +6,18 @@ Run by crates/artq/tests/python_package.rs (unittest discovery over
 tests/python).
 """
 
+import contextlib
 import csv
+import fcntl
 import io
 import math
 import os
+import pty
 import shutil
+import struct
 import sys
 import tempfile
+import termios
 import unittest
 
 import ray
@@ -88,14 +93,59 @@ class Sweep(unittest.TestCase):
         self.assertTrue(all(s["runs"] == "5" and s["failed"] == "0" for s in summary))
 
     def test_bad_grids_fail_before_any_task(self):
-        with self.assertRaises(ValueError):
+        with self.assertRaises(artq.ScenarioError):
             artq.sweep({"scenarios": [{"bogus": 1}], "schemes": ["quic"]})
-        with self.assertRaises(ValueError):
+        with self.assertRaises(artq.ScenarioError):
             artq.sweep({"scenarios": [{}], "schemes": ["teleport"]})
-        with self.assertRaises(FileNotFoundError):
+        with self.assertRaises(artq.ScenarioFileNotFound):
             artq.sweep({"scenarios": [{"link": {"trace": "/nonexistent/t.down"}}]})
-        with self.assertRaises(ValueError):
-            artq.sweep({"scenario": [{}]})
+        for grid, seeds in (({"scenario": [{}]}, 1), ({"scenarios": [5]}, 1), ("grid", 1),
+                            ({}, 0), ({}, "many"), ({}, [1.5])):
+            with self.assertRaises(artq.GridError, msg=repr((grid, seeds))):
+                artq.sweep(grid, seeds=seeds)
+        for bad in ({"name": 5}, {"out": 5}, {"address": 5}, {"num_cpus": "2"}):
+            with self.assertRaises(artq.ArtqTypeError, msg=repr(bad)):
+                artq.sweep({}, **bad)
+        with self.assertRaises(artq.ArtqValueError):
+            artq.sweep({}, num_cpus=0)
+        blocked = os.path.join(self.out, "tiny_runs.csv")
+        with self.assertRaises(artq.OutputError):
+            artq.sweep({"base": GRID["base"], "schemes": ["quic"]}, out=os.path.join(blocked, "sub"),
+                       progress=False)
+
+    def test_a_bar_on_a_terminal_and_none_elsewhere(self):
+        small = {"base": GRID["base"], "schemes": ["quic", "art"]}
+        master, slave = pty.openpty()
+        # A terminal of 80 columns (a new pty has 0, where tqdm draws nothing).
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+        saved = sys.stderr
+        try:
+            with os.fdopen(slave, "w", closefd=False) as tty:
+                sys.stderr = tty
+                try:
+                    df = artq.sweep(small, seeds=2, name="barred")
+                finally:
+                    sys.stderr = saved
+            os.set_blocking(master, False)
+            text = b""
+            with contextlib.suppress(BlockingIOError, OSError):
+                while chunk := os.read(master, 65536):
+                    text += chunk
+        finally:
+            os.close(master)
+            os.close(slave)
+        self.assertEqual(len(df), 4)
+        shown = text.decode(errors="replace")
+        self.assertIn("barred: 100%|", shown)
+        self.assertIn("4/4", shown)
+        plain = io.StringIO()
+        sys.stderr = plain
+        try:
+            df = artq.sweep(small, seeds=2, name="plain")
+        finally:
+            sys.stderr = saved
+        self.assertEqual(len(df), 4)
+        self.assertEqual(plain.getvalue(), "")
 
 
 class SweepExample(unittest.TestCase):
