@@ -35,6 +35,26 @@ impl RangeSet {
         if r.start >= r.end {
             return false;
         }
+        // Fast path: at or past the last run's start (packet numbers and
+        // stream offsets mostly arrive in order): one lookup instead of the
+        // four of the general case, which cost 2% of a many-flow simulation.
+        if let Some(mut last) = self.map.last_entry() {
+            let (s, e) = (*last.key(), *last.get());
+            if r.start >= s {
+                if e >= r.end {
+                    return false; // already covered
+                }
+                if r.start <= e {
+                    // Overlaps or touches the last run: extend it.
+                    *last.get_mut() = r.end;
+                    self.total += r.end - e;
+                } else {
+                    self.map.insert(r.start, r.end);
+                    self.total += r.end - r.start;
+                }
+                return true;
+            }
+        }
         let (mut start, mut end) = (r.start, r.end);
         // The run starting at or before `start` may cover, overlap or touch `r`.
         if let Some((&s, &e)) = self.map.range(..=start).next_back() {

@@ -128,8 +128,13 @@ impl ArrivalMap {
 /// Inserts the uncovered segment `[s, e)` at `at`, merging with a touching
 /// neighbour of the same time on either side.
 fn insert_merging(segs: &mut Segments, s: u64, e: u64, at: Instant) {
-    // Where a segment starting at `s` goes: after every one starting before.
-    let i = segs.partition_point(|seg| seg.start < s);
+    // Where a segment starting at `s` goes: after every one starting before
+    // (at the end, for in-order data, without a search).
+    let i = if segs.last().is_none_or(|last| last.start < s) {
+        segs.len()
+    } else {
+        segs.partition_point(|seg| seg.start < s)
+    };
     let merge_prev = i
         .checked_sub(1)
         .and_then(|p| segs.get(p))

@@ -97,15 +97,12 @@ impl Agenda {
             return;
         };
         self.set_pos(target, None);
-        let last = self.heap.len() - 1;
-        if i != last {
-            self.heap.swap(i, last);
-            if let Some(moved) = self.heap.get(i).map(|e| e.target) {
-                self.set_pos(moved, Some(i));
-            }
-        }
-        self.heap.pop();
+        let Some(last) = self.heap.pop() else {
+            return;
+        };
         if i < self.heap.len() {
+            // The last entry fills the hole.
+            self.put(i, last);
             // The entry moved into the hole may belong above or below it.
             let i = self.sift_up(i);
             self.sift_down(i);
@@ -132,54 +129,59 @@ impl Agenda {
         }
     }
 
-    fn less(&self, a: usize, b: usize) -> bool {
-        match (self.heap.get(a), self.heap.get(b)) {
-            (Some(x), Some(y)) => x.key() < y.key(),
-            _ => false,
-        }
-    }
-
     /// Moves the entry at `i` up to its place; returns where it ended.
+    /// The entry is held aside while the parents it passes move down into
+    /// the hole, one write and one position update per level.
     fn sift_up(&mut self, mut i: usize) -> usize {
+        let Some(&entry) = self.heap.get(i) else {
+            return i;
+        };
         while i > 0 {
             let parent = (i - 1) / 2;
-            if !self.less(i, parent) {
+            let Some(&above) = self.heap.get(parent) else {
+                break;
+            };
+            if entry.key() >= above.key() {
                 break;
             }
-            self.swap(i, parent);
+            self.put(i, above);
             i = parent;
         }
+        self.put(i, entry);
         i
     }
 
-    /// Moves the entry at `i` down to its place.
+    /// Moves the entry at `i` down to its place, the same way.
     fn sift_down(&mut self, mut i: usize) {
+        let Some(&entry) = self.heap.get(i) else {
+            return;
+        };
         loop {
             let left = 2 * i + 1;
-            if left >= self.heap.len() {
-                return;
-            }
             let right = left + 1;
-            let child = if right < self.heap.len() && self.less(right, left) {
-                right
-            } else {
-                left
+            let child = match (self.heap.get(left), self.heap.get(right)) {
+                (Some(l), Some(r)) if r.key() < l.key() => right,
+                (Some(_), _) => left,
+                (None, _) => break,
             };
-            if !self.less(child, i) {
-                return;
+            let Some(&below) = self.heap.get(child) else {
+                break;
+            };
+            if below.key() >= entry.key() {
+                break;
             }
-            self.swap(i, child);
+            self.put(i, below);
             i = child;
         }
+        self.put(i, entry);
     }
 
-    fn swap(&mut self, a: usize, b: usize) {
-        self.heap.swap(a, b);
-        for i in [a, b] {
-            if let Some(target) = self.heap.get(i).map(|e| e.target) {
-                self.set_pos(target, Some(i));
-            }
+    /// Writes `entry` at `i` and records where it is.
+    fn put(&mut self, i: usize, entry: Entry) {
+        if let Some(slot) = self.heap.get_mut(i) {
+            *slot = entry;
         }
+        self.set_pos(entry.target, Some(i));
     }
 }
 
