@@ -173,13 +173,25 @@ impl Node for QuicNode {
     }
 
     fn poll_transmit(&mut self, now: Instant) -> Option<Datagram> {
+        self.poll_transmit_reusing(now, &mut Vec::new())
+    }
+
+    fn poll_transmit_reusing(
+        &mut self,
+        now: Instant,
+        spares: &mut Vec<Vec<u8>>,
+    ) -> Option<Datagram> {
         if self.hold.as_ref().is_some_and(|h| h()) {
             return None;
         }
         self.timed(|n| {
             let t = n.host.poll_transmit(now, &mut n.tx)?;
-            // Hand the buffer itself over (no copy); the next one is fresh.
-            let mut payload = std::mem::replace(&mut n.tx, Vec::with_capacity(TX_CAPACITY));
+            // Hand the buffer itself over (no copy); the next one is a
+            // delivered datagram's, emptied, or else fresh.
+            let next = spares
+                .pop()
+                .unwrap_or_else(|| Vec::with_capacity(TX_CAPACITY));
+            let mut payload = std::mem::replace(&mut n.tx, next);
             payload.truncate(t.size);
             let mut d = Datagram::new(n.addr, t.destination, payload);
             d.ecn = t.ecn;
