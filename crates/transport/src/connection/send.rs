@@ -95,8 +95,10 @@ impl Connection {
         if limit < 64 {
             return None;
         }
-        let mut built: Vec<Built> = Vec::with_capacity(3);
-        for space in SpaceId::ALL {
+        // One packet per space at most, held in place (a Vec here was an
+        // allocation per poll, two per datagram sent).
+        let mut built: [Option<Built>; 3] = [const { None }; 3];
+        for (slot, space) in built.iter_mut().zip(SpaceId::ALL) {
             // A resuming client's Data space sends 0-RTT packets before
             // it has 1-RTT keys.
             let zero_rtt = space == SpaceId::Data && self.is_sending_zero_rtt();
@@ -106,17 +108,15 @@ impl Connection {
             if limit.saturating_sub(buf.len()) < 64 {
                 break;
             }
-            if let Some(b) = self.build_packet(now, space, buf, limit) {
-                built.push(b);
-            }
+            *slot = self.build_packet(now, space, buf, limit);
         }
-        if built.is_empty() {
+        if built.iter().all(Option::is_none) {
             self.update_send_timers(now);
             return None;
         }
         // RFC 9000 §14.1: pad datagrams with a client Initial, or a server's
         // ack-eliciting Initial, to 1200 bytes (within the budget).
-        let needs_padding = built.iter().any(|b| {
+        let needs_padding = built.iter().flatten().any(|b| {
             b.space == SpaceId::Initial && (self.side.is_client() || b.record.ack_eliciting)
         });
         if needs_padding && buf.len() < MIN_INITIAL_DATAGRAM && limit >= MIN_INITIAL_DATAGRAM {
@@ -125,16 +125,16 @@ impl Connection {
             buf.truncate(body_end);
             buf.resize(body_end + pad, 0); // PADDING frames
             buf.resize(body_end + pad + TAG_LEN, 0);
-            if let Some(last) = built.last_mut() {
+            if let Some(last) = built.iter_mut().flatten().last() {
                 last.record.in_flight = true;
                 last.track = true;
             }
         }
         // The last packet absorbed any padding.
-        if let Some(last) = built.last_mut() {
+        if let Some(last) = built.iter_mut().flatten().last() {
             last.end = buf.len();
         }
-        for b in built {
+        for b in built.into_iter().flatten() {
             self.finish_packet(now, buf, b);
         }
         self.stats.datagrams_sent += 1;
