@@ -396,8 +396,11 @@ impl Content for Mounts {
 }
 
 /// Bytes generated per refill of [`FileContent`]'s block (a multiple of 8:
-/// the generator produces 64-bit words).
-const BLOCK: usize = 16 * 1024;
+/// the generator produces 64-bit words). Small enough to stay in the first
+/// level cache: a simulation with many flows holds two generators per file
+/// (the server's and the client's check), and the bytes do not depend on
+/// the block's size.
+const BLOCK: usize = 4 * 1024;
 
 /// The bytes of one generated file: a pseudo-random stream, sequential,
 /// generated on demand.
