@@ -466,6 +466,39 @@ impl FileContent {
         n
     }
 
+    /// Checks that `got` is the next `got.len()` bytes of the file, and
+    /// moves past them: `Ok` when it is, `Err(Some(i))` at the first byte
+    /// `i` that differs, `Err(None)` when the file ends first (then nothing
+    /// is consumed). What [`FileContent::fill`] then a comparison would
+    /// say, without writing the expected bytes out (a client checks every
+    /// byte it receives).
+    pub fn verify(&mut self, got: &[u8]) -> Result<(), Option<usize>> {
+        if (got.len() as u64) > self.remaining {
+            return Err(None);
+        }
+        let mut done = 0;
+        while done < got.len() {
+            if self.pos >= self.block.len() {
+                self.refill();
+            }
+            let take = (got.len() - done).min(self.block.len() - self.pos);
+            let (Some(want), Some(have)) = (
+                self.block.get(self.pos..self.pos + take),
+                got.get(done..done + take),
+            ) else {
+                return Err(Some(done));
+            };
+            if want != have {
+                let at = want.iter().zip(have).position(|(a, b)| a != b);
+                return Err(Some(done + at.unwrap_or(0)));
+            }
+            self.pos += take;
+            done += take;
+        }
+        self.remaining -= got.len() as u64;
+        Ok(())
+    }
+
     /// The next block of the stream: wyrand (Wang Yi's 64-bit generator:
     /// add a constant, fold a 128-bit product).
     fn refill(&mut self) {
@@ -626,6 +659,21 @@ mod tests {
         assert_eq!(FileContent::new(5, 2, 1000).fill(&mut want), 1000);
         assert_eq!(got, want);
         assert!(g.resolve(Instant::ZERO, "/x").is_err());
+    }
+
+    #[test]
+    fn verify_agrees_with_fill() {
+        let mut bytes = vec![0; 10_000];
+        assert_eq!(FileContent::new(3, 1, 10_000).fill(&mut bytes), 10_000);
+        let mut check = FileContent::new(3, 1, 10_000);
+        assert_eq!(check.verify(&bytes[..4100]), Ok(()));
+        assert_eq!(check.verify(&bytes[4100..4100]), Ok(()));
+        let mut wrong = bytes[4100..9000].to_vec();
+        wrong[4500] ^= 1;
+        assert_eq!(check.clone().verify(&wrong), Err(Some(4500)));
+        assert_eq!(check.verify(&bytes[4100..]), Ok(()));
+        assert_eq!(check.remaining(), 0);
+        assert_eq!(check.verify(&[0]), Err(None), "past the end");
     }
 
     #[test]

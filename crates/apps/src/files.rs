@@ -106,7 +106,6 @@ pub struct VerifySink {
     seed: u64,
     size: u64,
     current: Option<FileContent>,
-    expect: Vec<u8>,
 }
 
 impl VerifySink {
@@ -116,7 +115,6 @@ impl VerifySink {
             seed,
             size,
             current: None,
-            expect: vec![0; CHUNK],
         }
     }
 }
@@ -140,28 +138,21 @@ impl BodySink for VerifySink {
                 reason: "body before head".into(),
             });
         };
-        if self.expect.len() < got.len() {
-            self.expect.resize(got.len(), 0);
-        }
-        let expect = self.expect.get_mut(..got.len()).unwrap_or_default();
-        let produced = content.fill(expect);
-        if produced < got.len() {
-            return Err(ClientError::WrongLength {
-                file,
-                received: offset.saturating_add(got.len() as u64),
-                expected: self.size,
-            });
-        }
-        if got != &*expect {
-            let at = got
-                .iter()
-                .zip(expect.iter())
-                .position(|(a, b)| a != b)
-                .unwrap_or(0);
-            return Err(ClientError::Mismatch {
-                file,
-                offset: offset + at as u64,
-            });
+        match content.verify(got) {
+            Ok(()) => {}
+            Err(None) => {
+                return Err(ClientError::WrongLength {
+                    file,
+                    received: offset.saturating_add(got.len() as u64),
+                    expected: self.size,
+                });
+            }
+            Err(Some(at)) => {
+                return Err(ClientError::Mismatch {
+                    file,
+                    offset: offset + at as u64,
+                });
+            }
         }
         Ok(())
     }
