@@ -192,3 +192,16 @@ fn a_connection_with_unread_events_stays_news_after_the_turn() {
     ep.settle_news();
     assert_eq!(ep.take_news(), vec![h], "its event is still unread");
 }
+
+#[test]
+fn news_list_takes_each_connection_once_in_handle_order_and_stays_bounded() {
+    let mut news = super::NewsList::default();
+    for round in 0..10_000usize {
+        news.insert(round % 7 * 3);
+        news.insert(5);
+        assert!(news.handles.len() <= 2 * 8 + 64 + 1, "repeats are folded");
+    }
+    news.remove(9);
+    assert_eq!(news.take(), vec![0, 3, 5, 6, 12, 15, 18]);
+    assert!(news.take().is_empty());
+}
