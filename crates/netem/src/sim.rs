@@ -22,9 +22,10 @@
 mod agenda;
 
 use std::any::Any;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::net::SocketAddr;
 
+use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 use wire::time::Instant;
 
@@ -214,9 +215,14 @@ pub struct Simulator {
     /// The next timeout of each node and service of each link.
     agenda: Agenda,
     nodes: Vec<Option<NodeSlot>>,
-    by_addr: BTreeMap<SocketAddr, usize>,
+    /// The node at each address. Looked up for every delivery and never
+    /// iterated, so a hash map (a tree of socket addresses, compared byte
+    /// by byte, was 3% of a run with 100 flows, perf).
+    by_addr: FxHashMap<SocketAddr, usize>,
     links: Vec<Link>,
-    routes: BTreeMap<(SocketAddr, SocketAddr), Vec<usize>>,
+    /// Each (source, destination) pair's links; looked up per hop, never
+    /// iterated (like `by_addr`).
+    routes: FxHashMap<(SocketAddr, SocketAddr), Vec<usize>>,
     /// Datagrams at the end of their route, waiting to be handed to their
     /// node (a queue, not a recursive call, so zero-hop routes cannot
     /// overflow the stack).
@@ -243,9 +249,9 @@ impl Simulator {
             now: Instant::ZERO,
             agenda: Agenda::default(),
             nodes: Vec::new(),
-            by_addr: BTreeMap::new(),
+            by_addr: FxHashMap::default(),
             links: Vec::new(),
-            routes: BTreeMap::new(),
+            routes: FxHashMap::default(),
             ready: VecDeque::new(),
             work_at_instant: 0,
             any_dirty: false,
@@ -471,7 +477,11 @@ impl Simulator {
     /// Delivers what link `l` has ready now and reschedules it.
     fn service_link(&mut self, l: usize) {
         let now = self.now;
-        while let Some(datagram) = self.links.get_mut(l).and_then(|link| link.poll_deliver(now)) {
+        while let Some(datagram) = self
+            .links
+            .get_mut(l)
+            .and_then(|link| link.poll_deliver(now))
+        {
             self.forward(datagram, Some(l));
         }
         self.reschedule_link(l);

@@ -10,6 +10,7 @@ use crate::link::{Capacity, QueueLimit};
 use crate::loss::LossModel;
 use crate::seed::{derive_seed, LINK_DOWN, LINK_UP};
 use crate::trace::Trace;
+use std::collections::BTreeMap;
 
 fn addr(host: u8, port: u16) -> SocketAddr {
     SocketAddr::from((Ipv4Addr::new(10, 0, 0, host), port))
