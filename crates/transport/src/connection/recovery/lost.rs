@@ -66,9 +66,10 @@ impl LostHistory {
         // (below the oldest, mostly): answered without a search of the map.
         // The range searches of every ACK's every range were 2.2% of a run
         // with 1% loss (perf).
-        let (Some((&oldest, _)), Some((&newest, _))) =
-            (self.entries.first_key_value(), self.entries.last_key_value())
-        else {
+        let (Some((&oldest, _)), Some((&newest, _))) = (
+            self.entries.first_key_value(),
+            self.entries.last_key_value(),
+        ) else {
             return Vec::new();
         };
         if *range.end() < oldest || *range.start() > newest {
