@@ -337,34 +337,32 @@ impl Recovery {
         if self.lost_history.is_empty() {
             return;
         }
-        for r in ranges {
-            for (_, e) in self.lost_history.take_range(r.clone()) {
-                cx.stats.spurious_retransmissions += 1;
-                // Lost, then acknowledged: the policy gets both callbacks
-                // (the seam's promise), so that it can correct the fate it
-                // recorded.
-                let fate = e.fate;
-                self.call_policy(cx, |policy, pcx| policy.on_packet_acked(pcx, &fate));
-                for c in &e.chunks {
-                    cx.streams.on_chunk_acked(c);
-                }
-                for d in &e.datagrams {
-                    self.datagram_store.remove(d);
-                }
-                if let Some(item) = e.item {
-                    // The packet got through after all: the round it was
-                    // sent in delivered the data (0 for the original), if
-                    // it carried all that was left of it.
-                    let remaining = self.remaining(cx.streams, item);
-                    self.engine.on_late_ack(
-                        cx.now,
-                        item,
-                        e.round,
-                        e.fate.replica.map_or(0, |r| r.index),
-                        e.fate.time_sent,
-                        remaining,
-                    );
-                }
+        for (_, e) in self.lost_history.take_acked(ranges) {
+            cx.stats.spurious_retransmissions += 1;
+            // Lost, then acknowledged: the policy gets both callbacks
+            // (the seam's promise), so that it can correct the fate it
+            // recorded.
+            let fate = e.fate;
+            self.call_policy(cx, |policy, pcx| policy.on_packet_acked(pcx, &fate));
+            for c in &e.chunks {
+                cx.streams.on_chunk_acked(c);
+            }
+            for d in &e.datagrams {
+                self.datagram_store.remove(d);
+            }
+            if let Some(item) = e.item {
+                // The packet got through after all: the round it was
+                // sent in delivered the data (0 for the original), if
+                // it carried all that was left of it.
+                let remaining = self.remaining(cx.streams, item);
+                self.engine.on_late_ack(
+                    cx.now,
+                    item,
+                    e.round,
+                    e.fate.replica.map_or(0, |r| r.index),
+                    e.fate.time_sent,
+                    remaining,
+                );
             }
         }
         self.lost_history.forget_before(horizon);
