@@ -512,11 +512,14 @@ impl Endpoint {
         if deadline == slot.deadline {
             return;
         }
-        if let Some(old) = slot.deadline {
-            self.deadlines.remove(&(old, i));
-        }
+        // The new entry goes in before the old one leaves: a set of one
+        // connection's deadline then never empties, so its node is not
+        // freed and allocated again at every move of the timer.
         if let Some(new) = deadline {
             self.deadlines.insert((new, i));
+        }
+        if let Some(old) = slot.deadline {
+            self.deadlines.remove(&(old, i));
         }
         slot.deadline = deadline;
     }
