@@ -66,7 +66,9 @@ impl ArrivalMap {
         self.gaps.clear();
         // The segments that can overlap: from the last starting at or
         // before `offset`.
-        let first = segs.partition_point(|s| s.start <= offset).saturating_sub(1);
+        let first = segs
+            .partition_point(|s| s.start <= offset)
+            .saturating_sub(1);
         let mut cursor = offset;
         for seg in segs.get(first..).unwrap_or_default() {
             if seg.start >= end {
@@ -155,7 +157,14 @@ fn insert_merging(segs: &mut Segments, s: u64, e: u64, at: Instant) {
                 next.start = s;
             }
         }
-        (false, false) => segs.insert(i, Segment { start: s, end: e, at }),
+        (false, false) => segs.insert(
+            i,
+            Segment {
+                start: s,
+                end: e,
+                at,
+            },
+        ),
     }
 }
 
