@@ -593,3 +593,6 @@ pub fn judge(exp: &Experiment, runs: Vec<RunRow>) -> ExperimentResult {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod chart_tests;

@@ -312,8 +312,10 @@ fn text_width(text: &str, px: f64) -> u32 {
 }
 
 /// `text` broken at spaces into lines no wider than `width` at size `px`
-/// (a word wider than the line keeps a line of its own).
+/// (a word wider than the line keeps a line of its own), with a fifth of
+/// the width to spare for a viewer's font wider than the layout's.
 fn wrap(text: &str, px: f64, width: u32) -> Vec<String> {
+    let width = width * 4 / 5;
     let mut lines: Vec<String> = Vec::new();
     let mut line = String::new();
     for word in text.split_whitespace() {
@@ -567,28 +569,19 @@ pub fn render(c: &BarChart) -> Result<String, ChartError> {
             ""
         }
     ));
-    let missing: Vec<String> = c
+    // A group where no scheme has data is named (and marked in the plot);
+    // a missing bar within a group shows as a gap.
+    let empty: Vec<&str> = c
         .groups
         .iter()
         .enumerate()
-        .filter_map(|(g, name)| {
-            let absent: Vec<&str> = (0..c.series.len())
-                .filter(|s| value_at(g, *s).is_none())
-                .map(|s| c.series[s].as_str())
-                .collect();
-            if absent.is_empty() {
-                None
-            } else if absent.len() == c.series.len() {
-                Some(format!("{name} (every scheme)"))
-            } else {
-                Some(format!("{name} ({})", absent.join(", ")))
-            }
-        })
+        .filter(|(g, _)| (0..c.series.len()).all(|s| value_at(*g, s).is_none()))
+        .map(|(_, name)| name.as_str())
         .collect();
-    if !missing.is_empty() {
+    if !empty.is_empty() {
         caption.push(format!(
-            "no data (no run of it succeeded or it was not run): {}",
-            missing.join("; ")
+            "no data (no run succeeded, or none was run): {}",
+            empty.join("; ")
         ));
     }
     // Bar charts: group names under their clusters when they fit, else
@@ -813,4 +806,183 @@ pub fn render_scatter(c: &Scatter) -> Result<String, ChartError> {
         drawn(root.present())?;
     }
     Ok(svg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The texts of `svg`, trimmed (plotters writes each on its own line).
+    fn texts(svg: &str) -> Vec<String> {
+        svg.split("<text")
+            .skip(1)
+            .filter_map(|c| c.split_once('>'))
+            .map(|(_, rest)| {
+                rest.split("</text>")
+                    .next()
+                    .unwrap_or("")
+                    .trim()
+                    .to_string()
+            })
+            .collect()
+    }
+
+    fn has(svg: &str, text: &str) -> usize {
+        texts(svg).iter().filter(|t| *t == text).count()
+    }
+
+    fn stat(mean: f64, min: f64, max: f64) -> Option<Stat> {
+        Some(Stat {
+            mean,
+            sd: 0.0,
+            min,
+            max,
+        })
+    }
+
+    fn chart(
+        groups: &[&str],
+        values: Vec<Vec<Option<Stat>>>,
+        paper: Vec<Vec<Option<f64>>>,
+    ) -> BarChart {
+        BarChart {
+            title: "fig: redundancy".into(),
+            y_label: "redundancy".into(),
+            note: "redundancy: cost".into(),
+            groups: groups.iter().map(|g| g.to_string()).collect(),
+            series: vec!["or3".into(), "art".into()],
+            values,
+            paper,
+        }
+    }
+
+    #[test]
+    fn ticks_write_integers_as_integers() {
+        assert_eq!(tick(0.0), "0");
+        assert_eq!(tick(-0.0), "0");
+        assert_eq!(tick(4000.0), "4000");
+        assert_eq!(tick(2.5), "2.5");
+        assert_eq!(tick(0.025), "0.025");
+        assert_eq!(tick(-0.2), "-0.2");
+        assert_eq!(tick(0.1 + 0.2), "0.3");
+        assert_eq!(tick(f64::NAN), "");
+    }
+
+    #[test]
+    fn swept_groups_become_an_x_axis() {
+        let s = |v: &[&str]| v.iter().map(|g| g.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            sweep_axis(&s(&["p=2%", "p=5%", "p=8%", "p=10%"])),
+            Some(("p (%)".to_string(), vec![2.0, 5.0, 8.0, 10.0]))
+        );
+        assert_eq!(
+            sweep_axis(&s(&["mean p=1%", "mean p=3%", "mean p=10%"])),
+            Some(("mean p (%)".to_string(), vec![1.0, 3.0, 10.0]))
+        );
+        assert_eq!(
+            sweep_axis(&s(&["0.0", "0.5", "1.0"])),
+            Some(("beta".to_string(), vec![0.0, 0.5, 1.0]))
+        );
+        // Mixed settings, too few values, or not increasing: bars.
+        assert_eq!(
+            sweep_axis(&s(&["rpc p=1%", "rpc p=3%", "3MB file p=2%"])),
+            None
+        );
+        assert_eq!(sweep_axis(&s(&["p=2%", "p=5%"])), None);
+        assert_eq!(sweep_axis(&s(&["p=5%", "p=2%", "p=8%"])), None);
+        assert_eq!(sweep_axis(&s(&["default", "loss=3%", "loss=10%"])), None);
+    }
+
+    #[test]
+    fn paper_values_are_drawn_and_named_in_the_legend() {
+        let with = chart(
+            &["size=1MB", "size=200KB"],
+            vec![
+                vec![stat(100.0, 80.0, 100.0), stat(50.0, 50.0, 50.0)],
+                vec![stat(10.0, 5.0, 15.0), stat(9.0, 9.0, 9.0)],
+            ],
+            vec![vec![Some(90.0), None], vec![None, None]],
+        );
+        let svg = render(&with).expect("drawn");
+        assert!(
+            svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"),
+            "{svg}"
+        );
+        assert_eq!(has(&svg, PAPER_LABEL), 1, "{svg}");
+        // One diamond in the plot and one in the legend, each two polygons.
+        assert_eq!(svg.matches("<polygon").count(), 4, "{svg}");
+        let without = chart(
+            &["size=1MB", "size=200KB"],
+            with.values.clone(),
+            vec![vec![None, None], vec![None, None]],
+        );
+        let svg = render(&without).expect("drawn");
+        assert_eq!(has(&svg, PAPER_LABEL), 0);
+        assert_eq!(svg.matches("<polygon").count(), 0);
+        // Same input, same bytes.
+        assert_eq!(render(&with), render(&with));
+    }
+
+    #[test]
+    fn a_group_without_data_is_a_note_not_bars() {
+        let c = chart(
+            &["size=1MB", "size=200KB"],
+            vec![
+                vec![stat(100.0, 80.0, 100.0), stat(50.0, 50.0, 50.0)],
+                vec![None, None],
+            ],
+            vec![],
+        );
+        let svg = render(&c).expect("drawn");
+        assert_eq!(has(&svg, "no data"), 1, "{svg}");
+        assert!(svg.contains("no data (no run succeeded, or none was run): size=200KB"));
+        assert!(!svg.contains("n/a"));
+        // Two bars (and the two legend squares, the background, the plot
+        // and legend areas): the empty group draws none.
+        let bars = |svg: &str| svg.matches("<rect").count();
+        let full = chart(
+            &["size=1MB", "size=200KB"],
+            vec![
+                vec![stat(100.0, 80.0, 100.0), stat(50.0, 50.0, 50.0)],
+                vec![stat(1.0, 1.0, 1.0), stat(2.0, 2.0, 2.0)],
+            ],
+            vec![],
+        );
+        assert_eq!(bars(&render(&full).expect("drawn")) - bars(&svg), 2);
+    }
+
+    #[test]
+    fn long_group_names_are_numbered_with_a_key() {
+        let groups = [
+            "path=Verizon-LTE-short.down loss=1%",
+            "path=Verizon-LTE-short.up loss=10%",
+            "x",
+        ];
+        let c = chart(
+            &groups,
+            vec![vec![stat(1.0, 1.0, 1.0), stat(2.0, 2.0, 2.0)]; 3],
+            vec![],
+        );
+        let svg = render(&c).expect("drawn");
+        assert_eq!(
+            has(&svg, "1: path=Verizon-LTE-short.down loss=1%"),
+            1,
+            "{svg}"
+        );
+        assert_eq!(has(&svg, "3: x"), 1, "{svg}");
+    }
+
+    #[test]
+    fn scatter_names_schemes_in_the_legend_not_beside_points() {
+        let c = Scatter {
+            title: "fig24".into(),
+            x_label: "redundancy_ratio".into(),
+            y_label: "share_n_ge_2".into(),
+            points: vec![("quic".into(), 0.05, 0.05), ("art+".into(), 0.07, f64::NAN)],
+        };
+        let svg = render_scatter(&c).expect("drawn");
+        assert_eq!(has(&svg, "art+"), 1, "{svg}");
+        assert_eq!(has(&svg, "quic"), 1, "{svg}");
+        assert_eq!(render_scatter(&c), render_scatter(&c));
+    }
 }
