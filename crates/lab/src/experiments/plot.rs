@@ -44,9 +44,9 @@ const PLOT_H: u32 = 340;
 /// Outer margin, pixels.
 const MARGIN: u32 = 10;
 /// Title, axis and legend text size, pixels.
-const TEXT: f64 = 13.0;
+const TEXT: f64 = 15.0;
 /// Caption (notes under the chart) text size, pixels.
-const SMALL: f64 = 11.0;
+const SMALL: f64 = 13.0;
 /// Line height of legend entries and caption lines, pixels.
 const LINE: u32 = 18;
 
