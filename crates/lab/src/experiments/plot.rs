@@ -5,7 +5,10 @@
 //! ([`super::paper`]), as a hollow black diamond labelled "paper". The chart
 //! is a line chart against the swept parameter when the groups are the
 //! values of one parameter (`p=2%`, `window=8MB`, RCP's beta), grouped bars
-//! otherwise. For the experiments that trace a cost/latency frontier
+//! otherwise. Where the table has percentiles of one quantity (`dtwait_p50_ms`,
+//! `dtwait_p95_ms`, ...), which the papers plot as CDFs (Figs. 23(b), 26(b)),
+//! one chart per group draws them as points of the CDF, ours and the
+//! paper's. For the experiments that trace a cost/latency frontier
 //! ([`super::artplus::FRONTIERS`]), one scatter chart per group and latency
 //! axis, each scheme a marker named in the legend.
 //!
@@ -165,8 +168,201 @@ pub fn experiment_charts(
         };
         out.push((chart_file(&r.name, metric), render(&chart)?));
     }
+    for cdf in cdf_charts(exp, r) {
+        let svg = render_cdf(&cdf.chart)?;
+        out.push((cdf.file, svg));
+    }
     out.extend(frontier_charts(exp, r)?);
     Ok(out)
+}
+
+/// One percentile chart of an experiment, with where it goes.
+#[derive(Clone, Debug)]
+pub struct CdfOf {
+    /// Its file name (report.md links it).
+    pub file: String,
+    /// The group it shows.
+    pub group: String,
+    /// The metric family (`dtwait`, `rpc_fct`).
+    pub family: String,
+    /// The chart.
+    pub chart: CdfChart,
+}
+
+/// The percentile families among `metrics`: `PREFIX_pNN_ms` metrics sharing
+/// a prefix, at least two, as (prefix, [(NN / 100, metric)]) in order.
+pub fn percentile_families(metrics: &[&'static str]) -> Vec<(String, Vec<(f64, &'static str)>)> {
+    let mut out: Vec<(String, Vec<(f64, &'static str)>)> = Vec::new();
+    for m in metrics {
+        let Some(stem) = m.strip_suffix("_ms") else {
+            continue;
+        };
+        let Some(i) = stem.rfind("_p") else {
+            continue;
+        };
+        let Ok(p) = stem[i + 2..].parse::<u8>() else {
+            continue;
+        };
+        let prefix = stem[..i].to_string();
+        let q = f64::from(p) / 100.0;
+        match out.iter_mut().find(|(f, _)| *f == prefix) {
+            Some((_, v)) => v.push((q, m)),
+            None => out.push((prefix, vec![(q, m)])),
+        }
+    }
+    out.retain(|(_, v)| v.len() >= 2);
+    out
+}
+
+/// The percentile charts of `exp`: for every family of
+/// [`percentile_families`] among its table metrics and every group with
+/// data, the family's percentiles as points of a CDF (value against share),
+/// a line per scheme, the paper's percentiles beside them. Exists because
+/// the papers plot these as CDFs (Figs. 23(b) and 26(b)), and the report
+/// has three or so points of each.
+pub fn cdf_charts(exp: &Experiment, r: &ExperimentResult) -> Vec<CdfOf> {
+    let mut out = Vec::new();
+    let groups = groups(&r.rows);
+    let series = schemes(&r.rows);
+    for (family, members) in percentile_families(exp.table_metrics) {
+        for (gi, g) in groups.iter().enumerate() {
+            let mut lines = Vec::new();
+            let mut paper = Vec::new();
+            for s in &series {
+                let pts: Vec<(f64, f64)> = members
+                    .iter()
+                    .filter_map(|(q, m)| {
+                        let v = find(&r.rows, g, s)?.metrics.get(*m)?.mean;
+                        Some((v, *q))
+                    })
+                    .collect();
+                if !pts.is_empty() {
+                    lines.push((s.clone(), pts));
+                }
+                let pp: Vec<(f64, f64)> = members
+                    .iter()
+                    .filter_map(|(q, m)| paper_value(&r.name, g, s, m).map(|v| (v, *q)))
+                    .collect();
+                if !pp.is_empty() {
+                    paper.push((s.clone(), pp));
+                }
+            }
+            if lines.is_empty() {
+                continue;
+            }
+            let pcts: Vec<String> = members
+                .iter()
+                .map(|(q, _)| format!("p{}", (q * 100.0).round()))
+                .collect();
+            out.push(CdfOf {
+                file: format!("{}_cdf{}_{family}.svg", r.name, gi + 1),
+                group: g.clone(),
+                family: family.clone(),
+                chart: CdfChart {
+                    title: format!("{}: {family} percentiles, {g}", r.name),
+                    x_label: format!("{family} (ms)"),
+                    note: format!(
+                        "points: the {} over seeds' means, as points of the CDF",
+                        pcts.join(", ")
+                    ),
+                    lines,
+                    paper,
+                },
+            });
+        }
+    }
+    out
+}
+
+/// A partial CDF: per series, (value, share of data at or below it).
+#[derive(Clone, Debug)]
+pub struct CdfChart {
+    /// Title line.
+    pub title: String,
+    /// What x measures (with its unit).
+    pub x_label: String,
+    /// What the points are, printed under the chart.
+    pub note: String,
+    /// (scheme, points) per line.
+    pub lines: Vec<(String, Vec<(f64, f64)>)>,
+    /// (scheme, points) the paper gives.
+    pub paper: Vec<(String, Vec<(f64, f64)>)>,
+}
+
+/// The partial CDF as a standalone SVG document: a line per scheme through
+/// its percentiles, the paper's as hollow diamonds joined in the scheme's
+/// colour.
+pub fn render_cdf(c: &CdfChart) -> Result<String, ChartError> {
+    font_ready()?;
+    let colour_of = |name: &str| {
+        colour(
+            c.lines
+                .iter()
+                .position(|(s, _)| s == name)
+                .unwrap_or(c.lines.len()),
+        )
+    };
+    let mut legend: Vec<(String, Symbol)> = c
+        .lines
+        .iter()
+        .enumerate()
+        .map(|(i, (s, _))| (s.clone(), Symbol::Line(colour(i))))
+        .collect();
+    for (s, _) in &c.paper {
+        legend.push((format!("{PAPER_LABEL} ({s})"), Symbol::Paper));
+    }
+    let caption = vec![c.note.clone()];
+    let frame = Frame::new(&c.title, legend, &caption);
+    let mut svg = String::new();
+    {
+        let root =
+            SVGBackend::with_string(&mut svg, (frame.width, frame.height)).into_drawing_area();
+        let plot = frame.draw(&root)?;
+        let (x_lo, x_hi) = y_range(
+            c.lines
+                .iter()
+                .chain(&c.paper)
+                .flat_map(|(_, p)| p.iter().map(|(v, _)| *v)),
+        );
+        let mut chart = drawn(
+            ChartBuilder::on(&plot)
+                .margin_right(16)
+                .margin_top(8)
+                .x_label_area_size(2 * TEXT as u32 + 16)
+                .y_label_area_size(y_area_width(0.0, 1.0))
+                .build_cartesian_2d(x_lo..x_hi, 0.0..1.0),
+        )?;
+        drawn(
+            chart
+                .configure_mesh()
+                .x_desc(c.x_label.as_str())
+                .y_desc("share of data at or below")
+                .x_label_formatter(&|v| tick(*v))
+                .y_label_formatter(&|v| tick(*v))
+                .label_style(style(TEXT))
+                .axis_desc_style(style(TEXT))
+                .light_line_style(WHITE)
+                .draw(),
+        )?;
+        for (i, (_, pts)) in c.lines.iter().enumerate() {
+            drawn(chart.draw_series(LineSeries::new(
+                pts.iter().copied(),
+                colour(i).stroke_width(2),
+            )))?;
+            drawn(chart.draw_series(pts.iter().map(|p| Circle::new(*p, 4, colour(i).filled()))))?;
+        }
+        for (s, pts) in &c.paper {
+            drawn(chart.draw_series(LineSeries::new(
+                pts.iter().copied(),
+                colour_of(s).stroke_width(1),
+            )))?;
+            for p in pts {
+                diamond(&root, chart.backend_coord(p))?;
+            }
+        }
+        drawn(root.present())?;
+    }
+    Ok(svg)
 }
 
 /// The frontier charts of `exp` (none unless it is one of
@@ -349,11 +545,12 @@ enum Symbol {
     Paper,
 }
 
-/// The width the legend of `entries` needs.
+/// The width the legend of `entries` needs, with a fifth to spare for a
+/// viewer's font wider than the layout's (as [`wrap`]).
 fn legend_width(entries: &[(String, Symbol)]) -> u32 {
     entries
         .iter()
-        .map(|(t, _)| text_width(t, TEXT) + 30)
+        .map(|(t, _)| text_width(t, TEXT) * 5 / 4 + 30)
         .max()
         .unwrap_or(0)
 }
@@ -984,5 +1181,50 @@ mod tests {
         assert_eq!(has(&svg, "art+"), 1, "{svg}");
         assert_eq!(has(&svg, "quic"), 1, "{svg}");
         assert_eq!(render_scatter(&c), render_scatter(&c));
+    }
+
+    #[test]
+    fn percentile_metrics_form_cdf_families() {
+        let f = percentile_families(&[
+            "fct_ms",
+            "dtwait_p50_ms",
+            "dtwait_p95_ms",
+            "dtwait_p99_ms",
+            "t_wait_p99_ms",
+            "rpc_fct_mean_ms",
+        ]);
+        assert_eq!(
+            f,
+            vec![(
+                "dtwait".to_string(),
+                vec![
+                    (0.5, "dtwait_p50_ms"),
+                    (0.95, "dtwait_p95_ms"),
+                    (0.99, "dtwait_p99_ms")
+                ]
+            )]
+        );
+    }
+
+    #[test]
+    fn cdf_draws_the_papers_percentiles_beside_ours() {
+        let c = CdfChart {
+            title: "art-fig23".into(),
+            x_label: "dtwait (ms)".into(),
+            note: "points".into(),
+            lines: vec![(
+                "quic-art".into(),
+                vec![(10.0, 0.5), (100.0, 0.95), (200.0, 0.99)],
+            )],
+            paper: vec![(
+                "quic-art".into(),
+                vec![(3.23, 0.5), (32.83, 0.95), (78.48, 0.99)],
+            )],
+        };
+        let svg = render_cdf(&c).expect("drawn");
+        assert_eq!(has(&svg, "paper (quic-art)"), 1, "{svg}");
+        assert_eq!(has(&svg, "quic-art"), 1, "{svg}");
+        // Three diamonds in the plot, one in the legend: two polygons each.
+        assert_eq!(svg.matches("<polygon").count(), 8, "{svg}");
     }
 }

@@ -201,6 +201,21 @@ fn md_experiment(experiments: &[Experiment], r: &ExperimentResult) -> String {
             .map(|m| format!("![{} {m}]({})", r.name, plot::chart_file(&r.name, m)))
             .collect();
         let _ = writeln!(out, "{}\n", charts.join(" "));
+        let cdfs = plot::cdf_charts(e, r);
+        if !cdfs.is_empty() {
+            let _ = writeln!(
+                out,
+                "Percentiles as points of the CDF (the paper plots the CDF), one per setting:\n"
+            );
+            for c in &cdfs {
+                let _ = writeln!(
+                    out,
+                    "- {}: ![{} {} percentiles]({})",
+                    c.group, c.group, c.family, c.file
+                );
+            }
+            out.push('\n');
+        }
         if let Some((x, ys)) = super::artplus::frontier_axes(&r.name) {
             let _ = writeln!(
                 out,
