@@ -900,7 +900,7 @@ pub fn render(c: &BarChart) -> Result<String, ChartError> {
                 )?;
                 let ns = c.series.len().max(1) as f64;
                 let w = 0.8 / ns;
-                for g in 0..c.groups.len() {
+                for (g, names) in group_lines.iter().enumerate() {
                     for s in 0..c.series.len() {
                         let x0 = g as f64 + 0.1 + w * s as f64;
                         let (xa, xb, xc) = (x0 + w * 0.05, x0 + w * 0.95, x0 + w * 0.5);
@@ -926,7 +926,7 @@ pub fn render(c: &BarChart) -> Result<String, ChartError> {
                     let lines = if keyed {
                         vec![(g + 1).to_string()]
                     } else {
-                        group_lines[g].clone()
+                        names.clone()
                     };
                     for (i, line) in lines.iter().enumerate() {
                         drawn(root.draw(&Text::new(

@@ -479,7 +479,6 @@ pub fn write_outputs(
         put(format!("{}_summary.csv", r.name), summary_csv(r))?;
     }
     put("results.json".into(), results_json(scale, results))?;
-    drop(put);
     written.extend(write_report(dir, scale, experiments, results)?);
     Ok(written)
 }
