@@ -5,19 +5,68 @@
 //! that every chart is an image that rendered (non-zero size), that each
 //! experiment the paper gives numbers for shows them in its charts (and the
 //! others do not), and that screenshots of the first screen and of one
-//! experiment are not blank.
+//! experiment are not blank. The same check runs on the committed
+//! full-scale report, docs/reproduce/report.html.
 //!
 //! Chromium is `$ARTQ_CHROMIUM` (exported by `.ci/run`, which installs
 //! Debian's chromium), else `chromium` on PATH; python is `$ARTQ_PYTHON`,
 //! else `python3` (the driver needs only the standard library). A missing
 //! one fails the test with how to get it: it never skips.
 
-use std::path::PathBuf;
-use std::process::Command;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 
 /// The repository root (the driver lives in tests/report).
 fn workspace_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Runs tests/report/check_report.py on `report`, screenshots into `shots`:
+/// its output and a description of it for failure messages.
+fn check_report(report: &Path, experiment: &str, shots: &Path) -> (Output, String) {
+    let chromium = std::env::var("ARTQ_CHROMIUM").unwrap_or_else(|_| "chromium".into());
+    let python = std::env::var("ARTQ_PYTHON").unwrap_or_else(|_| "python3".into());
+    let out = Command::new(&python)
+        .arg(workspace_root().join("tests/report/check_report.py"))
+        .args([
+            "--chromium",
+            &chromium,
+            "--timeout",
+            "90",
+            "--experiment",
+            experiment,
+        ])
+        .arg("--screenshots")
+        .arg(shots)
+        .arg(report)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {python} (set ARTQ_PYTHON, or run .ci/run): {e}"));
+    let text = format!(
+        "check_report.py: {}; Chromium is $ARTQ_CHROMIUM or chromium on PATH (.ci/run \
+         installs Debian's chromium):\n{}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out, text)
+}
+
+/// The committed full-scale report (docs/reproduce/report.html), as a
+/// reader who clones the repository opens it: every one of its charts.
+#[test]
+fn committed_report_html_renders_in_chromium() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let report = workspace_root().join("docs/reproduce/report.html");
+    let (out, text) = check_report(&report, "art-fig23", dir.path());
+    assert!(out.status.success(), "{text}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let summary: serde_json::Value =
+        serde_json::from_str(stdout.trim().strip_prefix("ok: ").expect("an ok line"))
+            .expect("JSON summary");
+    assert!(
+        summary["images"].as_u64().expect("count") >= 150,
+        "{summary}"
+    );
 }
 
 #[test]
@@ -47,32 +96,10 @@ fn report_html_renders_in_chromium_with_the_papers_values() {
     );
     let report = out.join("report.html");
     assert!(report.is_file(), "no report.html");
-    let chromium = std::env::var("ARTQ_CHROMIUM").unwrap_or_else(|_| "chromium".into());
-    let python = std::env::var("ARTQ_PYTHON").unwrap_or_else(|_| "python3".into());
     let shots = dir.path().join("shots");
-    let check = Command::new(&python)
-        .arg(workspace_root().join("tests/report/check_report.py"))
-        .args([
-            "--chromium",
-            &chromium,
-            "--timeout",
-            "90",
-            "--experiment",
-            "art-fig25",
-        ])
-        .arg("--screenshots")
-        .arg(&shots)
-        .arg(&report)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {python} (set ARTQ_PYTHON, or run .ci/run): {e}"));
+    let (check, text) = check_report(&report, "art-fig25", &shots);
+    assert!(check.status.success(), "{text}");
     let stdout = String::from_utf8_lossy(&check.stdout);
-    let stderr = String::from_utf8_lossy(&check.stderr);
-    assert!(
-        check.status.success(),
-        "check_report.py failed ({}); Chromium is $ARTQ_CHROMIUM or chromium on PATH \
-         (.ci/run installs Debian's chromium):\n{stdout}\n{stderr}",
-        check.status
-    );
     let summary: serde_json::Value =
         serde_json::from_str(stdout.trim().strip_prefix("ok: ").expect("an ok line"))
             .expect("JSON summary");

@@ -1,7 +1,8 @@
 //! Tests of the report as a reader sees it: the paper's values as data
 //! match the sentences the report quotes, no two texts of any chart of the
-//! committed full-scale report overlap or leave the chart, and report.html
-//! is one self-contained page.
+//! committed full-scale report overlap or leave the chart, the committed
+//! charts and reports are what the code draws from the committed
+//! results.json, and report.html is one self-contained page.
 
 use std::path::{Path, PathBuf};
 
@@ -181,7 +182,7 @@ fn the_overlap_check_sees_overlaps() {
 }
 
 #[test]
-fn no_chart_of_the_committed_report_has_overlapping_or_cut_text() {
+fn no_chart_of_the_committed_report_has_overlapping_or_cut_text_and_it_is_current() {
     let dir = tempfile::tempdir().expect("tempdir");
     let results = committed_report().join("results.json");
     std::fs::copy(&results, dir.path().join("results.json")).expect("the committed results.json");
@@ -204,6 +205,33 @@ fn no_chart_of_the_committed_report_has_overlapping_or_cut_text() {
         "{} faults:\n{}",
         faults.len(),
         faults.join("\n")
+    );
+    // The committed charts and reports are what this code draws (redraw
+    // them with `artq reproduce --render docs/reproduce`), and no chart of
+    // an older layout lingers beside them.
+    let mut stale = Vec::new();
+    for path in &written {
+        let name = path.file_name().expect("a file name");
+        let committed = std::fs::read(committed_report().join(name)).unwrap_or_default();
+        if committed != std::fs::read(path).expect("written") {
+            stale.push(name.to_string_lossy().into_owned());
+        }
+    }
+    for entry in std::fs::read_dir(committed_report()).expect("docs/reproduce") {
+        let name = entry.expect("entry").file_name();
+        let drawn = name.to_string_lossy().ends_with(".svg") || name == "report.html";
+        if drawn
+            && !written
+                .iter()
+                .any(|p| p.file_name() == Some(name.as_os_str()))
+        {
+            stale.push(format!("{} (no longer drawn)", name.to_string_lossy()));
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "docs/reproduce is not what this code draws; run `artq reproduce --render \
+         docs/reproduce`: {stale:?}"
     );
     // The results are read, never rewritten.
     assert_eq!(
