@@ -87,7 +87,7 @@ def reproduce(
     quick : bool, default True
         Run at quick scale; False: at the papers' sizes.
     out : str, default "artq-out"
-        The directory the CSVs, charts and ``report.md`` are written to.
+        The directory the CSVs, charts, ``report.md`` and ``report.html`` are written to.
     jobs : int, optional
         Runs at once, at least 1; None: one per core.
     progress : bool, default True

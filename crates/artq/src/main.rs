@@ -75,10 +75,11 @@ enum Command {
     /// scheme quic, Cubic, seed 1. `--json` prints one JSON object.
     Sim(Box<sim::SimArgs>),
     /// Regenerate the papers' evaluations in simulation: CSV, charts,
-    /// results.json and report.md beside the papers' numbers.
+    /// results.json, report.md and report.html beside the papers' numbers.
     ///
     /// The experiments are named in `artq reproduce --help` (all run when
     /// none is named). Deterministic: the same command gives the same files.
+    /// `--render DIR` redraws a previous run's charts and reports only.
     Reproduce(reproduce::ReproduceArgs),
     /// Train a learning recovery scheme offline over simulated runs and
     /// save the model: `artq train art-dqn [--distribution FILE | link and

@@ -1,90 +1,111 @@
-//! The progress bar of long commands (`artq reproduce`, `artq train`) on
-//! stderr: redrawn in place on a terminal, one line per step otherwise
-//! (logs, CI).
+//! The progress display of long commands (`artq reproduce`, `artq train`) on
+//! stderr: indicatif's bars on a terminal (one over every step with its rate
+//! and ETA, and one over the current stage, an experiment of `artq
+//! reproduce`, whose runs go in parallel), one plain line per step otherwise
+//! (logs, CI), exactly as before indicatif: tests and scripts read those
+//! lines.
 
-/// Width of the bar, characters.
-const BAR_WIDTH: usize = 30;
+use std::time::Duration;
 
-/// The progress display of `artq reproduce` and `artq train` on stderr: a bar redrawn in
-/// place on a terminal, plain lines otherwise (logs, CI).
-pub struct ProgressBar {
-    total: usize,
-    /// What is counted (`runs`, `episodes`).
-    unit: &'static str,
-    done: usize,
-    terminal: bool,
-    /// The bar is on screen (the next plain line must start on a new line).
-    drawn: bool,
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+/// The bars' layout: what is counted, how far, how fast, how long left.
+const TOTAL_TEMPLATE: &str =
+    "{prefix:>10} [{bar:30.cyan/blue}] {pos}/{len} {msg}  {per_sec}  {elapsed} elapsed, ETA {eta}";
+/// The current stage's bar under the total.
+const STAGE_TEMPLATE: &str = "{prefix:>10} [{bar:30.green/white}] {pos}/{len} {msg}";
+
+/// The progress display of a long command: bars on a terminal, plain lines
+/// otherwise.
+pub struct Progress {
+    /// The bars, when stderr is a terminal.
+    bars: Option<Bars>,
 }
 
-impl ProgressBar {
-    /// A bar over `total` steps of `unit` (`runs`).
-    pub fn new(total: usize, unit: &'static str, terminal: bool) -> ProgressBar {
-        ProgressBar {
-            total: total.max(1),
-            unit,
-            done: 0,
-            terminal,
-            drawn: false,
-        }
+/// The terminal's bars.
+struct Bars {
+    multi: MultiProgress,
+    total: ProgressBar,
+    stage: Option<ProgressBar>,
+}
+
+/// A style from `template`, or indicatif's default if the template is
+/// refused (it is a constant: only a change of indicatif could do that).
+fn bar_style(template: &str) -> ProgressStyle {
+    ProgressStyle::with_template(template)
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> ")
+}
+
+impl Progress {
+    /// A display over `total` steps of `unit` (`runs`, `episodes`): bars
+    /// when `terminal`, plain lines otherwise.
+    pub fn new(total: usize, unit: &'static str, terminal: bool) -> Progress {
+        let bars = terminal.then(|| {
+            let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
+            let total = multi.add(ProgressBar::new(total as u64));
+            total.set_style(bar_style(TOTAL_TEMPLATE));
+            total.set_prefix("total");
+            total.set_message(unit);
+            total.enable_steady_tick(Duration::from_millis(250));
+            Bars {
+                multi,
+                total,
+                stage: None,
+            }
+        });
+        Progress { bars }
     }
 
-    /// A line that stays (an experiment starts).
+    /// A line that stays (an experiment starts), printed above the bars.
     pub fn note(&mut self, line: &str) {
-        if self.drawn {
-            eprint!("\r\x1b[2K");
-            self.drawn = false;
+        match &self.bars {
+            Some(b) => {
+                if b.multi.println(line).is_err() {
+                    eprintln!("{line}");
+                }
+            }
+            None => eprintln!("{line}"),
         }
-        eprintln!("{line}");
     }
 
-    /// One step finished: a line off a terminal, the bar redrawn on one.
-    pub fn step_done(&mut self, line: &str, experiment: &str, elapsed: std::time::Duration) {
-        self.done += 1;
-        if !self.terminal {
-            eprintln!("{line}");
-            return;
+    /// A stage of `len` steps called `name` starts (an experiment of `artq
+    /// reproduce`): on a terminal, its own bar under the total's.
+    pub fn stage(&mut self, name: &str, len: usize) {
+        if let Some(b) = &mut self.bars {
+            if let Some(old) = b.stage.take() {
+                old.finish_and_clear();
+            }
+            let bar = b.multi.add(ProgressBar::new(len as u64));
+            bar.set_style(bar_style(STAGE_TEMPLATE));
+            bar.set_prefix(name.to_string());
+            bar.set_message("runs");
+            b.stage = Some(bar);
         }
-        eprint!("\r\x1b[2K{}", self.render(experiment, elapsed));
-        self.drawn = true;
     }
 
-    /// `[=========>          ] 12/40 runs  art-fig23  0:31 elapsed, ~1:10 left`
-    fn render(&self, experiment: &str, elapsed: std::time::Duration) -> String {
-        let filled = (self.done * BAR_WIDTH / self.total).min(BAR_WIDTH);
-        let mut bar = "=".repeat(filled);
-        if filled < BAR_WIDTH {
-            bar.push('>');
-            bar.push_str(&" ".repeat(BAR_WIDTH - filled - 1));
+    /// One step finished: `line` off a terminal, the bars moved on one.
+    pub fn step_done(&mut self, line: &str) {
+        match &self.bars {
+            Some(b) => {
+                b.total.inc(1);
+                if let Some(s) = &b.stage {
+                    s.inc(1);
+                }
+            }
+            None => eprintln!("{line}"),
         }
-        let secs = elapsed.as_secs_f64();
-        let left = if self.done == 0 {
-            String::new()
-        } else {
-            let rest = secs / self.done as f64 * (self.total - self.done.min(self.total)) as f64;
-            format!(", ~{} left", clock(rest))
-        };
-        format!(
-            "[{bar}] {}/{} {}  {experiment}  {} elapsed{left}",
-            self.done,
-            self.total,
-            self.unit,
-            clock(secs)
-        )
     }
 
+    /// The work is over: the bars leave the screen.
     pub fn finish(&mut self) {
-        if self.drawn {
-            eprintln!();
-            self.drawn = false;
+        if let Some(b) = self.bars.take() {
+            if let Some(s) = b.stage {
+                s.finish_and_clear();
+            }
+            b.total.finish_and_clear();
         }
     }
-}
-
-/// `m:ss`.
-fn clock(secs: f64) -> String {
-    let s = secs.max(0.0) as u64;
-    format!("{}:{:02}", s / 60, s % 60)
 }
 
 #[cfg(test)]
@@ -92,27 +113,38 @@ mod tests {
     use super::*;
 
     #[test]
-    fn bar_fills_with_the_runs() {
-        let mut b = ProgressBar::new(4, "runs", false);
-        let zero = b.render("x", std::time::Duration::from_secs(0));
-        assert!(zero.starts_with("[>"), "{zero}");
-        assert!(zero.contains("0/4 runs"));
-        b.done = 2;
-        let half = b.render("art-fig23", std::time::Duration::from_secs(30));
-        assert!(
-            half.contains(&format!("[{}>", "=".repeat(BAR_WIDTH / 2))),
-            "{half}"
-        );
-        assert!(
-            half.contains("2/4 runs  art-fig23  0:30 elapsed, ~0:30 left"),
-            "{half}"
-        );
-        b.done = 4;
-        let full = b.render("x", std::time::Duration::from_secs(75));
-        assert!(
-            full.contains(&format!("[{}]", "=".repeat(BAR_WIDTH))),
-            "{full}"
-        );
-        assert!(full.contains("1:15 elapsed, ~0:00 left"), "{full}");
+    fn templates_are_valid() {
+        assert!(ProgressStyle::with_template(TOTAL_TEMPLATE).is_ok());
+        assert!(ProgressStyle::with_template(STAGE_TEMPLATE).is_ok());
+    }
+
+    #[test]
+    fn bars_count_the_steps_of_the_total_and_of_the_stage() {
+        let mut p = Progress::new(5, "runs", true);
+        // Hidden: the test's stderr is not the user's screen.
+        if let Some(b) = &p.bars {
+            b.multi.set_draw_target(ProgressDrawTarget::hidden());
+        }
+        p.stage("fig19", 2);
+        p.step_done("a");
+        p.step_done("b");
+        p.stage("fig20", 3);
+        p.step_done("c");
+        let b = p.bars.as_ref().expect("bars on a terminal");
+        assert_eq!(b.total.position(), 3);
+        assert_eq!(b.total.length(), Some(5));
+        let stage = b.stage.as_ref().expect("a stage bar");
+        assert_eq!((stage.position(), stage.length()), (1, Some(3)));
+        assert_eq!(stage.prefix(), "fig20");
+        p.finish();
+        assert!(p.bars.is_none());
+    }
+
+    #[test]
+    fn off_a_terminal_there_are_no_bars() {
+        let mut p = Progress::new(2, "runs", false);
+        p.stage("fig19", 2);
+        p.step_done("line");
+        assert!(p.bars.is_none());
     }
 }

@@ -1,11 +1,13 @@
 //! `artq reproduce`: the ART paper's evaluation (issue 4's acceptance) as
 //! named, seeded experiments over the simulator (crate `lab`, module
-//! `experiments`), written to `--out DIR` as CSV, `results.json` and
-//! `report.md` beside the paper's own numbers.
+//! `experiments`), written to `--out DIR` as CSV, `results.json`,
+//! `report.md` and `report.html` (charts inline) beside the papers' own
+//! numbers; or, with `--render DIR`, the charts and reports of a previous
+//! run redrawn from its results.json.
 //!
-//! Progress goes to stderr: on a terminal, one bar over every run of every
-//! chosen experiment (with the elapsed time and an estimate of what is
-//! left); otherwise one line per run. stdout gets only the list of files
+//! Progress goes to stderr: on a terminal, indicatif's bars (one over every
+//! run of every chosen experiment with its rate and ETA, one over the
+//! current experiment's runs); otherwise one line per run. stdout gets only the list of files
 //! written, so a script can pipe it.
 
 use std::io::{IsTerminal, Write};
@@ -15,7 +17,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use lab::experiments::{self, report, RunDone, Scale};
 
-use crate::progress::ProgressBar;
+use crate::progress::Progress;
 
 /// Options of `artq reproduce`.
 #[derive(Args, Debug)]
@@ -35,6 +37,11 @@ pub struct ReproduceArgs {
     /// not depend on it.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
     jobs: Option<u16>,
+    /// Run nothing: redraw the charts, report.md and report.html of the
+    /// previous run whose outputs are in DIR, from its results.json (left
+    /// unchanged, as are its CSVs).
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["quick", "tiny", "out", "jobs", "experiments"])]
+    render: Option<PathBuf>,
     /// Experiments to run; all when none is given. The help text lists
     /// them from the registry (`lab::experiments::REGISTRY`), so it cannot
     /// fall behind it.
@@ -61,6 +68,16 @@ fn experiments_long_help() -> String {
 
 /// Runs `artq reproduce`.
 pub fn run(a: ReproduceArgs) -> Result<()> {
+    if let Some(dir) = &a.render {
+        let written = report::render_outputs(dir)
+            .with_context(|| format!("cannot redraw the report in {}", dir.display()))?;
+        let mut stdout = std::io::stdout().lock();
+        for p in written {
+            writeln!(stdout, "{}", p.display())?;
+        }
+        stdout.flush()?;
+        return Ok(());
+    }
     let scale = if a.tiny {
         Scale::Tiny
     } else if a.quick {
@@ -74,7 +91,7 @@ pub fn run(a: ReproduceArgs) -> Result<()> {
     });
     let started = std::time::Instant::now();
     let total: usize = chosen.iter().map(|e| e.cases.len() * e.seeds.len()).sum();
-    let mut bar = ProgressBar::new(total, "runs", std::io::stderr().is_terminal());
+    let mut bar = Progress::new(total, "runs", std::io::stderr().is_terminal());
     let mut results = Vec::new();
     for exp in &chosen {
         bar.note(&format!(
@@ -84,6 +101,7 @@ pub fn run(a: ReproduceArgs) -> Result<()> {
             scale.name(),
             exp.seeds
         ));
+        bar.stage(exp.name, exp.cases.len() * exp.seeds.len());
         let name = exp.name;
         let mut progress = |d: &RunDone<'_>| {
             let status = match &d.row.error {
@@ -97,19 +115,15 @@ pub fn run(a: ReproduceArgs) -> Result<()> {
                     .collect::<Vec<_>>()
                     .join(" "),
             };
-            bar.step_done(
-                &format!(
-                    "[{name}] {}/{} {} {} seed {}: {status} ({:.1} s)",
-                    d.done,
-                    d.total,
-                    d.row.group,
-                    d.row.scheme,
-                    d.row.seed,
-                    d.wall.as_secs_f64()
-                ),
-                name,
-                started.elapsed(),
-            );
+            bar.step_done(&format!(
+                "[{name}] {}/{} {} {} seed {}: {status} ({:.1} s)",
+                d.done,
+                d.total,
+                d.row.group,
+                d.row.scheme,
+                d.row.seed,
+                d.wall.as_secs_f64()
+            ));
         };
         results.push(experiments::evaluate(exp, jobs, &mut progress));
     }
@@ -129,7 +143,7 @@ pub fn run(a: ReproduceArgs) -> Result<()> {
         "done in {:.1} s: {} experiment(s), {failed} failed run(s); see {}",
         started.elapsed().as_secs_f64(),
         results.len(),
-        a.out.join("report.md").display()
+        a.out.join("report.html").display()
     );
     Ok(())
 }

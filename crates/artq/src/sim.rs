@@ -9,7 +9,8 @@
 //!
 //! Output: a few aligned lines on stdout, or with `--json` exactly one JSON
 //! object (DESIGN.md metric names). Progress goes to stderr, and only for
-//! runs that take more than a couple of seconds of wall time.
+//! runs that take more than a couple of seconds of wall time: indicatif's
+//! bar on a terminal, a line every few seconds otherwise.
 
 use std::fs::File;
 use std::io::{BufWriter, IsTerminal, Write};
@@ -222,6 +223,39 @@ fn qlog_sinks(dir: &std::path::Path) -> Result<lab::QlogSinks> {
     })
 }
 
+/// The terminal's progress bar of one `artq sim` run: over the workload's
+/// bytes when it has a total, over its items (DASH segments) when it has
+/// several, else a spinner (live, rpc, messages: paced by their own clock).
+/// It starts at `at` with its rate and ETA measured from then on (it appears
+/// only after PROGRESS_AFTER, not at 0 bytes).
+fn sim_bar(total_bytes: u64, items: u64, at: u64) -> indicatif::ProgressBar {
+    let hidden = indicatif::ProgressDrawTarget::hidden;
+    let (bar, template) = if total_bytes > 0 {
+        (
+            indicatif::ProgressBar::with_draw_target(Some(total_bytes), hidden()),
+            "artq sim [{bar:30.cyan/blue}] {bytes}/{total_bytes} {bytes_per_sec} ETA {eta}  {msg}",
+        )
+    } else if items > 1 {
+        (
+            indicatif::ProgressBar::with_draw_target(Some(items), hidden()),
+            "artq sim [{bar:30.cyan/blue}] {pos}/{len} items ETA {eta}  {msg}",
+        )
+    } else {
+        (
+            indicatif::ProgressBar::with_draw_target(None, hidden()),
+            "artq sim {spinner} {elapsed} {msg}",
+        )
+    };
+    let style = indicatif::ProgressStyle::with_template(template)
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+        .progress_chars("=> ");
+    bar.set_style(style);
+    bar.set_position(at);
+    bar.reset_eta();
+    bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+    bar
+}
+
 /// Runs `artq sim`.
 pub fn run(a: SimArgs) -> Result<()> {
     let (scenario, links) = scenario_of(&a.run, &a.scheme)?;
@@ -231,14 +265,45 @@ pub fn run(a: SimArgs) -> Result<()> {
     let started = StdInstant::now();
     let mut last_shown: Option<StdInstant> = None;
     let terminal = std::io::stderr().is_terminal();
+    // On a terminal: indicatif's bar (bytes or items with rate and ETA, or
+    // a spinner when the workload has no total), from PROGRESS_AFTER on.
+    let mut bar: Option<indicatif::ProgressBar> = None;
     let mut show = |p: &lab::Progress| {
         let wall = started.elapsed();
-        if wall < PROGRESS_AFTER || last_shown.is_some_and(|t| t.elapsed() < PROGRESS_EVERY) {
+        if wall < PROGRESS_AFTER {
+            return;
+        }
+        let virt = p.now.since_epoch().as_secs_f64();
+        let items = scenario.workload.items();
+        if terminal {
+            let b = bar.get_or_insert_with(|| {
+                let at = if p.total_bytes > 0 {
+                    p.bytes_received
+                } else {
+                    p.files_done
+                };
+                sim_bar(p.total_bytes, items, at)
+            });
+            if p.total_bytes > 0 {
+                b.set_position(p.bytes_received);
+                b.set_message(format!("{} files, {virt:.1} s virtual", p.files_done));
+            } else if items > 1 {
+                b.set_position(p.files_done);
+                b.set_message(format!("{virt:.1} s virtual"));
+            } else {
+                b.set_message(format!(
+                    "{} received, {virt:.1} s virtual",
+                    human_bytes(p.bytes_received)
+                ));
+                b.tick();
+            }
+            return;
+        }
+        if last_shown.is_some_and(|t| t.elapsed() < PROGRESS_EVERY) {
             return;
         }
         last_shown = Some(StdInstant::now());
-        let (virt, wall) = (p.now.since_epoch().as_secs_f64(), wall.as_secs_f64());
-        let items = scenario.workload.items();
+        let wall = wall.as_secs_f64();
         let line = if p.total_bytes > 0 {
             let pct = p.bytes_received as f64 * 100.0 / p.total_bytes as f64;
             format!(
@@ -261,11 +326,7 @@ pub fn run(a: SimArgs) -> Result<()> {
                 human_bytes(p.bytes_received),
             )
         };
-        if terminal {
-            eprint!("\r{line}");
-        } else {
-            eprintln!("{line}");
-        }
+        eprintln!("{line}");
     };
     let qlog = match &a.qlog {
         Some(dir) => Some(qlog_sinks(dir)?),
@@ -279,8 +340,8 @@ pub fn run(a: SimArgs) -> Result<()> {
         policy: None,
     };
     let result = lab::run_with(&scenario, options);
-    if last_shown.is_some() && terminal {
-        eprintln!();
+    if let Some(b) = bar {
+        b.finish_and_clear();
     }
     let result = result?;
     if let Some(path) = &a.per_packet {

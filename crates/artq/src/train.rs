@@ -30,7 +30,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use lab::train::{Distribution, EpisodeReport, Episodes, TrainSpec, MAX_BATCH, MAX_EPISODES};
 
-use crate::progress::ProgressBar;
+use crate::progress::Progress;
 use crate::sim::{scenario_of, ScenarioArgs};
 
 /// Episodes of a single scenario when `--episodes` is not given.
@@ -238,8 +238,7 @@ fn train(a: &TrainArgs, out: &std::path::Path) -> Result<lab::train::TrainSummar
         batch: a.batch,
         jobs,
     };
-    let started = StdInstant::now();
-    let mut bar = ProgressBar::new(count as usize, "episodes", std::io::stderr().is_terminal());
+    let mut bar = Progress::new(count as usize, "episodes", std::io::stderr().is_terminal());
     bar.note(&format!(
         "[train] {} over {count} episodes of {what}, seeds {}..={}, batches of {}, {jobs} at once",
         a.scheme,
@@ -259,20 +258,16 @@ fn train(a: &TrainArgs, out: &std::path::Path) -> Result<lab::train::TrainSummar
         } else {
             format!(" ({})", r.setting)
         };
-        bar.step_done(
-            &format!(
-                "[train] episode {}/{count} seed {}{setting}: {status}; {} experiences, {} \
+        bar.step_done(&format!(
+            "[train] episode {}/{count} seed {}{setting}: {status}; {} experiences, {} \
                  learning steps, epsilon {:.3}, loss {:.4}",
-                r.index + 1,
-                r.seed,
-                r.experiences,
-                r.learn_steps,
-                r.epsilon,
-                r.td_loss,
-            ),
-            "train",
-            started.elapsed(),
-        );
+            r.index + 1,
+            r.seed,
+            r.experiences,
+            r.learn_steps,
+            r.epsilon,
+            r.td_loss,
+        ));
     };
     let summary = lab::train::train(&factory, &episodes, &spec, &mut on_episode)?;
     bar.finish();

@@ -33,6 +33,7 @@ fn fig22_writes_csvs_json_and_report_with_every_scheme() {
         "fig22_summary.csv",
         "results.json",
         "report.md",
+        "report.html",
         "fig22_fct_ms.svg",
         "fig22_redundancy.svg",
     ] {
@@ -42,9 +43,10 @@ fn fig22_writes_csvs_json_and_report_with_every_scheme() {
     // A chart per table metric, with a bar per scheme, linked from the report.
     let svg = std::fs::read_to_string(dir.path().join("fig22_redundancy.svg")).expect("svg");
     assert!(svg.starts_with("<svg ") && svg.trim_end().ends_with("</svg>"));
+    // The legend names every scheme (plotters writes each text on its own line).
     for scheme in ["quic", "fec:9", "art"] {
         assert!(
-            svg.contains(&format!("<title>{scheme}: ")),
+            svg.contains(&format!(">\n{scheme}\n</text>")),
             "{scheme}: {svg}"
         );
     }
@@ -196,6 +198,7 @@ fn rpc_and_design_experiments_write_sane_identical_outputs() {
         "art-fig12_redundancy.svg",
         "results.json",
         "report.md",
+        "report.html",
     ];
     for name in files {
         let x = std::fs::read(a.path().join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -233,4 +236,63 @@ fn rpc_and_design_experiments_write_sane_identical_outputs() {
     }
     let report = std::fs::read_to_string(a.path().join("report.md")).expect("report");
     assert!(report.contains("| art-fig26 |") && report.contains("| art-fig12 |"));
+}
+
+#[test]
+fn render_redraws_charts_and_reports_from_results_json_alone() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = reproduce_fig22(dir.path());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let drawn = [
+        "fig22_redundancy.svg",
+        "fig22_fct_ms.svg",
+        "report.md",
+        "report.html",
+    ];
+    let before: Vec<Vec<u8>> = drawn
+        .iter()
+        .map(|n| std::fs::read(dir.path().join(n)).expect(n))
+        .collect();
+    let results = std::fs::read(dir.path().join("results.json")).expect("results.json");
+    for n in drawn {
+        std::fs::remove_file(dir.path().join(n)).expect(n);
+    }
+    let path = dir.path().to_str().expect("utf-8 temp path");
+    let again = artq(&["reproduce", "--render", path]);
+    assert!(
+        again.status.success(),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&again.stdout);
+    for (n, b) in drawn.iter().zip(&before) {
+        assert!(stdout.contains(n), "{stdout}");
+        assert!(
+            std::fs::read(dir.path().join(n)).expect(n) == *b,
+            "{n} differs"
+        );
+    }
+    assert!(
+        !stdout.contains("results.json") && !stdout.contains(".csv"),
+        "{stdout}"
+    );
+    assert_eq!(
+        std::fs::read(dir.path().join("results.json")).expect("kept"),
+        results
+    );
+    // A directory without results.json is an error that says so, not a panic.
+    let empty = tempfile::tempdir().expect("temp dir");
+    let bad = artq(&[
+        "reproduce",
+        "--render",
+        empty.path().to_str().expect("utf-8"),
+    ]);
+    assert!(!bad.status.success());
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(stderr.contains("cannot redraw the report"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
 }

@@ -458,7 +458,7 @@ fn scale_of(quick: bool, tiny: bool) -> Scale {
 /// quick : bool
 ///     Quick scale; False: the paper's.
 /// out : str
-///     The directory the CSVs, charts and ``report.md`` go to.
+///     The directory the CSVs, charts, ``report.md`` and ``report.html`` go to.
 /// jobs : int or None
 ///     Runs at once (at least 1); None: the cores.
 /// tiny : bool

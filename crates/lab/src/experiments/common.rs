@@ -22,7 +22,7 @@ use crate::scenario::Scenario;
 ///
 /// Exists because the paper's sizes (100 MB, 1000 files) take minutes per
 /// experiment, while a smoke check must take seconds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Scale {
     /// The paper's sizes, three seeds.
@@ -74,7 +74,7 @@ pub struct Case {
 }
 
 /// What our numbers say about one claim of the paper.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Verdict {
     /// Our numbers agree with the claim.
@@ -442,7 +442,7 @@ pub fn round6(v: f64) -> f64 {
 }
 
 /// Mean, spread, min and max of one metric over the seeds of a case.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct Stat {
     /// Arithmetic mean.
     pub mean: f64,
@@ -475,7 +475,7 @@ impl Stat {
 }
 
 /// A case aggregated over its successful seeds.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct AggRow {
     /// The case's group.
     pub group: String,

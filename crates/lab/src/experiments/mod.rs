@@ -34,6 +34,7 @@ pub mod dqn_heldout;
 pub mod fig25;
 pub mod fig27;
 pub mod journal;
+pub mod paper;
 pub mod plot;
 pub mod rcp;
 pub mod rcp_exp4;
@@ -518,7 +519,7 @@ pub fn run_case(case: &Case, seed: u64) -> RunRow {
 }
 
 /// An experiment's complete outcome.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct ExperimentResult {
     /// The experiment's name.
     pub name: String,
@@ -539,7 +540,7 @@ pub struct ExperimentResult {
 }
 
 /// A claim with our verdict.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct JudgedClaim {
     /// Where the paper says it.
     pub source: String,
@@ -592,3 +593,6 @@ pub fn judge(exp: &Experiment, runs: Vec<RunRow>) -> ExperimentResult {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod chart_tests;
