@@ -6,19 +6,14 @@ Run by crates/artq/tests/python_package.rs with the venv's Python that
 """
 
 import ast
-import contextlib
-import fcntl
 import inspect
 import io
 import json
 import os
-import pty
 import shutil
-import struct
 import subprocess
 import sys
 import tempfile
-import termios
 import threading
 import time
 import unittest
@@ -26,6 +21,7 @@ import unittest
 import artq
 from artq import _artq
 from artq.results import SimResult
+from progress_terminal import on_a_terminal
 
 ARTQ_BIN = os.environ.get("ARTQ_BIN", "artq")
 
@@ -380,22 +376,7 @@ class Progress(unittest.TestCase):
             shutil.rmtree(out, ignore_errors=True)
 
     def test_a_bar_on_a_terminal(self):
-        master, slave = pty.openpty()
-        # A terminal of 80 columns (a new pty has 0, where tqdm draws nothing).
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
-        try:
-            with os.fdopen(slave, "w", closefd=False) as tty:
-                self.assertTrue(tty.isatty())
-                self.run_with_stderr(tty)
-            os.set_blocking(master, False)
-            text = b""
-            with contextlib.suppress(BlockingIOError, OSError):
-                while chunk := os.read(master, 65536):
-                    text += chunk
-        finally:
-            os.close(master)
-            os.close(slave)
-        shown = text.decode(errors="replace")
+        _, shown = on_a_terminal(lambda: self.run_with_stderr(sys.stderr))
         # tqdm's bar: "fig21: 100%|██████████| 10/10 [00:01<00:00, 7.5run/s]"
         self.assertIn(f"{self.EXPERIMENT}: 100%|", shown)
         self.assertIn("10/10", shown)

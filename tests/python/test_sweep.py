@@ -6,24 +6,20 @@ Run by crates/artq/tests/python_package.rs (unittest discovery over
 tests/python).
 """
 
-import contextlib
 import csv
-import fcntl
 import io
 import math
 import os
-import pty
 import shutil
-import struct
 import sys
 import tempfile
-import termios
 import unittest
 
 import ray
 
 import artq
 from artq.grid import flatten, grid_runs
+from progress_terminal import on_a_terminal
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "examples"))
@@ -115,30 +111,12 @@ class Sweep(unittest.TestCase):
 
     def test_a_bar_on_a_terminal_and_none_elsewhere(self):
         small = {"base": GRID["base"], "schemes": ["quic", "art"]}
-        master, slave = pty.openpty()
-        # A terminal of 80 columns (a new pty has 0, where tqdm draws nothing).
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
-        saved = sys.stderr
-        try:
-            with os.fdopen(slave, "w", closefd=False) as tty:
-                sys.stderr = tty
-                try:
-                    df = artq.sweep(small, seeds=2, name="barred")
-                finally:
-                    sys.stderr = saved
-            os.set_blocking(master, False)
-            text = b""
-            with contextlib.suppress(BlockingIOError, OSError):
-                while chunk := os.read(master, 65536):
-                    text += chunk
-        finally:
-            os.close(master)
-            os.close(slave)
+        df, shown = on_a_terminal(lambda: artq.sweep(small, seeds=2, name="barred"))
         self.assertEqual(len(df), 4)
-        shown = text.decode(errors="replace")
         self.assertIn("barred: 100%|", shown)
         self.assertIn("4/4", shown)
         plain = io.StringIO()
+        saved = sys.stderr
         sys.stderr = plain
         try:
             df = artq.sweep(small, seeds=2, name="plain")

@@ -26,6 +26,7 @@
 use std::fmt;
 use std::sync::OnceLock;
 
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -312,12 +313,7 @@ pub fn render_cdf(c: &CdfChart) -> Result<String, ChartError> {
         legend.push((format!("{PAPER_LABEL} ({s})"), Symbol::Paper));
     }
     let caption = vec![c.note.clone()];
-    let frame = Frame::new(&c.title, legend, &caption);
-    let mut svg = String::new();
-    {
-        let root =
-            SVGBackend::with_string(&mut svg, (frame.width, frame.height)).into_drawing_area();
-        let plot = frame.draw(&root)?;
+    Frame::new(&c.title, legend, &caption).render(|root, plot| {
         let (x_lo, x_hi) = y_range(
             c.lines
                 .iter()
@@ -325,25 +321,14 @@ pub fn render_cdf(c: &CdfChart) -> Result<String, ChartError> {
                 .flat_map(|(_, p)| p.iter().map(|(v, _)| *v)),
         );
         let mut chart = drawn(
-            ChartBuilder::on(&plot)
+            ChartBuilder::on(plot)
                 .margin_right(16)
                 .margin_top(8)
                 .x_label_area_size(2 * TEXT as u32 + 16)
                 .y_label_area_size(y_area_width(0.0, 1.0))
                 .build_cartesian_2d(x_lo..x_hi, 0.0..1.0),
         )?;
-        drawn(
-            chart
-                .configure_mesh()
-                .x_desc(c.x_label.as_str())
-                .y_desc("share of data at or below")
-                .x_label_formatter(&|v| tick(*v))
-                .y_label_formatter(&|v| tick(*v))
-                .label_style(style(TEXT))
-                .axis_desc_style(style(TEXT))
-                .light_line_style(WHITE)
-                .draw(),
-        )?;
+        numeric_axes(&mut chart, &c.x_label, "share of data at or below")?;
         for (i, (_, pts)) in c.lines.iter().enumerate() {
             drawn(chart.draw_series(LineSeries::new(
                 pts.iter().copied(),
@@ -357,12 +342,11 @@ pub fn render_cdf(c: &CdfChart) -> Result<String, ChartError> {
                 colour_of(s).stroke_width(1),
             )))?;
             for p in pts {
-                diamond(&root, chart.backend_coord(p))?;
+                diamond(root, chart.backend_coord(p))?;
             }
         }
-        drawn(root.present())?;
-    }
-    Ok(svg)
+        Ok(())
+    })
 }
 
 /// The frontier charts of `exp` (none unless it is one of
@@ -656,6 +640,30 @@ fn y_area_width(lo: f64, hi: f64) -> u32 {
     widest.max(text_width("0.0000", TEXT)) + 10 + 2 * TEXT as u32
 }
 
+/// Draws the axes of a chart with numbers on both (lines, CDFs, scatter):
+/// their titles, ticks as [`tick`] writes them, the charts' text style.
+fn numeric_axes(
+    chart: &mut ChartContext<'_, SVGBackend<'_>, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+    x_desc: &str,
+    y_desc: &str,
+) -> Result<(), ChartError> {
+    drawn(
+        chart
+            .configure_mesh()
+            .x_desc(x_desc)
+            .y_desc(y_desc)
+            .x_label_formatter(&|v| tick(*v))
+            .y_label_formatter(&|v| tick(*v))
+            .label_style(style(TEXT))
+            .axis_desc_style(style(TEXT))
+            .light_line_style(WHITE)
+            .draw(),
+    )
+}
+
+/// A drawing area of an SVG chart.
+type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
+
 /// The layout every chart shares: the title on top, the plot on the left,
 /// the legend beside it, then caption lines under the plot.
 struct Frame {
@@ -691,11 +699,26 @@ impl Frame {
         }
     }
 
-    /// Draws title, legend and caption on `root`; returns the plot's area.
-    fn draw<'a>(
+    /// A new SVG document with this frame (title, legend, caption), the
+    /// chart drawn in it by `chart` (given the document's area and the
+    /// plot's): the one place every chart type is put on a page.
+    fn render(
         &self,
-        root: &DrawingArea<SVGBackend<'a>, Shift>,
-    ) -> Result<DrawingArea<SVGBackend<'a>, Shift>, ChartError> {
+        chart: impl FnOnce(&Area<'_>, &Area<'_>) -> Result<(), ChartError>,
+    ) -> Result<String, ChartError> {
+        let mut svg = String::new();
+        {
+            let root =
+                SVGBackend::with_string(&mut svg, (self.width, self.height)).into_drawing_area();
+            let plot = self.draw(&root)?;
+            chart(&root, &plot)?;
+            drawn(root.present())?;
+        }
+        Ok(svg)
+    }
+
+    /// Draws title, legend and caption on `root`; returns the plot's area.
+    fn draw<'a>(&self, root: &Area<'a>) -> Result<Area<'a>, ChartError> {
         drawn(root.fill(&WHITE))?;
         let mut y = MARGIN as i32;
         for line in &self.title {
@@ -796,12 +819,7 @@ pub fn render(c: &BarChart) -> Result<String, ChartError> {
             caption.push(format!("{}: {g}", i + 1));
         }
     }
-    let frame = Frame::new(&c.title, legend, &caption);
-    let mut svg = String::new();
-    {
-        let root =
-            SVGBackend::with_string(&mut svg, (frame.width, frame.height)).into_drawing_area();
-        let plot = frame.draw(&root)?;
+    Frame::new(&c.title, legend, &caption).render(|root, plot| {
         let (lo, hi) = y_range(
             c.values
                 .iter()
@@ -816,25 +834,14 @@ pub fn render(c: &BarChart) -> Result<String, ChartError> {
                 let (x0, x1) = (xs[0], xs[xs.len() - 1]);
                 let pad = (x1 - x0) * 0.05;
                 let mut chart = drawn(
-                    ChartBuilder::on(&plot)
+                    ChartBuilder::on(plot)
                         .margin_right(12)
                         .margin_top(8)
                         .x_label_area_size(2 * TEXT as u32 + 16)
                         .y_label_area_size(y_area)
                         .build_cartesian_2d(x0 - pad..x1 + pad, lo..hi),
                 )?;
-                drawn(
-                    chart
-                        .configure_mesh()
-                        .x_desc(x_title.as_str())
-                        .y_desc(c.y_label.as_str())
-                        .x_label_formatter(&|v| tick(*v))
-                        .y_label_formatter(&|v| tick(*v))
-                        .label_style(style(TEXT))
-                        .axis_desc_style(style(TEXT))
-                        .light_line_style(WHITE)
-                        .draw(),
-                )?;
+                numeric_axes(&mut chart, x_title, &c.y_label)?;
                 for s in 0..c.series.len() {
                     let col = colour(s);
                     let pts: Vec<(f64, Stat)> = xs
@@ -866,7 +873,7 @@ pub fn render(c: &BarChart) -> Result<String, ChartError> {
                 for (g, x) in xs.iter().enumerate() {
                     for s in 0..c.series.len() {
                         if let Some(p) = paper_at(g, s) {
-                            diamond(&root, chart.backend_coord(&(*x, p)))?;
+                            diamond(root, chart.backend_coord(&(*x, p)))?;
                         }
                     }
                 }
@@ -879,7 +886,7 @@ pub fn render(c: &BarChart) -> Result<String, ChartError> {
                     group_lines.iter().map(Vec::len).max().unwrap_or(1)
                 };
                 let mut chart = drawn(
-                    ChartBuilder::on(&plot)
+                    ChartBuilder::on(plot)
                         .margin_right(12)
                         .margin_top(8)
                         .x_label_area_size(LINE * label_lines as u32 + 10)
@@ -918,7 +925,7 @@ pub fn render(c: &BarChart) -> Result<String, ChartError> {
                             }
                         }
                         if let Some(p) = paper_at(g, s) {
-                            diamond(&root, chart.backend_coord(&(xc, p)))?;
+                            diamond(root, chart.backend_coord(&(xc, p)))?;
                         }
                     }
                     // Labels under the cluster, or the cluster's number.
@@ -946,9 +953,8 @@ pub fn render(c: &BarChart) -> Result<String, ChartError> {
                 }
             }
         }
-        drawn(root.present())?;
-    }
-    Ok(svg)
+        Ok(())
+    })
 }
 
 /// The scatter chart as a standalone SVG document: both axes from 0, each
@@ -967,42 +973,25 @@ pub fn render_scatter(c: &Scatter) -> Result<String, ChartError> {
         })
         .collect();
     let caption = vec!["points: means over seeds; lower and further left is better".to_string()];
-    let frame = Frame::new(&c.title, legend, &caption);
-    let mut svg = String::new();
-    {
-        let root =
-            SVGBackend::with_string(&mut svg, (frame.width, frame.height)).into_drawing_area();
-        let plot = frame.draw(&root)?;
+    Frame::new(&c.title, legend, &caption).render(|root, plot| {
         let finite = |v: f64| if v.is_finite() { v.max(0.0) } else { 0.0 };
         let (_, x_hi) = y_range(c.points.iter().map(|p| finite(p.1)));
         let (_, y_hi) = y_range(c.points.iter().map(|p| finite(p.2)));
         let mut chart = drawn(
-            ChartBuilder::on(&plot)
+            ChartBuilder::on(plot)
                 .margin_right(16)
                 .margin_top(8)
                 .x_label_area_size(2 * TEXT as u32 + 16)
                 .y_label_area_size(y_area_width(0.0, y_hi))
                 .build_cartesian_2d(0.0..x_hi, 0.0..y_hi),
         )?;
-        drawn(
-            chart
-                .configure_mesh()
-                .x_desc(c.x_label.as_str())
-                .y_desc(c.y_label.as_str())
-                .x_label_formatter(&|v| tick(*v))
-                .y_label_formatter(&|v| tick(*v))
-                .label_style(style(TEXT))
-                .axis_desc_style(style(TEXT))
-                .light_line_style(WHITE)
-                .draw(),
-        )?;
+        numeric_axes(&mut chart, &c.x_label, &c.y_label)?;
         for (i, (_, x, y)) in c.points.iter().enumerate() {
             let at = chart.backend_coord(&(finite(*x), finite(*y)));
-            marker(&root, at, colour(i), i / COLOURS.len() + i)?;
+            marker(root, at, colour(i), i / COLOURS.len() + i)?;
         }
-        drawn(root.present())?;
-    }
-    Ok(svg)
+        Ok(())
+    })
 }
 
 #[cfg(test)]
