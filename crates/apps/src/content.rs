@@ -447,22 +447,13 @@ impl FileContent {
     /// many (fewer than `buf.len()` only at the end of the file).
     pub fn fill(&mut self, buf: &mut [u8]) -> usize {
         let n = usize::try_from(self.remaining).map_or(buf.len(), |r| r.min(buf.len()));
-        let mut done = 0;
-        while done < n {
-            if self.pos >= self.block.len() {
-                self.refill();
+        let copied: Result<(), core::convert::Infallible> = self.walk(n, |at, run| {
+            if let Some(dst) = buf.get_mut(at..at + run.len()) {
+                dst.copy_from_slice(run);
             }
-            let take = (n - done).min(self.block.len() - self.pos);
-            if let (Some(dst), Some(src)) = (
-                buf.get_mut(done..done + take),
-                self.block.get(self.pos..self.pos + take),
-            ) {
-                dst.copy_from_slice(src);
-            }
-            self.pos += take;
-            done += take;
-        }
-        self.remaining -= n as u64;
+            Ok(())
+        });
+        let Ok(()) = copied;
         n
     }
 
@@ -476,26 +467,41 @@ impl FileContent {
         if (got.len() as u64) > self.remaining {
             return Err(None);
         }
+        self.walk(got.len(), |at, want| {
+            let have = got.get(at..at + want.len()).unwrap_or_default();
+            match want.iter().zip(have).position(|(a, b)| a != b) {
+                None if have.len() == want.len() => Ok(()),
+                first => Err(Some(at + first.unwrap_or(0))),
+            }
+        })
+    }
+
+    /// Moves past the next `n` bytes (at most what is left), handing them
+    /// to `each` run by run as the block holds them, with each run's offset
+    /// among the `n`: what [`FileContent::fill`] copies out and
+    /// [`FileContent::verify`] compares. An `Err` from `each` stops the walk
+    /// before that run and is returned.
+    fn walk<E>(
+        &mut self,
+        n: usize,
+        mut each: impl FnMut(usize, &[u8]) -> Result<(), E>,
+    ) -> Result<(), E> {
         let mut done = 0;
-        while done < got.len() {
+        while done < n {
             if self.pos >= self.block.len() {
                 self.refill();
             }
-            let take = (got.len() - done).min(self.block.len() - self.pos);
-            let (Some(want), Some(have)) = (
-                self.block.get(self.pos..self.pos + take),
-                got.get(done..done + take),
-            ) else {
-                return Err(Some(done));
-            };
-            if want != have {
-                let at = want.iter().zip(have).position(|(a, b)| a != b);
-                return Err(Some(done + at.unwrap_or(0)));
-            }
+            let take = (n - done).min(self.block.len() - self.pos);
+            each(
+                done,
+                self.block
+                    .get(self.pos..self.pos + take)
+                    .unwrap_or_default(),
+            )?;
             self.pos += take;
+            self.remaining -= take as u64;
             done += take;
         }
-        self.remaining -= got.len() as u64;
         Ok(())
     }
 
