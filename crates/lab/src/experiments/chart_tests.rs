@@ -6,7 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::paper::PAPER_VALUES;
+use super::common::{AggRow, Stat};
+use super::paper::{all_paper_values, in_setting, paper_mark, paper_values, Given};
 use super::*;
 
 /// The committed report of the full-scale run (docs/reproduce).
@@ -16,7 +17,7 @@ fn committed_report() -> PathBuf {
 
 #[test]
 fn paper_values_are_the_numbers_the_report_quotes() {
-    for p in PAPER_VALUES {
+    for p in all_paper_values() {
         let e = experiment(p.experiment, Scale::Full)
             .unwrap_or_else(|| panic!("{}: no such experiment", p.experiment));
         assert!(
@@ -30,13 +31,85 @@ fn paper_values_are_the_numbers_the_report_quotes() {
             "{p:?}: {} is not charted",
             p.metric
         );
-        assert!(
-            e.cases
-                .iter()
-                .any(|c| c.scheme == p.scheme && p.group.is_none_or(|g| g == c.group)),
-            "{p:?}: no such case at full scale"
-        );
+        for scale in [Scale::Full, Scale::Quick] {
+            let e = experiment(p.experiment, scale).expect("registered");
+            let has = |scheme: &str, setting: Option<&str>| {
+                e.cases
+                    .iter()
+                    .any(|c| c.scheme == scheme && in_setting(setting, &c.group))
+            };
+            assert!(has(p.scheme, p.group), "{p:?}: no such case at {scale:?}");
+            if let Given::Relative { scheme, group, .. } = p.given {
+                // The reference is in the value's own groups, or in its own.
+                assert!(
+                    has(scheme, group.or(p.group)),
+                    "{p:?}: no reference case at {scale:?}"
+                );
+            }
+        }
+        if let Given::Relative { lo, hi, .. } = p.given {
+            assert!(0.0 < lo && lo <= hi, "{p:?}");
+        }
     }
+    // Table IV: eleven betas, seven metrics each.
+    assert_eq!(paper_values("rcp-fig5").count(), 77);
+}
+
+#[test]
+fn a_change_is_drawn_from_our_reference_and_only_where_it_has_data() {
+    let row = |group: &str, scheme: &str, metric: &str, v: f64| AggRow {
+        group: group.into(),
+        scheme: scheme.into(),
+        runs: 1,
+        failed: 0,
+        metrics: [(
+            metric.to_string(),
+            Stat {
+                mean: v,
+                sd: 0.0,
+                min: v,
+                max: v,
+            },
+        )]
+        .into(),
+    };
+    let rows = [
+        row("size=200KB files=100", "or3", "redundancy", 200.0),
+        row("size=200KB files=100", "art", "redundancy", 30.0),
+        row("theta=100ms", "autorec:theta=100", "goodput_mbps", 10.0),
+    ];
+    // Fig. 20: 75%-90% lower than OR3, at every scale's group name.
+    let m = paper_mark("fig20", &rows, "size=200KB files=100", "art", "redundancy").expect("drawn");
+    assert!(
+        (m.lo - 20.0).abs() < 1e-9 && (m.hi - 50.0).abs() < 1e-9,
+        "{m:?}"
+    );
+    assert_eq!(m.basis.as_deref(), Some("art = our or3 x 0.1-0.25"));
+    // No OR3 run in that group: nothing to draw from.
+    assert_eq!(
+        paper_mark("fig20", &rows, "size=1MB files=100", "art", "redundancy"),
+        None
+    );
+    // Against another group's scheme (Fig. 13: theta 50 against 100 ms).
+    let m = paper_mark(
+        "autorec-fig13",
+        &rows,
+        "theta=50ms",
+        "autorec",
+        "goodput_mbps",
+    )
+    .expect("drawn");
+    assert!((m.lo - 9.14).abs() < 1e-9 && m.lo == m.hi, "{m:?}");
+    assert_eq!(
+        m.basis.as_deref(),
+        Some("autorec = our autorec:theta=100 (theta=100ms) x 0.914")
+    );
+    // A stated number needs no data of ours.
+    let m = paper_mark("art-fig25", &[], "video=20s", "art", "rebuffer_s").expect("drawn");
+    assert_eq!((m.lo, m.hi, m.basis), (251.0, 251.0, None));
+    // Words, not substrings: `p=1%` is not `p=15%`.
+    assert!(in_setting(Some("p=15%"), "rpc p=15%"));
+    assert!(!in_setting(Some("p=1%"), "rpc p=15%"));
 }
 
 /// One `<text>` element of an SVG: its box in the chart, by a conservative

@@ -33,7 +33,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use plotters::style::FontStyle;
 
 use super::common::{find, groups, schemes, Experiment, Stat};
-use super::paper::paper_value;
+use super::paper::{paper_mark, PaperMark};
 use super::ExperimentResult;
 
 /// The embedded font, used for every text metric.
@@ -122,8 +122,9 @@ pub struct BarChart {
     /// `values[group][series]`; `None` where every seed failed or the case
     /// does not exist.
     pub values: Vec<Vec<Option<Stat>>>,
-    /// The paper's value per `[group][series]`, where it gives one.
-    pub paper: Vec<Vec<Option<f64>>>,
+    /// The paper's value (or range) per `[group][series]`, where it gives
+    /// one.
+    pub paper: Vec<Vec<Option<PaperMark>>>,
 }
 
 /// The charts of one experiment, as `(file name, SVG text)`: one per table
@@ -150,7 +151,7 @@ pub fn experiment_charts(
             .map(|g| {
                 series
                     .iter()
-                    .map(|s| paper_value(&r.name, g, s, metric))
+                    .map(|s| paper_mark(&r.name, &r.rows, g, s, metric))
                     .collect()
             })
             .collect();
@@ -242,7 +243,12 @@ pub fn cdf_charts(exp: &Experiment, r: &ExperimentResult) -> Vec<CdfOf> {
                 }
                 let pp: Vec<(f64, f64)> = members
                     .iter()
-                    .filter_map(|(q, m)| paper_value(&r.name, g, s, m).map(|v| (v, *q)))
+                    .filter_map(|(q, m)| {
+                        let p = paper_mark(&r.name, &r.rows, g, s, m)?;
+                        // A percentile is drawn as a point of the CDF; a
+                        // range has no single point.
+                        (p.lo == p.hi).then_some((p.lo, *q))
+                    })
                     .collect();
                 if !pp.is_empty() {
                     paper.push((s.clone(), pp));
@@ -571,6 +577,27 @@ fn draw_legend(
     Ok(())
 }
 
+/// The paper's value `p` at `x` of `chart`: a hollow diamond, or for a
+/// range two joined by a black line.
+fn paper_mark_at(
+    root: &DrawingArea<SVGBackend<'_>, Shift>,
+    chart: &ChartContext<'_, SVGBackend<'_>, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+    x: f64,
+    p: &PaperMark,
+) -> Result<(), ChartError> {
+    if p.lo < p.hi {
+        let (a, b) = (
+            chart.backend_coord(&(x, p.lo)),
+            chart.backend_coord(&(x, p.hi)),
+        );
+        drawn(root.draw(&PathElement::new(vec![a, b], BLACK.stroke_width(2))))?;
+        diamond(root, a)?;
+        diamond(root, b)
+    } else {
+        diamond(root, chart.backend_coord(&(x, p.lo)))
+    }
+}
+
 /// The paper's hollow black diamond centred on `c` (pixels of `area`).
 fn diamond<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
@@ -758,10 +785,16 @@ impl Frame {
 /// swept parameter when [`sweep_axis`] finds one, grouped bars otherwise.
 pub fn render(c: &BarChart) -> Result<String, ChartError> {
     font_ready()?;
-    let paper_at = |g: usize, s: usize| c.paper.get(g).and_then(|r| r.get(s)).copied().flatten();
+    let paper_at = |g: usize, s: usize| {
+        c.paper
+            .get(g)
+            .and_then(|r| r.get(s))
+            .and_then(Option::as_ref)
+    };
     let value_at = |g: usize, s: usize| c.values.get(g).and_then(|r| r.get(s)).copied().flatten();
     let has_paper =
         (0..c.groups.len()).any(|g| (0..c.series.len()).any(|s| paper_at(g, s).is_some()));
+    let has_range = c.paper.iter().flatten().flatten().any(|p| p.lo < p.hi);
     let sweep = sweep_axis(&c.groups);
     let mut legend: Vec<(String, Symbol)> = c
         .series
@@ -783,12 +816,32 @@ pub fn render(c: &BarChart) -> Result<String, ChartError> {
     caption.push(format!(
         "{}: mean over seeds; whiskers: min-max over seeds{}",
         if sweep.is_some() { "points" } else { "bars" },
-        if has_paper {
-            "; hollow diamonds: the paper's values"
-        } else {
-            ""
+        match (has_paper, has_range) {
+            (true, true) => "; hollow diamonds: the paper's values (two joined: a range)",
+            (true, false) => "; hollow diamonds: the paper's values",
+            _ => "",
         }
     ));
+    // A paper value stated as a change against another scheme is drawn
+    // from our value of that scheme: say how, once per rule.
+    let mut bases: Vec<&str> = Vec::new();
+    for b in c
+        .paper
+        .iter()
+        .flatten()
+        .flatten()
+        .filter_map(|p| p.basis.as_deref())
+    {
+        if !bases.contains(&b) {
+            bases.push(b);
+        }
+    }
+    if !bases.is_empty() {
+        caption.push(format!(
+            "the paper states these as changes against another scheme, drawn from our mean of it: {}",
+            bases.join("; ")
+        ));
+    }
     // A group where no scheme has data is named (and marked in the plot);
     // a missing bar within a group shows as a gap.
     let empty: Vec<&str> = c
@@ -826,7 +879,13 @@ pub fn render(c: &BarChart) -> Result<String, ChartError> {
                 .flatten()
                 .flatten()
                 .flat_map(|s| [s.min, s.max, s.mean])
-                .chain(c.paper.iter().flatten().flatten().copied()),
+                .chain(
+                    c.paper
+                        .iter()
+                        .flatten()
+                        .flatten()
+                        .flat_map(|p| [p.lo, p.hi]),
+                ),
         );
         let y_area = y_area_width(lo, hi);
         match &sweep {
@@ -873,7 +932,7 @@ pub fn render(c: &BarChart) -> Result<String, ChartError> {
                 for (g, x) in xs.iter().enumerate() {
                     for s in 0..c.series.len() {
                         if let Some(p) = paper_at(g, s) {
-                            diamond(root, chart.backend_coord(&(*x, p)))?;
+                            paper_mark_at(root, &chart, *x, p)?;
                         }
                     }
                 }
@@ -925,7 +984,7 @@ pub fn render(c: &BarChart) -> Result<String, ChartError> {
                             }
                         }
                         if let Some(p) = paper_at(g, s) {
-                            diamond(root, chart.backend_coord(&(xc, p)))?;
+                            paper_mark_at(root, &chart, xc, p)?;
                         }
                     }
                     // Labels under the cluster, or the cluster's number.
@@ -1017,6 +1076,14 @@ mod tests {
         texts(svg).iter().filter(|t| *t == text).count()
     }
 
+    fn point(v: f64) -> PaperMark {
+        PaperMark {
+            lo: v,
+            hi: v,
+            basis: None,
+        }
+    }
+
     fn stat(mean: f64, min: f64, max: f64) -> Option<Stat> {
         Some(Stat {
             mean,
@@ -1029,7 +1096,7 @@ mod tests {
     fn chart(
         groups: &[&str],
         values: Vec<Vec<Option<Stat>>>,
-        paper: Vec<Vec<Option<f64>>>,
+        paper: Vec<Vec<Option<PaperMark>>>,
     ) -> BarChart {
         BarChart {
             title: "fig: redundancy".into(),
@@ -1087,7 +1154,7 @@ mod tests {
                 vec![stat(100.0, 80.0, 100.0), stat(50.0, 50.0, 50.0)],
                 vec![stat(10.0, 5.0, 15.0), stat(9.0, 9.0, 9.0)],
             ],
-            vec![vec![Some(90.0), None], vec![None, None]],
+            vec![vec![Some(point(90.0)), None], vec![None, None]],
         );
         let svg = render(&with).expect("drawn");
         assert!(
@@ -1107,6 +1174,29 @@ mod tests {
         assert_eq!(svg.matches("<polygon").count(), 0);
         // Same input, same bytes.
         assert_eq!(render(&with), render(&with));
+    }
+
+    #[test]
+    fn a_paper_range_is_two_joined_diamonds_with_its_basis_under_the_chart() {
+        let range = PaperMark {
+            lo: 10.0,
+            hi: 25.0,
+            basis: Some("art = our or3 x 0.1-0.25".into()),
+        };
+        let c = chart(
+            &["size=1MB", "size=200KB"],
+            vec![
+                vec![stat(100.0, 80.0, 100.0), stat(50.0, 50.0, 50.0)],
+                vec![stat(10.0, 5.0, 15.0), stat(9.0, 9.0, 9.0)],
+            ],
+            vec![vec![None, Some(range)], vec![None, None]],
+        );
+        let svg = render(&c).expect("drawn");
+        // Two diamonds in the plot, one in the legend.
+        assert_eq!(svg.matches("<polygon").count(), 6, "{svg}");
+        let all = texts(&svg).join(" ");
+        assert!(all.contains("art = our or3 x 0.1-0.25"), "{all}");
+        assert!(all.contains("two joined: a range"), "{all}");
     }
 
     #[test]
