@@ -21,6 +21,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use apps::files::{ClientError, FileTimes};
+use apps::messages::{MessageSender, StartGate};
 use apps::workload::ClientReport;
 use apps::Host;
 use netem::seed::{LINK_DOWN, LINK_UP};
@@ -249,6 +250,13 @@ pub(crate) fn prepare(
     let flows: Vec<FlowSpec> = std::iter::once(main)
         .chain(scenario.flows.iter().cloned())
         .collect();
+    // The message senders start together, after every handshake, as the
+    // authors' clients all start in slot 1 (apps::messages::StartGate).
+    let senders = flows
+        .iter()
+        .filter(|f| f.workload.kind().message_params().is_some())
+        .count();
+    let gate = (senders > 1).then(|| StartGate::new(senders));
     let mut placed = Vec::with_capacity(flows.len());
     for (i, flow) in flows.iter().enumerate() {
         placed.push(add_flow(
@@ -260,9 +268,10 @@ pub(crate) fn prepare(
             measure_cpu,
             // Only the measured flow is traced, and only it runs a
             // caller's own policy factory.
-            MeasuredFlowExtras {
+            FlowExtras {
                 qlog: if i == 0 { qlog.take() } else { None },
                 policy: if i == 0 { policy.take() } else { None },
+                gate: gate.clone(),
             },
         )?);
     }
@@ -364,10 +373,13 @@ fn flow_label(index: usize, label: &str) -> String {
     }
 }
 
-/// What only the measured flow (flow 0) gets from [`RunOptions`].
-struct MeasuredFlowExtras {
+/// What a flow gets beside its spec: the measured flow (flow 0) alone its
+/// qlog and a caller's policy factory ([`RunOptions`]); every message
+/// sender the run's [`StartGate`], when it has two or more.
+struct FlowExtras {
     qlog: Option<QlogSinks>,
     policy: Option<Arc<dyn PolicyFactory>>,
+    gate: Option<StartGate>,
 }
 
 /// Adds flow `index`'s server and client, routed over the shared links.
@@ -378,9 +390,9 @@ fn add_flow(
     flow: &FlowSpec,
     (up_id, down_id): (netem::LinkId, netem::LinkId),
     measure_cpu: bool,
-    extras: MeasuredFlowExtras,
+    extras: FlowExtras,
 ) -> Result<PlacedFlow, ScenarioError> {
-    let MeasuredFlowExtras { qlog, policy } = extras;
+    let FlowExtras { qlog, policy, gate } = extras;
     let seed = scenario.seed;
     let recorder = Recorder::new();
     // Both ends share the simulator's clock: a message scheme measures its
@@ -441,10 +453,13 @@ fn add_flow(
             preferred_address: Default::default(),
         },
     ));
-    let server_host = Host::new(server_endpoint, flow.workload.server_app(content_seed))
+    let mut server_host = Host::new(server_endpoint, flow.workload.server_app(content_seed))
         .with_observer(Box::new(
             SenderObserver::new(recorder.clone(), sender.clone()).with_qlog(server_qlog),
         ));
+    if let (Some(gate), Some(app)) = (gate, server_host.app_mut::<MessageSender>()) {
+        app.set_gate(gate);
+    }
     let mut server = QuicNode::new(server_addr, server_host);
     server.set_measure_cpu(measure_cpu);
     let client_config = ClientConfig {
