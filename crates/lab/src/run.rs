@@ -639,3 +639,72 @@ fn check_complete(
         RunOutcome::Finished => "the nodes stopped early".to_string(),
     }))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use apps::messages::{MessageParams, MessageReceiver};
+    use apps::workload::Workload;
+    use transport::congestion::CongestionAlgorithm;
+
+    #[test]
+    fn the_message_senders_of_a_run_start_at_one_instant_after_every_handshake() {
+        let messages = Workload::Messages(MessageParams {
+            messages: 300,
+            size: 100,
+            rate: 1000,
+            drain_ms: 200,
+        });
+        let flow = FlowSpec {
+            scheme: "udp".into(),
+            cc: CongestionAlgorithm::None,
+            workload: messages,
+        };
+        // 30% loss both ways: some handshakes need a retransmission, so
+        // they complete at different instants.
+        let scenario = Scenario {
+            scheme: "udp".into(),
+            cc: CongestionAlgorithm::None,
+            seed: 3,
+            workload: messages,
+            link: netem::LinkSpec {
+                bw: Some(10.0),
+                rtt: 100.0,
+                loss: Some(0.3),
+                ..netem::LinkSpec::default()
+            },
+            flows: vec![flow; 5],
+            ..Scenario::default()
+        };
+        let mut p = prepare(&scenario, None, false, None, None).expect("prepared");
+        let limit = p.limit;
+        p.sim.run_until(limit);
+        let mut starts = Vec::new();
+        let mut connected = Vec::new();
+        for f in &p.placed {
+            let host = |id| p.sim.node::<QuicNode>(id).map(QuicNode::host);
+            let sender = host(f.server_id).and_then(|h| h.app::<MessageSender>());
+            starts.push(sender.and_then(MessageSender::started_at));
+            let receiver = host(f.client_id).and_then(|h| h.app::<MessageReceiver>());
+            connected.push(receiver.and_then(|r| r.report().connected_at));
+        }
+        let connected: Vec<Instant> = connected
+            .into_iter()
+            .map(|c| c.expect("connected"))
+            .collect();
+        let (first, last) = (
+            connected.iter().min().unwrap(),
+            connected.iter().max().unwrap(),
+        );
+        assert!(
+            *last > *first + Duration::from_millis(100),
+            "the handshakes should end apart for this test to show anything: {connected:?}"
+        );
+        let start = starts[0].expect("started");
+        assert!(starts.iter().all(|s| *s == Some(start)), "{starts:?}");
+        // The server completes its handshake after the client: the start is
+        // at or after every client's, on a 1 ms boundary.
+        assert!(start >= *last, "{start:?} before {last:?}");
+        assert_eq!(start.as_nanos() % 1_000_000, 0);
+    }
+}
