@@ -22,8 +22,8 @@ use crate::progress::Progress;
 /// Options of `artq reproduce`.
 #[derive(Args, Debug)]
 pub struct ReproduceArgs {
-    /// Smaller sizes and fewer seeds: the whole set in about a minute on
-    /// two cores (release build). Without it, the paper's sizes (or the
+    /// Smaller sizes and fewer seeds: the whole set in about three minutes
+    /// on two cores (release build). Without it, the paper's sizes (or the
     /// largest that fit) and three or more seeds.
     #[arg(long)]
     quick: bool,

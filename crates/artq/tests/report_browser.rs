@@ -1,6 +1,8 @@
-//! report.html in a real browser: `artq reproduce` on a few experiments
-//! (the hidden `--tiny` scale, so the test takes seconds in a debug build),
-//! then tests/report/check_report.py opens the report in headless Chromium
+//! report.html in a real browser: `artq reproduce --quick` (every
+//! experiment, with the release binary `.ci/run` builds and exports as
+//! `$ARTQ_RELEASE_ARTQ`), and `artq reproduce` of the test build on a few
+//! experiments at the hidden `--tiny` scale (seconds), then
+//! tests/report/check_report.py opens each report in headless Chromium
 //! and checks that it loads with no console error and no network request,
 //! that every chart is an image that rendered (non-zero size), that each
 //! experiment the paper gives numbers for shows them in its charts (and the
@@ -11,7 +13,8 @@
 //! Chromium is `$ARTQ_CHROMIUM` (exported by `.ci/run`, which installs
 //! Debian's chromium), else `chromium` on PATH; python is `$ARTQ_PYTHON`,
 //! else `python3` (the driver needs only the standard library). A missing
-//! one fails the test with how to get it: it never skips.
+//! one, or a missing `$ARTQ_RELEASE_ARTQ`, fails the test with how to get
+//! it: it never skips.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -116,5 +119,68 @@ fn report_html_renders_in_chromium_with_the_papers_values() {
     for png in ["first-screen.png", "experiment.png"] {
         let bytes = std::fs::read(shots.join(png)).expect(png);
         assert!(bytes.starts_with(b"\x89PNG"), "{png} is not a PNG");
+    }
+}
+
+/// The acceptance of issue 28 as written: the report of `artq reproduce
+/// --quick`, every experiment, opens in Chromium with no console error,
+/// every chart rendered, and every experiment with paper values shows them.
+#[test]
+fn quick_report_renders_in_chromium_with_every_papers_value() {
+    let artq = std::env::var("ARTQ_RELEASE_ARTQ").unwrap_or_else(|_| {
+        panic!(
+            "ARTQ_RELEASE_ARTQ is not set: it is the release build of artq \
+             (cargo build --release -p artq; .ci/run builds and exports it)"
+        )
+    });
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("out");
+    let run = Command::new(&artq)
+        .args(["reproduce", "--quick", "--jobs", "2", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {artq}: {e}"));
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let shots = dir.path().join("shots");
+    let (check, text) = check_report(&out.join("report.html"), "fig20", &shots);
+    assert!(check.status.success(), "{text}");
+    let stdout = String::from_utf8_lossy(&check.stdout);
+    let summary: serde_json::Value =
+        serde_json::from_str(stdout.trim().strip_prefix("ok: ").expect("an ok line"))
+            .expect("JSON summary");
+    let sections = summary["sections"].as_array().expect("sections");
+    let results: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("results.json")).expect("results.json"))
+            .expect("results.json parses");
+    let experiments = results["experiments"].as_object().expect("experiments");
+    assert_eq!(sections.len(), experiments.len(), "{summary}");
+    // Every chart file of the run is an image in the page.
+    let charts = std::fs::read_dir(&out)
+        .expect("out dir")
+        .filter(|e| {
+            e.as_ref()
+                .is_ok_and(|e| e.path().extension().is_some_and(|x| x == "svg"))
+        })
+        .count();
+    assert!(charts >= 100, "{charts} charts");
+    assert_eq!(summary["images"].as_u64(), Some(charts as u64), "{summary}");
+    let with_paper = sections
+        .iter()
+        .filter(|s| s["paperValues"].as_u64().is_some_and(|n| n > 0))
+        .count();
+    // ART Figs. 20, 21, 23-27, RCP Table II, Fig. 5 and Exp. 4, AutoRec
+    // Figs. 11-13 (lab::experiments::paper).
+    assert!(
+        with_paper >= 13,
+        "{with_paper} experiments with paper values: {summary}"
+    );
+    for s in sections {
+        let paper = s["paperValues"].as_u64().expect("count");
+        let shown = s["chartsWithPaper"].as_u64().expect("count");
+        assert_eq!(paper > 0, shown > 0, "{s}");
     }
 }
