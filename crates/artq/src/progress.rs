@@ -1,10 +1,11 @@
 //! The progress display of long commands (`artq reproduce`, `artq train`) on
 //! stderr: indicatif's bars on a terminal (one over every step with its rate
-//! and ETA, and one over the current stage, an experiment of `artq
-//! reproduce`, whose runs go in parallel), one plain line per step otherwise
-//! (logs, CI), exactly as before indicatif: tests and scripts read those
-//! lines.
+//! and ETA, and one per stage in progress: the experiments of `artq
+//! reproduce`, whose runs go in parallel from one queue, so two or three
+//! are under way at a time), one plain line per step otherwise (logs, CI),
+//! exactly as before indicatif: tests and scripts read those lines.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -12,7 +13,7 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 /// The bars' layout: what is counted, how far, how fast, how long left.
 const TOTAL_TEMPLATE: &str =
     "{prefix:>10} [{bar:30.cyan/blue}] {pos}/{len} {msg}  {per_sec}  {elapsed} elapsed, ETA {eta}";
-/// The current stage's bar under the total.
+/// A stage's bar under the total.
 const STAGE_TEMPLATE: &str = "{prefix:>10} [{bar:30.green/white}] {pos}/{len} {msg}";
 
 /// The progress display of a long command: bars on a terminal, plain lines
@@ -26,7 +27,9 @@ pub struct Progress {
 struct Bars {
     multi: MultiProgress,
     total: ProgressBar,
-    stage: Option<ProgressBar>,
+    /// The stages' lengths, from [`Progress::stage`], and the bars of those
+    /// in progress (shown from their first step to their last).
+    stages: BTreeMap<String, (usize, Option<ProgressBar>)>,
 }
 
 /// A style from `template`, or indicatif's default if the template is
@@ -51,7 +54,7 @@ impl Progress {
             Bars {
                 multi,
                 total,
-                stage: None,
+                stages: BTreeMap::new(),
             }
         });
         Progress { bars }
@@ -69,39 +72,53 @@ impl Progress {
         }
     }
 
-    /// A stage of `len` steps called `name` starts (an experiment of `artq
-    /// reproduce`): on a terminal, its own bar under the total's.
+    /// Declares a stage of `len` steps called `name` (an experiment of
+    /// `artq reproduce`): on a terminal, its bar appears under the total's
+    /// with its first step ([`Progress::step_done_in`]) and leaves with its
+    /// last.
     pub fn stage(&mut self, name: &str, len: usize) {
         if let Some(b) = &mut self.bars {
-            if let Some(old) = b.stage.take() {
-                old.finish_and_clear();
-            }
-            let bar = b.multi.add(ProgressBar::new(len as u64));
-            bar.set_style(bar_style(STAGE_TEMPLATE));
-            bar.set_prefix(name.to_string());
-            bar.set_message("runs");
-            b.stage = Some(bar);
+            b.stages.insert(name.to_string(), (len, None));
         }
     }
 
-    /// One step finished: `line` off a terminal, the bars moved on one.
+    /// One step finished: `line` off a terminal, the total's bar moved on
+    /// one on it.
     pub fn step_done(&mut self, line: &str) {
-        match &self.bars {
-            Some(b) => {
-                b.total.inc(1);
-                if let Some(s) = &b.stage {
-                    s.inc(1);
-                }
-            }
-            None => eprintln!("{line}"),
+        self.step_done_in(None, line);
+    }
+
+    /// One step of `stage` finished: `line` off a terminal, the total's
+    /// bar and the stage's moved on one on it.
+    pub fn step_done_in(&mut self, stage: Option<&str>, line: &str) {
+        let Some(b) = &mut self.bars else {
+            eprintln!("{line}");
+            return;
+        };
+        b.total.inc(1);
+        let Some((len, bar)) = stage.and_then(|s| b.stages.get_mut(s)) else {
+            return;
+        };
+        let bar = bar.get_or_insert_with(|| {
+            let bar = b.multi.add(ProgressBar::new(*len as u64));
+            bar.set_style(bar_style(STAGE_TEMPLATE));
+            bar.set_prefix(stage.unwrap_or_default().to_string());
+            bar.set_message("runs");
+            bar
+        });
+        bar.inc(1);
+        if bar.position() >= *len as u64 {
+            bar.finish_and_clear();
         }
     }
 
     /// The work is over: the bars leave the screen.
     pub fn finish(&mut self) {
         if let Some(b) = self.bars.take() {
-            if let Some(s) = b.stage {
-                s.finish_and_clear();
+            for (_, bar) in b.stages.into_values() {
+                if let Some(bar) = bar {
+                    bar.finish_and_clear();
+                }
             }
             b.total.finish_and_clear();
         }
@@ -126,16 +143,23 @@ mod tests {
             b.multi.set_draw_target(ProgressDrawTarget::hidden());
         }
         p.stage("fig19", 2);
-        p.step_done("a");
-        p.step_done("b");
         p.stage("fig20", 3);
-        p.step_done("c");
+        p.step_done_in(Some("fig19"), "a");
+        // Two stages in progress at once, each with its own bar.
+        p.step_done_in(Some("fig20"), "c");
+        p.step_done_in(Some("fig19"), "b");
         let b = p.bars.as_ref().expect("bars on a terminal");
         assert_eq!(b.total.position(), 3);
         assert_eq!(b.total.length(), Some(5));
-        let stage = b.stage.as_ref().expect("a stage bar");
-        assert_eq!((stage.position(), stage.length()), (1, Some(3)));
-        assert_eq!(stage.prefix(), "fig20");
+        let bar = |name: &str| b.stages[name].1.clone().expect("a stage bar");
+        assert_eq!(
+            (bar("fig20").position(), bar("fig20").length()),
+            (1, Some(3))
+        );
+        assert_eq!(bar("fig20").prefix(), "fig20");
+        assert!(!bar("fig20").is_finished());
+        // fig19's last step took its bar off the screen.
+        assert!(bar("fig19").is_finished());
         p.finish();
         assert!(p.bars.is_none());
     }
@@ -144,7 +168,7 @@ mod tests {
     fn off_a_terminal_there_are_no_bars() {
         let mut p = Progress::new(2, "runs", false);
         p.stage("fig19", 2);
-        p.step_done("line");
+        p.step_done_in(Some("fig19"), "line");
         assert!(p.bars.is_none());
     }
 }

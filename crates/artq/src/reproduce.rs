@@ -92,41 +92,47 @@ pub fn run(a: ReproduceArgs) -> Result<()> {
     let started = std::time::Instant::now();
     let total: usize = chosen.iter().map(|e| e.cases.len() * e.seeds.len()).sum();
     let mut bar = Progress::new(total, "runs", std::io::stderr().is_terminal());
-    let mut results = Vec::new();
     for exp in &chosen {
-        bar.note(&format!(
-            "[{}] {} runs ({} scale, seeds {:?})",
-            exp.name,
-            exp.cases.len() * exp.seeds.len(),
-            scale.name(),
-            exp.seeds
-        ));
         bar.stage(exp.name, exp.cases.len() * exp.seeds.len());
-        let name = exp.name;
-        let mut progress = |d: &RunDone<'_>| {
-            let status = match &d.row.error {
-                Some(e) => format!("FAILED: {e}"),
-                None => d
-                    .row
-                    .metrics
-                    .iter()
-                    .filter(|(k, _)| PROGRESS_METRICS.contains(&k.as_str()))
-                    .map(|(k, v)| format!("{k} {v:.1}"))
-                    .collect::<Vec<_>>()
-                    .join(" "),
-            };
-            bar.step_done(&format!(
-                "[{name}] {}/{} {} {} seed {}: {status} ({:.1} s)",
+    }
+    // Every experiment's runs from one queue (lab::experiments::run_experiments).
+    let mut progress = |d: &RunDone<'_>| {
+        if d.done == 1 {
+            let exp = chosen.iter().find(|e| e.name == d.experiment);
+            bar.note(&format!(
+                "[{}] {} runs ({} scale, seeds {:?})",
+                d.experiment,
+                d.total,
+                scale.name(),
+                exp.map(|e| e.seeds.as_slice()).unwrap_or_default()
+            ));
+        }
+        let status = match &d.row.error {
+            Some(e) => format!("FAILED: {e}"),
+            None => d
+                .row
+                .metrics
+                .iter()
+                .filter(|(k, _)| PROGRESS_METRICS.contains(&k.as_str()))
+                .map(|(k, v)| format!("{k} {v:.1}"))
+                .collect::<Vec<_>>()
+                .join(" "),
+        };
+        bar.step_done_in(
+            Some(d.experiment),
+            &format!(
+                "[{}] {}/{} {} {} seed {}: {status} ({:.1} s)",
+                d.experiment,
                 d.done,
                 d.total,
                 d.row.group,
                 d.row.scheme,
                 d.row.seed,
                 d.wall.as_secs_f64()
-            ));
-        };
-        results.push(experiments::evaluate(exp, jobs, &mut progress));
-    }
+            ),
+        );
+    };
+    let results = experiments::evaluate_all(&chosen, jobs, &mut progress);
     bar.finish();
     let written = report::write_outputs(&a.out, scale, &chosen, &results)
         .with_context(|| format!("cannot write the results into {}", a.out.display()))?;

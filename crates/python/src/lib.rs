@@ -510,35 +510,32 @@ fn reproduce(
     let out = PathBuf::from(out);
     let mut failed: Option<PyErr> = None;
     let written = py.detach(|| {
-        let mut results = Vec::new();
-        for exp in &chosen {
-            let name = exp.name;
-            let mut on_done = |d: &exps::RunDone<'_>| {
-                let Some(callback) = on_run.as_ref().filter(|_| failed.is_none()) else {
-                    return;
-                };
-                let called = Python::attach(|py| {
-                    callback
-                        .call1(
-                            py,
-                            (
-                                name,
-                                d.done,
-                                d.total,
-                                d.row.group.as_str(),
-                                d.row.scheme.as_str(),
-                                d.row.seed,
-                                d.row.error.as_deref(),
-                            ),
-                        )
-                        .map(drop)
-                });
-                if let Err(e) = called {
-                    failed = Some(e);
-                }
+        // Every experiment's runs from one queue (exps::run_experiments).
+        let mut on_done = |d: &exps::RunDone<'_>| {
+            let Some(callback) = on_run.as_ref().filter(|_| failed.is_none()) else {
+                return;
             };
-            results.push(exps::evaluate(exp, jobs, &mut on_done));
-        }
+            let called = Python::attach(|py| {
+                callback
+                    .call1(
+                        py,
+                        (
+                            d.experiment,
+                            d.done,
+                            d.total,
+                            d.row.group.as_str(),
+                            d.row.scheme.as_str(),
+                            d.row.seed,
+                            d.row.error.as_deref(),
+                        ),
+                    )
+                    .map(drop)
+            });
+            if let Err(e) = called {
+                failed = Some(e);
+            }
+        };
+        let results = exps::evaluate_all(&chosen, jobs, &mut on_done);
         report::write_outputs(&out, scale, &chosen, &results)
             .map_err(|e| format!("cannot write the results into {}: {e}", out.display()))
     });

@@ -397,9 +397,11 @@ pub fn aggregate(cases: &[Case], runs: &[RunRow]) -> Vec<AggRow> {
 /// One run's completion, for progress displays.
 #[derive(Clone, Debug)]
 pub struct RunDone<'a> {
-    /// Runs finished so far in this experiment (this one included).
+    /// The experiment it belongs to.
+    pub experiment: &'a str,
+    /// Runs of that experiment finished so far (this one included).
     pub done: usize,
-    /// Runs in the experiment.
+    /// Runs in that experiment.
     pub total: usize,
     /// The run's row.
     pub row: &'a RunRow,
@@ -407,34 +409,58 @@ pub struct RunDone<'a> {
     pub wall: std::time::Duration,
 }
 
-/// A progress callback of [`run_experiment`] and [`evaluate`].
+/// A progress callback of [`run_experiments`] and [`evaluate_all`].
 pub type OnDone<'a> = dyn FnMut(&RunDone<'_>) + Send + 'a;
 
 /// Runs every case of `exp` with every seed on `jobs` threads (at least
-/// one). `on_done` is called after each run (from the calling thread's
-/// lock, in completion order; the returned rows are in case-then-seed order
-/// whatever the completion order).
+/// one); [`run_experiments`] of one experiment.
 pub fn run_experiment(exp: &Experiment, jobs: usize, on_done: &mut OnDone<'_>) -> Vec<RunRow> {
-    let work: Vec<(usize, u64)> = exp
-        .cases
+    run_experiments(std::slice::from_ref(exp), jobs, on_done)
+        .pop()
+        .unwrap_or_default()
+}
+
+/// Runs every case of every experiment of `exps` with every seed, on
+/// `jobs` threads (at least one) that take the runs from one queue, in
+/// order: an experiment's runs start while the previous experiment's last
+/// ones still run, so no thread idles at the end of each experiment (with
+/// many cores and a few long runs per experiment, that idle tail was most
+/// of the wall time). Each run depends on its case and seed only, so the
+/// rows are the same whatever the threads and the order of completion.
+/// `on_done` is called after each run (under one lock, in completion
+/// order, with per-experiment counts); the returned rows are per
+/// experiment, in case-then-seed order.
+pub fn run_experiments(
+    exps: &[Experiment],
+    jobs: usize,
+    on_done: &mut OnDone<'_>,
+) -> Vec<Vec<RunRow>> {
+    let work: Vec<(usize, usize, u64)> = exps
         .iter()
         .enumerate()
-        .flat_map(|(i, _)| exp.seeds.iter().map(move |s| (i, *s)))
+        .flat_map(|(e, exp)| {
+            exp.cases
+                .iter()
+                .enumerate()
+                .flat_map(move |(i, _)| exp.seeds.iter().map(move |s| (e, i, *s)))
+        })
         .collect();
-    let total = work.len();
+    let totals: Vec<usize> = exps.iter().map(|e| e.cases.len() * e.seeds.len()).collect();
     let next = AtomicUsize::new(0);
-    // The rows by work index, runs done, and the progress callback: one
-    // lock, so the callback sees `done` counts in order.
-    type Slots<'s> = (Vec<Option<RunRow>>, usize, &'s mut OnDone<'s>);
-    let slots: Mutex<Slots<'_>> = Mutex::new((vec![None; total], 0, on_done));
+    // The rows by work index, runs done per experiment, and the progress
+    // callback: one lock, so the callback sees `done` counts in order.
+    type Slots<'s> = (Vec<Option<RunRow>>, Vec<usize>, &'s mut OnDone<'s>);
+    let slots: Mutex<Slots<'_>> =
+        Mutex::new((vec![None; work.len()], vec![0; exps.len()], on_done));
     std::thread::scope(|scope| {
         for _ in 0..jobs.clamp(1, 64) {
             scope.spawn(|| loop {
                 let idx = next.fetch_add(1, Ordering::Relaxed);
-                let Some(&(case_idx, seed)) = work.get(idx) else {
+                let Some(&(e, case_idx, seed)) = work.get(idx) else {
                     break;
                 };
-                let Some(case) = exp.cases.get(case_idx) else {
+                let Some((exp, case)) = exps.get(e).and_then(|x| Some((x, x.cases.get(case_idx)?)))
+                else {
                     break;
                 };
                 #[allow(
@@ -448,10 +474,14 @@ pub fn run_experiment(exp: &Experiment, jobs: usize, on_done: &mut OnDone<'_>) -
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner);
                 let (rows, done, report) = &mut *guard;
+                let Some(done) = done.get_mut(e) else {
+                    break;
+                };
                 *done += 1;
                 report(&RunDone {
+                    experiment: exp.name,
                     done: *done,
-                    total,
+                    total: totals.get(e).copied().unwrap_or(0),
                     row: &row,
                     wall,
                 });
@@ -464,7 +494,13 @@ pub fn run_experiment(exp: &Experiment, jobs: usize, on_done: &mut OnDone<'_>) -
     let (rows, _, _) = slots
         .into_inner()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    rows.into_iter().flatten().collect()
+    let mut out: Vec<Vec<RunRow>> = vec![Vec::new(); exps.len()];
+    for ((e, _, _), row) in work.iter().zip(rows) {
+        if let (Some(list), Some(row)) = (out.get_mut(*e), row) {
+            list.push(row);
+        }
+    }
+    out
 }
 
 /// A run that is not one simulation (art-fig23 runs quic and art on the
@@ -556,6 +592,20 @@ pub struct JudgedClaim {
 pub fn evaluate(exp: &Experiment, jobs: usize, on_done: &mut OnDone<'_>) -> ExperimentResult {
     let runs = run_experiment(exp, jobs, on_done);
     judge(exp, runs)
+}
+
+/// Runs every experiment of `exps` from one queue ([`run_experiments`]),
+/// then aggregates and judges each: the results in `exps`' order.
+pub fn evaluate_all(
+    exps: &[Experiment],
+    jobs: usize,
+    on_done: &mut OnDone<'_>,
+) -> Vec<ExperimentResult> {
+    run_experiments(exps, jobs, on_done)
+        .into_iter()
+        .zip(exps)
+        .map(|(runs, exp)| judge(exp, runs))
+        .collect()
 }
 
 /// Aggregates `runs` of `exp` and judges its claims.

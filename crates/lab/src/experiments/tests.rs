@@ -225,6 +225,31 @@ fn tiny_fig22_runs_deterministically_and_counts_fec_repairs() {
 }
 
 #[test]
+fn experiments_from_one_queue_give_each_experiment_its_own_rows() {
+    let exps = [
+        experiment("fig22", Scale::Tiny).expect("defined"),
+        experiment("art-fig12", Scale::Tiny).expect("defined"),
+    ];
+    let mut seen: BTreeMap<String, Vec<(usize, usize)>> = BTreeMap::new();
+    let pooled = evaluate_all(&exps, 3, &mut |d: &RunDone<'_>| {
+        seen.entry(d.experiment.to_string())
+            .or_default()
+            .push((d.done, d.total));
+    });
+    for (exp, result) in exps.iter().zip(&pooled) {
+        let alone = evaluate(exp, 1, &mut |_d: &RunDone<'_>| {});
+        assert_eq!(
+            report::results_json(Scale::Tiny, std::slice::from_ref(result)),
+            report::results_json(Scale::Tiny, &[alone])
+        );
+        // Each experiment counts its own runs, 1..=total, in order.
+        let total = exp.cases.len() * exp.seeds.len();
+        let want: Vec<(usize, usize)> = (1..=total).map(|d| (d, total)).collect();
+        assert_eq!(seen.get(exp.name), Some(&want), "{}", exp.name);
+    }
+}
+
+#[test]
 fn fig26_claims_follow_the_numbers() {
     let rows = |q: f64, a: f64, file_a: f64| {
         let m = |v: f64| {
