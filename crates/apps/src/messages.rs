@@ -263,6 +263,24 @@ struct Outgoing {
     rng: StackRng,
 }
 
+impl Outgoing {
+    /// A connection's progress before its handshake completes.
+    fn new(carriage: Carriage, rng: StackRng) -> Self {
+        Self {
+            carriage,
+            start: None,
+            waiting: None,
+            next: 0,
+            stream: None,
+            pending: Vec::new(),
+            discarded: 0,
+            closed: false,
+            due: None,
+            rng,
+        }
+    }
+}
+
 /// The server role: generates the messages on every connection it accepts.
 #[derive(Debug)]
 pub struct MessageSender {
@@ -313,7 +331,11 @@ impl MessageSender {
         }
     }
 
-    /// A waiting connection looks at the gate at `now`.
+    /// A waiting connection looks at the gate at `now`. All take the same
+    /// start, the boundary at or after the gate's opening; one that looked
+    /// at that very boundary just before the last handshake completed on
+    /// it sees the gate one period later, and hands its first message to
+    /// the transport up to one period late (stamped on time).
     fn look(&self, now: Instant, out: &mut Outgoing) {
         let Some(at) = out.waiting else { return };
         if now < at {
@@ -402,18 +424,7 @@ impl App for MessageSender {
         self.served = true;
         self.conns.insert(
             h,
-            Outgoing {
-                carriage: conn.message_carriage(),
-                start: None,
-                waiting: None,
-                next: 0,
-                stream: None,
-                pending: Vec::new(),
-                discarded: 0,
-                closed: false,
-                due: None,
-                rng: self.rng.fork(h.0 as u64),
-            },
+            Outgoing::new(conn.message_carriage(), self.rng.fork(h.0 as u64)),
         );
     }
 
@@ -742,18 +753,7 @@ mod tests {
     }
 
     fn outgoing() -> Outgoing {
-        Outgoing {
-            carriage: Carriage::Datagram,
-            start: None,
-            waiting: None,
-            next: 0,
-            stream: None,
-            pending: Vec::new(),
-            discarded: 0,
-            closed: false,
-            due: None,
-            rng: StackRng::new(RngSeed::Fixed(1)),
-        }
+        Outgoing::new(Carriage::Datagram, StackRng::new(RngSeed::Fixed(1)))
     }
 
     fn ms(x: u64) -> Instant {

@@ -108,18 +108,18 @@ const fn v(
     value: f64,
     written: &'static str,
 ) -> PaperValue {
-    PaperValue {
+    pv(
         experiment,
         group,
         scheme,
         metric,
-        given: Given::Value(value),
+        Given::Value(value),
         written,
-    }
+    )
 }
 
-/// Shorthand for a change against another scheme.
-const fn rel(
+/// Shorthand for a paper value of any kind ([`against`] for a change).
+const fn pv(
     experiment: &'static str,
     group: Option<&'static str>,
     scheme: &'static str,
@@ -473,7 +473,7 @@ pub const PAPER_VALUES: &[PaperValue] = &[
     ),
     // ART journal §7.2 and §7.4, Figs. 20-21: ART against OR3, as changes.
     // N_max here is the paper's per-file reading (n_max_file_mean).
-    rel(
+    pv(
         "fig20",
         None,
         "art",
@@ -481,7 +481,7 @@ pub const PAPER_VALUES: &[PaperValue] = &[
         against("or3", 0.10, 0.25),
         "75%-90%",
     ),
-    rel(
+    pv(
         "fig20",
         Some("size=200KB"),
         "art",
@@ -489,7 +489,7 @@ pub const PAPER_VALUES: &[PaperValue] = &[
         against("or3", 0.84, 0.97),
         "3%-16% lower than OR3's for 200KB",
     ),
-    rel(
+    pv(
         "fig20",
         Some("size=1MB"),
         "art",
@@ -497,7 +497,7 @@ pub const PAPER_VALUES: &[PaperValue] = &[
         against("or3", 0.84, 0.87),
         "13%-16% lower for 1MB",
     ),
-    rel(
+    pv(
         "fig21",
         None,
         "art",
@@ -505,7 +505,7 @@ pub const PAPER_VALUES: &[PaperValue] = &[
         against("or3", 0.60, 0.88),
         "12%-40%",
     ),
-    rel(
+    pv(
         "fig21",
         Some("size=200KB"),
         "art",
@@ -513,7 +513,7 @@ pub const PAPER_VALUES: &[PaperValue] = &[
         against("or3", 0.74, 0.93),
         "7%-26% lower than OR3's for 200KB",
     ),
-    rel(
+    pv(
         "fig21",
         Some("size=1MB"),
         "art",
@@ -522,7 +522,7 @@ pub const PAPER_VALUES: &[PaperValue] = &[
         "9%-13% lower for 1MB",
     ),
     // §7.4, Fig. 24(b): the 8 MB window's gain.
-    rel(
+    pv(
         "fig24",
         Some("window=8MB"),
         "art",
@@ -532,7 +532,7 @@ pub const PAPER_VALUES: &[PaperValue] = &[
     ),
     // §7.7, Fig. 26(a): the gain "reaching approximately 34%" is the one at
     // the highest loss rate; ours is 15%. And the 3 MB files' ~2%.
-    rel(
+    pv(
         "art-fig26",
         Some("p=15%"),
         "art",
@@ -540,7 +540,7 @@ pub const PAPER_VALUES: &[PaperValue] = &[
         against("quic", 0.66, 0.66),
         "approximately 34%",
     ),
-    rel(
+    pv(
         "art-fig26",
         Some("file"),
         "art",
@@ -551,7 +551,7 @@ pub const PAPER_VALUES: &[PaperValue] = &[
     // §8.1 and Appendix B, Fig. 27: ART-DQN against ART. gamma 1.05 matches
     // ART's N_max at 7.4% less redundancy; the best gamma (1.1) recovers
     // 12% (p50) and 5% (p99) slower than ART's 65 and 549 ms.
-    rel(
+    pv(
         "art-fig27",
         None,
         "art-dqn",
@@ -559,7 +559,7 @@ pub const PAPER_VALUES: &[PaperValue] = &[
         against("art", 1.0, 1.0),
         "ART-DQN's equals ART's only with gamma = 1.05",
     ),
-    rel(
+    pv(
         "art-fig27",
         None,
         "art-dqn",
@@ -584,7 +584,7 @@ pub const PAPER_VALUES: &[PaperValue] = &[
         "best gamma = 1.1: 12% and 5% worse than ART",
     ),
     // AutoRec §5.1, Fig. 12: AutoRec (2)'s goodput against the baseline.
-    rel(
+    pv(
         "autorec-fig12",
         Some("default"),
         "autorec-fixed:2",
@@ -593,7 +593,7 @@ pub const PAPER_VALUES: &[PaperValue] = &[
         "21.8% goodput deterioration",
     ),
     // AutoRec §5.1, Fig. 13: goodput against the neighbouring setting.
-    rel(
+    pv(
         "autorec-fig13",
         Some("theta=50ms"),
         "autorec",
@@ -601,7 +601,7 @@ pub const PAPER_VALUES: &[PaperValue] = &[
         against_in("theta=100ms", "autorec:theta=100", 0.914),
         "-8.6% goodput",
     ),
-    rel(
+    pv(
         "autorec-fig13",
         Some("alpha=0.01"),
         "autorec:alpha=0.01",
