@@ -22,7 +22,7 @@ use crate::progress::Progress;
 /// Options of `artq reproduce`.
 #[derive(Args, Debug)]
 pub struct ReproduceArgs {
-    /// Smaller sizes and fewer seeds: the whole set in about three minutes
+    /// Smaller sizes and fewer seeds: the whole set in about two minutes
     /// on two cores (release build). Without it, the paper's sizes (or the
     /// largest that fit) and three or more seeds.
     #[arg(long)]
