@@ -22,7 +22,7 @@ result dicts are declared in ``artq.results``.
 
 import functools
 import sys
-from typing import Any, Callable, Iterable, List, Optional, TypeVar
+from typing import Any, Callable, Dict, Iterable, List, Optional, TypeVar
 
 from . import _artq
 from ._artq import (
@@ -146,34 +146,38 @@ def reproduce(
 
 class _Reporter:
     """``reproduce``'s progress: a tqdm bar per experiment when stderr is a
-    terminal, else a line per run."""
+    terminal, else a line per run. The runs of several experiments finish
+    interleaved (they share one queue), so each experiment keeps its own
+    bar from its first run to its last."""
 
     def __init__(self) -> None:
         from ._progress import bar
 
         self._bar_of = bar
-        self._name: Optional[str] = None
-        self._bar: Any = None
+        # Per experiment: its bar, or None when stderr is not a terminal.
+        self._bars: Dict[str, Any] = {}
 
     def __call__(self, name: str, done: int, total: int, group: str, scheme: str, seed: int,
                  error: Optional[str]) -> None:
         failed = f": FAILED: {error}" if error else ""
         line = f"[{name}] {done}/{total} {group} {scheme} seed {seed}{failed}"
-        if name != self._name:
-            self.close()
-            self._name = name
-            self._bar = self._bar_of(total, name)
-        if self._bar is None:
+        if name not in self._bars:
+            self._bars[name] = self._bar_of(total, name)
+        bar = self._bars[name]
+        if bar is None:
             print(line, file=sys.stderr, flush=True)
             return
         if error:
-            self._bar.write(line, file=sys.stderr)
-        self._bar.update(1)
+            bar.write(line, file=sys.stderr)
+        bar.update(1)
+        if done >= total:
+            bar.close()
 
     def close(self) -> None:
-        if self._bar is not None:
-            self._bar.close()
-            self._bar = None
+        for bar in self._bars.values():
+            if bar is not None:
+                bar.close()
+        self._bars.clear()
 
 
 __all__ = [

@@ -395,6 +395,50 @@ class Progress(unittest.TestCase):
         self.run_with_stderr(quiet, progress=False)
         self.assertEqual(quiet.getvalue(), "")
 
+    def test_interleaved_experiments_keep_their_own_bars(self):
+        # The runs of two experiments finish interleaved (one queue).
+        made = {}
+
+        class FakeBar:
+            def __init__(self, total, desc):
+                self.total, self.n, self.closed = total, 0, False
+                made[desc] = self
+
+            def update(self, k):
+                self.n += k
+
+            def write(self, line, file=None):
+                pass
+
+            def close(self):
+                self.closed = True
+
+        reporter = artq._Reporter()
+        reporter._bar_of = FakeBar
+        calls = [("a", 1, 2), ("b", 1, 3), ("a", 2, 2), ("b", 2, 3), ("b", 3, 3)]
+        for name, done, total in calls:
+            reporter(name, done, total, "g", "quic", 1, None)
+            if name == "a" and done == 1:
+                self.assertFalse(made["a"].closed)
+        self.assertEqual(sorted(made), ["a", "b"])
+        self.assertEqual((made["a"].n, made["a"].total, made["a"].closed), (2, 2, True))
+        self.assertEqual((made["b"].n, made["b"].total, made["b"].closed), (3, 3, True))
+        # Off a terminal (no bars), one line per run, whatever the order.
+        lines = io.StringIO()
+        plain = artq._Reporter()
+        plain._bar_of = lambda total, desc: None
+        saved = sys.stderr
+        sys.stderr = lines
+        try:
+            for name, done, total in calls:
+                plain(name, done, total, "g", "quic", 1, None)
+        finally:
+            sys.stderr = saved
+        self.assertEqual(
+            lines.getvalue().splitlines(),
+            [f"[{n}] {d}/{t} g quic seed 1" for n, d, t in calls],
+        )
+
     def test_an_exception_in_the_progress_callback_is_raised(self):
         def boom(*args):
             raise KeyError("from the callback")
