@@ -134,27 +134,43 @@ impl StartGate {
         }
     }
 
-    /// One sender's handshake completed at `now`.
-    fn arrive(&self, now: Instant) {
+    /// One sender's handshake completed at `now`: the instant its
+    /// schedule starts from, or `None` while it waits for the others. A
+    /// handshake completing after the gate opened (the timeout) starts on
+    /// its own, from `now`.
+    fn arrive(&self, now: Instant) -> Option<Instant> {
         let mut g = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if g.open_by(now).is_some() {
+            return Some(now);
+        }
         g.arrived += 1;
         g.first.get_or_insert(now);
-        if g.arrived >= g.expected && g.opened.is_none() {
+        if g.arrived >= g.expected {
             g.opened = Some(now);
         }
+        g.opened
     }
 
+    /// The instant the gate opened at, if it has by `now`.
+    fn opened(&self, now: Instant) -> Option<Instant> {
+        self.state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .open_by(now)
+    }
+}
+
+impl GateState {
     /// The instant the gate opened at, if it has by `now`: when the last
     /// sender arrived, or [`GATE_TIMEOUT`] after the first.
-    fn opened(&self, now: Instant) -> Option<Instant> {
-        let mut g = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        if g.opened.is_none() {
-            let timeout = g.first.map(|f| f + GATE_TIMEOUT);
+    fn open_by(&mut self, now: Instant) -> Option<Instant> {
+        if self.opened.is_none() {
+            let timeout = self.first.map(|f| f + GATE_TIMEOUT);
             if timeout.is_some_and(|t| now >= t) {
-                g.opened = timeout;
+                self.opened = timeout;
             }
         }
-        g.opened
+        self.opened
     }
 }
 
@@ -320,13 +336,8 @@ impl MessageSender {
             out.start = Some(self.params.boundary_at_or_after(now));
             return;
         };
-        // A handshake completing after the gate opened (the timeout) starts
-        // on its own.
-        let late = gate.opened(now).is_some();
-        gate.arrive(now);
-        match gate.opened(now) {
-            Some(_) if late => out.start = Some(self.params.boundary_at_or_after(now)),
-            Some(open) => out.start = Some(self.params.boundary_at_or_after(open)),
+        match gate.arrive(now) {
+            Some(from) => out.start = Some(self.params.boundary_at_or_after(from)),
             None => out.waiting = Some(self.params.boundary_after(now)),
         }
     }

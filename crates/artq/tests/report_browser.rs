@@ -17,16 +17,16 @@
 //! one fails the test with how to get it: it never skips.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 /// The repository root (the driver lives in tests/report).
 fn workspace_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// Runs tests/report/check_report.py on `report`, screenshots into `shots`:
-/// its output and a description of it for failure messages.
-fn check_report(report: &Path, experiment: &str, shots: &Path) -> (Output, String) {
+/// Runs tests/report/check_report.py on `report`, screenshots into `shots`;
+/// fails the test unless the check passed, and returns its JSON summary.
+fn check_report(report: &Path, experiment: &str, shots: &Path) -> serde_json::Value {
     let chromium = std::env::var("ARTQ_CHROMIUM").unwrap_or_else(|_| "chromium".into());
     let python = std::env::var("ARTQ_PYTHON").unwrap_or_else(|_| "python3".into());
     let out = Command::new(&python)
@@ -51,7 +51,37 @@ fn check_report(report: &Path, experiment: &str, shots: &Path) -> (Output, Strin
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    (out, text)
+    assert!(out.status.success(), "{text}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(stdout.trim().strip_prefix("ok: ").expect("an ok line"))
+        .expect("JSON summary")
+}
+
+/// Runs `artq reproduce ARGS --out OUT` (the test build); fails the test
+/// unless it succeeded.
+fn reproduce(args: &[&str], out: &Path) {
+    let run = Command::new(env!("CARGO_BIN_EXE_artq"))
+        .arg("reproduce")
+        .args(args)
+        .arg("--out")
+        .arg(out)
+        .output()
+        .expect("artq runs");
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+}
+
+/// Each experiment section shows the paper's values in a chart exactly
+/// when the paper gives some.
+fn assert_paper_shown_where_given(sections: &[serde_json::Value]) {
+    for s in sections {
+        let paper = s["paperValues"].as_u64().expect("count");
+        let shown = s["chartsWithPaper"].as_u64().expect("count");
+        assert_eq!(paper > 0, shown > 0, "{s}");
+    }
 }
 
 /// The committed full-scale report (docs/reproduce/report.html), as a
@@ -60,12 +90,7 @@ fn check_report(report: &Path, experiment: &str, shots: &Path) -> (Output, Strin
 fn committed_report_html_renders_in_chromium() {
     let dir = tempfile::tempdir().expect("temp dir");
     let report = workspace_root().join("docs/reproduce/report.html");
-    let (out, text) = check_report(&report, "art-fig23", dir.path());
-    assert!(out.status.success(), "{text}");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let summary: serde_json::Value =
-        serde_json::from_str(stdout.trim().strip_prefix("ok: ").expect("an ok line"))
-            .expect("JSON summary");
+    let summary = check_report(&report, "art-fig23", dir.path());
     assert!(
         summary["images"].as_u64().expect("count") >= 150,
         "{summary}"
@@ -78,44 +103,27 @@ fn report_html_renders_in_chromium_with_the_papers_values() {
     let out = dir.path().join("out");
     // art-fig25 and rcp-table2 have paper values, art-fig12 (lines against
     // the loss rate) has none.
-    let run = Command::new(env!("CARGO_BIN_EXE_artq"))
-        .args([
-            "reproduce",
+    reproduce(
+        &[
             "--tiny",
             "--jobs",
             "2",
             "art-fig25",
             "art-fig12",
             "rcp-table2",
-        ])
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .expect("artq runs");
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
+        ],
+        &out,
     );
     let report = out.join("report.html");
     assert!(report.is_file(), "no report.html");
     let shots = dir.path().join("shots");
-    let (check, text) = check_report(&report, "art-fig25", &shots);
-    assert!(check.status.success(), "{text}");
-    let stdout = String::from_utf8_lossy(&check.stdout);
-    let summary: serde_json::Value =
-        serde_json::from_str(stdout.trim().strip_prefix("ok: ").expect("an ok line"))
-            .expect("JSON summary");
+    let summary = check_report(&report, "art-fig25", &shots);
     // Every chart of the run is in the page: 6 + 3 + 3 table metrics.
     assert_eq!(summary["images"], 12, "{summary}");
     let sections = summary["sections"].as_array().expect("sections");
     let names: Vec<&str> = sections.iter().filter_map(|s| s["name"].as_str()).collect();
     assert_eq!(names, ["art-fig25", "art-fig12", "rcp-table2"]);
-    for s in sections {
-        let paper = s["paperValues"].as_u64().expect("count");
-        let shown = s["chartsWithPaper"].as_u64().expect("count");
-        assert_eq!(paper > 0, shown > 0, "{s}");
-    }
+    assert_paper_shown_where_given(sections);
     for png in ["first-screen.png", "experiment.png"] {
         let bytes = std::fs::read(shots.join(png)).expect(png);
         assert!(bytes.starts_with(b"\x89PNG"), "{png} is not a PNG");
@@ -129,23 +137,9 @@ fn report_html_renders_in_chromium_with_the_papers_values() {
 fn quick_report_renders_in_chromium_with_every_papers_value() {
     let dir = tempfile::tempdir().expect("temp dir");
     let out = dir.path().join("out");
-    let run = Command::new(env!("CARGO_BIN_EXE_artq"))
-        .args(["reproduce", "--quick", "--jobs", "2", "--out"])
-        .arg(&out)
-        .output()
-        .expect("artq runs");
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    reproduce(&["--quick", "--jobs", "2"], &out);
     let shots = dir.path().join("shots");
-    let (check, text) = check_report(&out.join("report.html"), "fig20", &shots);
-    assert!(check.status.success(), "{text}");
-    let stdout = String::from_utf8_lossy(&check.stdout);
-    let summary: serde_json::Value =
-        serde_json::from_str(stdout.trim().strip_prefix("ok: ").expect("an ok line"))
-            .expect("JSON summary");
+    let summary = check_report(&out.join("report.html"), "fig20", &shots);
     let sections = summary["sections"].as_array().expect("sections");
     let results: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("results.json")).expect("results.json"))
@@ -172,9 +166,5 @@ fn quick_report_renders_in_chromium_with_every_papers_value() {
         with_paper >= 13,
         "{with_paper} experiments with paper values: {summary}"
     );
-    for s in sections {
-        let paper = s["paperValues"].as_u64().expect("count");
-        let shown = s["chartsWithPaper"].as_u64().expect("count");
-        assert_eq!(paper > 0, shown > 0, "{s}");
-    }
+    assert_paper_shown_where_given(sections);
 }

@@ -669,21 +669,20 @@ pub fn paper_mark(
 ) -> Option<PaperMark> {
     let p = paper_values(experiment)
         .find(|p| p.scheme == scheme && p.metric == metric && in_setting(p.group, group))?;
-    let Given::Relative {
-        scheme: to,
-        group: to_group,
-        lo,
-        hi,
-    } = p.given
-    else {
-        let Given::Value(x) = p.given else {
-            return None;
-        };
-        return Some(PaperMark {
-            lo: x,
-            hi: x,
-            basis: None,
-        });
+    let (to, to_group, lo, hi) = match p.given {
+        Given::Value(x) => {
+            return Some(PaperMark {
+                lo: x,
+                hi: x,
+                basis: None,
+            })
+        }
+        Given::Relative {
+            scheme,
+            group,
+            lo,
+            hi,
+        } => (scheme, group, lo, hi),
     };
     let ref_group = match to_group {
         None => group,
