@@ -135,9 +135,24 @@ struct TransportArgs {
     /// The receiver's flow-control window (its receive buffer), e.g. 8MB.
     #[arg(long, value_parser = parse_size)]
     recv_window: Option<u64>,
-    /// Largest UDP payload to send, bytes (1200..=65527).
+    /// Largest UDP payload to send before path MTU discovery raises it,
+    /// and what a path MTU black hole falls back to, bytes (1200..=65527).
     #[arg(long, default_value_t = 1350, value_parser = clap::value_parser!(u16).range(1200..=65527))]
     max_datagram_size: u16,
+    /// Largest UDP payload path MTU discovery probes for, bytes
+    /// (1200..=65527). The default, 1452, is the largest payload of a
+    /// 1500-byte Ethernet MTU under IPv6; the peer's max_udp_payload_size
+    /// lowers it.
+    #[arg(long, value_name = "BYTES", default_value_t = 1452, value_parser = clap::value_parser!(u16).range(1200..=65527))]
+    mtu_ceiling: u16,
+    /// Do not probe the path MTU. By default, once the handshake is
+    /// confirmed, padded PING packets test sizes from --max-datagram-size
+    /// up to --mtu-ceiling (DPLPMTUD, RFC 8899, RFC 9000 §14.3): a few
+    /// packets per connection, none of them congestion if lost, and data
+    /// then goes in the largest size the path carries (7% fewer packets at
+    /// 1452 bytes than at 1350).
+    #[arg(long)]
+    no_mtu_discovery: bool,
     /// Do not use ECN. By default what we send is marked ECT(0), the
     /// peer's ECN counts are validated (marking stops on a path that drops
     /// or mangles the marks) and its CE reports count as congestion (RFC
@@ -176,6 +191,7 @@ impl TransportArgs {
             congestion: self.cc,
             ecn: !self.no_ecn,
             max_datagram_size: self.max_datagram_size,
+            mtu_discovery_ceiling: (!self.no_mtu_discovery).then_some(self.mtu_ceiling),
             max_idle_timeout: wire::time::Duration::from_micros((self.idle_timeout * 1e6) as u64),
             ..TransportConfig::default()
         };

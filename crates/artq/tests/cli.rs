@@ -531,3 +531,56 @@ fn serve_lets_a_vanished_client_go_at_its_idle_timeout() {
         assert!(out.stderr.contains("--idle-timeout"), "{}", out.stderr);
     }
 }
+
+/// Path MTU discovery over real UDP (connection/path_mtu.rs): `artq serve`
+/// probes loopback up to the default ceiling and sends its data in
+/// 1452-byte datagrams (the driver's sockets forbid fragmentation, and
+/// loopback carries them); the client probed too, and no probe was lost.
+/// With `--no-mtu-discovery` the server stays at 1350.
+#[test]
+fn path_mtu_discovery_reaches_the_ceiling_over_loopback() {
+    let received_sizes = |serve_args: &[&str]| -> (Vec<u64>, serde_json::Value) {
+        let scratch = Scratch::new();
+        scratch.served_file("f", 2_000_000, 4);
+        let (_server, addr) =
+            common::spawn_artq_serve(&scratch.root(), &scratch.logs(), serve_args)
+                .unwrap_or_else(|e| panic!("{e}"));
+        let qlog = scratch.path().join("client.sqlog");
+        let mut get = artq();
+        get.arg("get")
+            .arg(format!("https://{addr}/f"))
+            .args(["--insecure", "--stats", "-o"])
+            .arg(scratch.out("f"))
+            .arg("--qlog")
+            .arg(&qlog);
+        let out = process::run_with_deadline(get, DEADLINE).unwrap_or_else(|e| panic!("{e}"));
+        assert!(out.status.success(), "get failed: {}", out.stderr);
+        let stats_line = out
+            .stderr
+            .lines()
+            .find(|l| l.starts_with('{'))
+            .expect("stats JSON");
+        let stats: serde_json::Value = serde_json::from_str(stats_line).expect("stats parse");
+        let text = std::fs::read_to_string(&qlog).expect("client qlog written");
+        let sizes = text
+            .split('\u{1e}')
+            .filter_map(|r| serde_json::from_str::<serde_json::Value>(r.trim()).ok())
+            .filter(|r| r["name"] == "transport:packet_received")
+            .filter_map(|r| r["data"]["raw"]["length"].as_u64())
+            .collect();
+        (sizes, stats)
+    };
+    let (sizes, client) = received_sizes(&[]);
+    // 2 MB in datagrams of 1452 bytes at most: about 1400 of them.
+    let large = sizes.iter().filter(|&&n| n > 1350).count();
+    assert!(
+        large > 1000,
+        "{large} of {} datagrams above 1350 bytes",
+        sizes.len()
+    );
+    assert_eq!(sizes.iter().max(), Some(&1452));
+    assert_eq!(client["mtu_probes_sent"], 1, "{client}");
+    assert!(client.get("mtu_probes_lost").is_none(), "{client}");
+    let (sizes, _) = received_sizes(&["--no-mtu-discovery"]);
+    assert!(sizes.iter().all(|&n| n <= 1350));
+}

@@ -28,9 +28,19 @@ pub struct TransportConfig {
     pub max_ack_delay: Duration,
     /// Ack every this many ack-eliciting packets at least (RFC 9000 §13.2.2: 2).
     pub ack_eliciting_threshold: u32,
-    /// Largest UDP payload we send. 1200 is always safe; artq defaults to
-    /// 1350 (the path MTU is not probed; loopback and the emulator carry it).
+    /// Largest UDP payload we send before path MTU discovery raises it,
+    /// and what it falls back to (at least 1200, which every QUIC path
+    /// carries; artq defaults to 1350, which loopback, the emulator and
+    /// nearly every real path carry).
     pub max_datagram_size: u16,
+    /// Path MTU discovery (DPLPMTUD, RFC 9000 §14.3, RFC 8899): the largest
+    /// UDP payload to probe for once the handshake is confirmed, lowered to
+    /// the peer's max_udp_payload_size. `None` (the default) turns it off:
+    /// every datagram is at most `max_datagram_size`. The UDP drivers turn
+    /// it on with 1452 bytes (`artq serve`/`get --no-mtu-discovery`,
+    /// `--mtu-ceiling`); the simulator leaves it off, so its results do not
+    /// depend on it (connection/path_mtu.rs).
+    pub mtu_discovery_ceiling: Option<u16>,
     /// Largest DATAGRAM frame we accept (RFC 9221); `None` disables them.
     pub max_datagram_frame_size: Option<u64>,
     /// Most received DATAGRAM payloads kept unread; the oldest are dropped
@@ -96,6 +106,7 @@ impl Default for TransportConfig {
             max_ack_delay: Duration::from_millis(25),
             ack_eliciting_threshold: 2,
             max_datagram_size: 1350,
+            mtu_discovery_ceiling: None,
             max_datagram_frame_size: Some(65535),
             datagram_receive_frames: 1024,
             datagram_receive_buffer: 1 << 20,

@@ -17,6 +17,18 @@ fn is_zero(n: &u64) -> bool {
 pub struct ConnectionStats {
     /// UDP datagrams sent.
     pub datagrams_sent: u64,
+    /// Path MTU probes sent (path_mtu.rs; only with discovery on, so left
+    /// out of the JSON when 0).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub mtu_probes_sent: u64,
+    /// Path MTU probes declared lost: sizes the path did not carry. They
+    /// are not counted in `lost_packets`.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub mtu_probes_lost: u64,
+    /// Times the path stopped carrying the discovered size and the
+    /// connection fell back to its configured one (a PMTU black hole).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub mtu_black_holes: u64,
     /// UDP datagrams received.
     pub datagrams_received: u64,
     /// QUIC packets sent (all spaces).

@@ -112,8 +112,8 @@ impl Connection {
             (a, b) => a.or(b),
         };
         let peer_mtu = u16::try_from(params.max_udp_payload_size.min(65527)).unwrap_or(u16::MAX);
-        self.max_datagram_size = self.max_datagram_size.min(peer_mtu).max(1200);
-        self.cc.on_mtu_update(u64::from(self.max_datagram_size));
+        self.path_mtu.limit_to_peer(peer_mtu);
+        self.on_datagram_size_changed();
         self.datagrams
             .set_peer_max_frame(params.max_datagram_frame_size);
         self.cids.set_peer_limit(params.active_connection_id_limit);

@@ -199,6 +199,9 @@ impl Connection {
             // DATAGRAM frames travel in 0-RTT and 1-RTT packets only.
             return;
         }
+        if self.on_mtu_acked(now, pn, &p) {
+            return;
+        }
         let (recovery, mut cx) = self.recovery(now);
         recovery.on_packet_acked(&mut cx, pn, &p);
     }
@@ -244,7 +247,7 @@ impl Connection {
             cc: self.cc.as_ref(),
             rtt: &self.rtt,
             bytes_in_flight: self.bytes_in_flight,
-            mtu: self.max_datagram_size,
+            mtu: self.path_mtu.current(),
         }
     }
 
@@ -285,7 +288,18 @@ impl Connection {
         self.on_packets_lost(now, space, packets);
     }
 
-    fn on_packets_lost(&mut self, now: Instant, space: SpaceId, packets: Vec<(u64, SentPacket)>) {
+    fn on_packets_lost(
+        &mut self,
+        now: Instant,
+        space: SpaceId,
+        mut packets: Vec<(u64, SentPacket)>,
+    ) {
+        if space == SpaceId::Data {
+            self.on_mtu_losses(now, &mut packets);
+            if packets.is_empty() {
+                return;
+            }
+        }
         let mut congestion: Option<(Instant, u64)> = None; // (newest lost send time, bytes)
                                                            // For persistent congestion (RFC 9002 §7.6.2), in packet-number order.
         let summary: Vec<loss::LostPacket> = packets
@@ -375,7 +389,7 @@ impl Connection {
                     cc: self.cc.as_ref(),
                     rtt: &self.rtt,
                     bytes_in_flight: self.bytes_in_flight,
-                    mtu: self.max_datagram_size,
+                    mtu: self.path_mtu.current(),
                 },
                 streams: &mut self.streams,
                 stats: &mut self.stats,

@@ -156,9 +156,11 @@ impl Connection {
         recovery.on_path_change(&mut cx);
     }
 
-    /// Congestion control and RTT start over on a new path (§9.4).
+    /// Congestion control, RTT and the path MTU start over on a new path
+    /// (§9.4, §14.3).
     pub(super) fn reset_path_state(&mut self, now: Instant) {
-        let mds = u64::from(self.max_datagram_size);
+        self.path_mtu.on_new_path();
+        let mds = u64::from(self.path_mtu.current());
         let seed = self.rng.next_u64();
         self.cc = self.config.congestion.build_seeded(now, mds, seed);
         self.rtt = crate::rtt::RttEstimator::new(self.config.initial_rtt);

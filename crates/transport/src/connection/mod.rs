@@ -54,6 +54,8 @@
 //! - `preferred_address`: the server's preferred address, offered by the
 //!   server and followed by the client, RFC 9000 §9.6 (`PreferredPath`);
 //! - `ecn`: ECN marking and its validation, RFC 9000 §13.4 (`EcnState`);
+//! - `path_mtu`: the size of the datagrams we send and its discovery,
+//!   DPLPMTUD, RFC 9000 §14.3 and RFC 8899 (`PathMtu`);
 //! - `version`: the QUIC version and compatible version negotiation
 //!   (`VersionState`);
 //! - `close`: closing and draining, RFC 9000 §10.2 (`CloseState`: our
@@ -74,6 +76,7 @@ mod key_phase;
 mod loss;
 mod loss_detection;
 mod migration;
+mod path_mtu;
 mod preferred_address;
 mod recovery;
 mod recv;
@@ -226,7 +229,8 @@ pub struct Connection {
     validation: AddressValidation,
     cids: CidState,
     idle_timeout: Option<Duration>,
-    max_datagram_size: u16,
+    /// The size of the datagrams we send, and path MTU discovery.
+    path_mtu: path_mtu::PathMtu,
     rtt: RttEstimator,
     cc: Box<dyn Controller>,
     rate: DeliveryRateEstimator,
@@ -372,7 +376,10 @@ impl Connection {
             validation: ids.validation,
             cids: CidState::new(ids.local, local_reset_token, ids.remote),
             idle_timeout: nonzero(config.max_idle_timeout),
-            max_datagram_size: config.max_datagram_size.max(1200),
+            path_mtu: path_mtu::PathMtu::new(
+                config.max_datagram_size,
+                config.mtu_discovery_ceiling,
+            ),
             rtt: RttEstimator::new(config.initial_rtt),
             cc: config.congestion.build_seeded(now, mds, cc_seed),
             tx: send::SendState::new(now, mds),
@@ -619,13 +626,13 @@ impl Connection {
     }
     /// Largest DATAGRAM payload the peer accepts, once known (None: no support).
     pub fn max_datagram_payload(&self) -> Option<usize> {
-        self.datagrams.max_payload(self.max_datagram_size)
+        self.datagrams.max_payload(self.path_mtu.current())
     }
 
     /// Queue an unreliable DATAGRAM (RFC 9221). Fails when the peer does not
     /// accept datagrams or the payload does not fit in one packet.
     pub fn send_datagram(&mut self, data: Vec<u8>) -> Result<(), DatagramError> {
-        self.datagrams.send(data, self.max_datagram_size)
+        self.datagrams.send(data, self.path_mtu.current())
     }
 
     /// DATAGRAM payloads queued by [`Connection::send_datagram`] and not yet

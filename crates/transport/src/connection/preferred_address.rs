@@ -398,7 +398,7 @@ impl Connection {
         let phase = self.one_rtt.as_ref().is_some_and(|k| k.phase);
         let pn_offset = packet::write_short_header(buf, false, phase, &dcid, pn, pn_len);
         frame.encode(buf);
-        let pad_to = pad_to.min(usize::from(self.max_datagram_size));
+        let pad_to = pad_to.min(usize::from(self.path_mtu.current()));
         let min_end = (pn_offset + 4).max(pad_to.saturating_sub(TAG_LEN));
         if buf.len() < min_end {
             buf.resize(min_end, 0); // PADDING frames

@@ -89,14 +89,117 @@ impl Connection {
             return Some(t);
         }
         self.timers.stop(Timer::Pacing);
-        let limit = usize::from(self.max_datagram_size)
+        let built = match self.build_mtu_probe(now, buf) {
+            Some(probe) => [None, None, Some(probe)],
+            None => self.build_packets(now, buf)?,
+        };
+        for b in built.into_iter().flatten() {
+            self.finish_packet(now, buf, b);
+        }
+        self.stats.datagrams_sent += 1;
+        self.stats.bytes_sent += buf.len() as u64;
+        self.validation.on_sent(buf.len());
+        self.on_datagram_sent_on_path(buf.len());
+        let ecn = self.outgoing_ecn();
+        if ecn.is_some() {
+            self.stats.ecn_marked_sent += 1;
+        }
+        self.set_loss_detection_timer(now);
+        self.update_send_timers(now);
+        Some(Transmit {
+            destination: self.remote,
+            source: self.local,
+            size: buf.len(),
+            ecn,
+        })
+    }
+
+    /// A path MTU probe, when one is due and the window and the pacer let
+    /// a packet of its size go (path_mtu.rs): a 1-RTT packet with a PING,
+    /// padded to the size under test. Only on a confirmed connection, on a
+    /// validated path, and not while a probe timeout is pending (whose
+    /// probes go first, at the base size).
+    fn build_mtu_probe(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Built> {
+        if !self.handshake.confirmed
+            || self.one_rtt.is_none()
+            || self.path_validation.is_some()
+            || self.loss_detection.pto_count > 0
+        {
+            return None;
+        }
+        let size = self.path_mtu.probe_due(now)?;
+        let bytes = u64::from(size);
+        if self.bytes_in_flight + bytes > self.cc.window() {
+            return None;
+        }
+        let rate = self.pacing_rate();
+        if self.tx.pacer.delay(now, bytes, rate).is_some() {
+            // The data path below sets the pacing timer.
+            return None;
+        }
+        let space = SpaceId::Data;
+        let pn = self.space(space).next_pn;
+        let pn_len = packet::pn_len_for(pn, self.space(space).largest_acked);
+        let (layout, pn_offset) = self.write_header(space, buf, pn, pn_len);
+        buf.push(frame::frame_type::PING as u8);
+        let end = usize::from(size);
+        if buf.len() + TAG_LEN > end {
+            buf.clear();
+            return None;
+        }
+        buf.resize(end - TAG_LEN, 0); // PADDING frames
+        buf.resize(end, 0);
+        let record = SentPacket {
+            time_sent: now,
+            size: 0,
+            ack_eliciting: true,
+            in_flight: true,
+            largest_acked: None,
+            stream_chunks: Vec::new(),
+            datagrams: Vec::new(),
+            retransmits: Vec::new(),
+            rate: self.rate.on_packet_sent(now, self.bytes_in_flight),
+            replica: None,
+            reinjection: false,
+            new_data: false,
+            early_copy: false,
+            tag: None,
+            ecn_marked: self.outgoing_ecn().is_some(),
+        };
+        self.space_mut(space).next_pn += 1;
+        self.path_mtu.on_probe_sent(pn, size);
+        self.stats.mtu_probes_sent += 1;
+        Some(Built {
+            space,
+            start: 0,
+            layout,
+            pn_offset,
+            pn_len,
+            pn,
+            record,
+            track: true,
+            end,
+        })
+    }
+
+    /// The packets of the next datagram, one per space at most, held in
+    /// place (a Vec here was an allocation per poll, two per datagram
+    /// sent); `None` when there is nothing to send.
+    fn build_packets(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<[Option<Built>; 3]> {
+        // While a probe timeout is pending, packets stay at the size every
+        // path carries, so that the PTO's probes get through a path whose
+        // MTU shrank (path_mtu.rs, black holes).
+        let mtu = if self.loss_detection.pto_count > 0 {
+            self.path_mtu.base()
+        } else {
+            self.path_mtu.current()
+        };
+        let limit = usize::from(mtu)
             .min(usize::try_from(self.validation.amplification_budget()).unwrap_or(usize::MAX))
             .min(usize::try_from(self.path_budget()).unwrap_or(usize::MAX));
         if limit < 64 {
             return None;
         }
-        // One packet per space at most, held in place (a Vec here was an
-        // allocation per poll, two per datagram sent).
         let mut built: [Option<Built>; 3] = [const { None }; 3];
         for (slot, space) in built.iter_mut().zip(SpaceId::ALL) {
             // A resuming client's Data space sends 0-RTT packets before
@@ -134,25 +237,7 @@ impl Connection {
         if let Some(last) = built.iter_mut().flatten().last() {
             last.end = buf.len();
         }
-        for b in built.into_iter().flatten() {
-            self.finish_packet(now, buf, b);
-        }
-        self.stats.datagrams_sent += 1;
-        self.stats.bytes_sent += buf.len() as u64;
-        self.validation.on_sent(buf.len());
-        self.on_datagram_sent_on_path(buf.len());
-        let ecn = self.outgoing_ecn();
-        if ecn.is_some() {
-            self.stats.ecn_marked_sent += 1;
-        }
-        self.set_loss_detection_timer(now);
-        self.update_send_timers(now);
-        Some(Transmit {
-            destination: self.remote,
-            source: self.local,
-            size: buf.len(),
-            ecn,
-        })
+        Some(built)
     }
 
     /// Timers that depend on what is waiting to be sent.
@@ -175,7 +260,7 @@ impl Connection {
     }
 
     fn congestion_allows(&self) -> bool {
-        self.bytes_in_flight + u64::from(self.max_datagram_size) <= self.cc.window()
+        self.bytes_in_flight + u64::from(self.path_mtu.current()) <= self.cc.window()
     }
 
     /// Build one packet of `space` at the end of `buf`, or nothing.
@@ -200,7 +285,7 @@ impl Connection {
             if let Some(t) = self
                 .tx
                 .pacer
-                .delay(now, u64::from(self.max_datagram_size), rate)
+                .delay(now, u64::from(self.path_mtu.current()), rate)
             {
                 pacing_ok = false;
                 self.timers.set(Timer::Pacing, t);
@@ -593,7 +678,9 @@ impl Connection {
         if !b.track {
             return;
         }
-        if b.space == SpaceId::Data {
+        // Path MTU probes are not the recovery policy's business (their
+        // loss is by design: path_mtu.rs).
+        if b.space == SpaceId::Data && !self.path_mtu.is_probe(b.pn) {
             if b.record.new_data {
                 self.stats.data_packets += 1;
             }
