@@ -83,6 +83,9 @@ pub struct ServerMetrics {
     extra_replicas: Family<SchemeLabel, Counter>,
     reinjections: Family<SchemeLabel, Counter>,
     zero_rtt_packets: Counter,
+    mtu_probes: Counter,
+    mtu_probes_lost: Counter,
+    mtu_black_holes: Counter,
     recovery_latency: Histogram,
     t_wait: Histogram,
     recovery_round: Histogram,
@@ -119,6 +122,9 @@ impl ServerMetrics {
             extra_replicas: Family::default(),
             reinjections: Family::default(),
             zero_rtt_packets: Counter::default(),
+            mtu_probes: Counter::default(),
+            mtu_probes_lost: Counter::default(),
+            mtu_black_holes: Counter::default(),
             // 1 ms .. 16 s.
             recovery_latency: Histogram::new(exponential_buckets(0.001, 2.0, 15)),
             t_wait: Histogram::new(exponential_buckets(0.001, 2.0, 15)),
@@ -195,6 +201,21 @@ impl ServerMetrics {
             "artq_zero_rtt_packets",
             "0-RTT packets accepted and decrypted",
             m.zero_rtt_packets.clone(),
+        );
+        r.register(
+            "artq_mtu_probes",
+            "Path MTU discovery probes sent (padded PINGs)",
+            m.mtu_probes.clone(),
+        );
+        r.register(
+            "artq_mtu_probes_lost",
+            "Path MTU probes lost: sizes the path did not carry (not in artq_lost_packets)",
+            m.mtu_probes_lost.clone(),
+        );
+        r.register(
+            "artq_mtu_black_holes",
+            "Connections whose path stopped carrying the discovered size and fell back to --max-datagram-size",
+            m.mtu_black_holes.clone(),
         );
         r.register_with_unit(
             "artq_recovery_latency",
@@ -398,6 +419,9 @@ struct Seen {
     extra_replicas: u64,
     reinjections: u64,
     zero_rtt_packets: u64,
+    mtu_probes: u64,
+    mtu_probes_lost: u64,
+    mtu_black_holes: u64,
 }
 
 impl Seen {
@@ -411,6 +435,9 @@ impl Seen {
             extra_replicas: s.extra_replicas,
             reinjections: s.reinjections,
             zero_rtt_packets: s.zero_rtt_packets_received,
+            mtu_probes: s.mtu_probes_sent,
+            mtu_probes_lost: s.mtu_probes_lost,
+            mtu_black_holes: s.mtu_black_holes,
         }
     }
 }
@@ -574,6 +601,12 @@ impl WorkerMeter {
             .inc_by(now.reinjections.saturating_sub(seen.reinjections));
         m.zero_rtt_packets
             .inc_by(now.zero_rtt_packets.saturating_sub(seen.zero_rtt_packets));
+        m.mtu_probes
+            .inc_by(now.mtu_probes.saturating_sub(seen.mtu_probes));
+        m.mtu_probes_lost
+            .inc_by(now.mtu_probes_lost.saturating_sub(seen.mtu_probes_lost));
+        m.mtu_black_holes
+            .inc_by(now.mtu_black_holes.saturating_sub(seen.mtu_black_holes));
         *seen = now;
     }
 }

@@ -523,6 +523,9 @@ fn metrics_parse_with_prometheus_and_count_losses_and_replicas() {
         "{samples:?}"
     );
     assert!(get("artq_sent_bytes_total{}") > 3_000_000.0, "{samples:?}");
+    // Path MTU discovery is on by default; the link carries any size.
+    assert!(get("artq_mtu_probes_total{}") >= 1.0, "{samples:?}");
+    assert_eq!(get("artq_mtu_black_holes_total{}"), 0.0, "{samples:?}");
     assert_eq!(
         get("artq_connections_total{alpn=\"h3\",version=\"v1\"}"),
         1.0
