@@ -1,4 +1,5 @@
-//! CPU time of a child process, read from `/proc/<pid>/stat` (Linux).
+//! CPU time of a child process, read from `/proc/<pid>/stat` (Linux), and
+//! of this process and its ended children (`getrusage`).
 //!
 //! Why: the loopback benchmark reports a server's CPU time per megabyte
 //! delivered, for `artq serve` and for the quinn server, both child
@@ -24,6 +25,37 @@ pub fn process_cpu_time(pid: u32) -> io::Result<Duration> {
         )
     })?;
     Ok(ticks_to_duration(ticks, clock_ticks_per_second()))
+}
+
+/// User plus system CPU time of this process's children that have ended
+/// and been waited for (`getrusage(RUSAGE_CHILDREN)`): around a batch of
+/// `artq get` children, the delta is the clients' CPU.
+pub fn ended_children_cpu_time() -> io::Result<Duration> {
+    rusage(libc::RUSAGE_CHILDREN)
+}
+
+/// User plus system CPU time of this process, all its threads
+/// (`getrusage(RUSAGE_SELF)`): around in-process quinn clients, the delta
+/// is the clients' CPU.
+pub fn own_cpu_time() -> io::Result<Duration> {
+    rusage(libc::RUSAGE_SELF)
+}
+
+fn rusage(who: libc::c_int) -> io::Result<Duration> {
+    // SAFETY: getrusage writes one `rusage` into the zeroed value we own
+    // and reads nothing else; `who` is one of the two constants above.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        if libc::getrusage(who, &mut usage) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        usage
+    };
+    let time = |t: libc::timeval| {
+        Duration::from_secs(u64::try_from(t.tv_sec).unwrap_or(0))
+            + Duration::from_micros(u64::try_from(t.tv_usec).unwrap_or(0))
+    };
+    Ok(time(usage.ru_utime) + time(usage.ru_stime))
 }
 
 /// `utime + stime` (fields 14 and 15, in clock ticks) of a `/proc/<pid>/stat`
@@ -78,5 +110,18 @@ mod tests {
         let after = process_cpu_time(pid).expect("own /proc stat");
         assert!(after >= before, "{before:?} -> {after:?}");
         assert!(process_cpu_time(u32::MAX).is_err(), "no such process");
+        let own = own_cpu_time().expect("getrusage");
+        assert!(
+            own >= Duration::from_millis(90),
+            "{own:?} after 100 ms of work"
+        );
+        let children_before = ended_children_cpu_time().expect("getrusage");
+        let status = std::process::Command::new("sh")
+            .args(["-c", "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done"])
+            .status()
+            .expect("sh runs");
+        assert!(status.success());
+        let children = ended_children_cpu_time().expect("getrusage") - children_before;
+        assert!(children > Duration::ZERO, "the child's CPU was not counted");
     }
 }

@@ -12,7 +12,8 @@
 //!     release binary;
 //! and prints the goodputs (request sent to last byte received), the ratios
 //! artq/quinn and h3/hq-interop (the cost of HTTP/3's framing), and each
-//! server's CPU time per megabyte delivered (`/proc/<pid>/stat`).
+//! server's CPU time per megabyte delivered (`/proc/<pid>/stat`), and the
+//! clients' (`getrusage`), so that a run shows which side saturates.
 //!
 //! Concurrency: `--clients N` runs N downloads of the file at once (N quinn
 //! clients, each its own endpoint and connection; N `artq get` processes)
@@ -61,8 +62,10 @@ Each round moves one seeded file (--size) with the quinn reference (hq-interop;
 its server is this executable run as a child process, its clients are threads
 of this process, each with its own current-thread tokio runtime) and with `artq serve` -> `artq get` over hq-interop and over h3
 (child processes of the artq binary), and reports per stack the median
-goodput of the rounds, the ratio artq/quinn, and the server's CPU time per MB
-delivered (utime + stime of the server process from /proc/<pid>/stat).
+goodput of the rounds, the ratio artq/quinn, the server's CPU time per MB
+delivered (utime + stime of the server process from /proc/<pid>/stat) and the
+clients' (the `artq get` processes' from getrusage(RUSAGE_CHILDREN); for quinn,
+this process's own from RUSAGE_SELF), which tells which side is saturated.
 
 --clients N runs N downloads of the file at once against one server (N quinn
 clients on their own endpoints and connections; N `artq get` processes) and
@@ -198,15 +201,25 @@ struct Sample {
     elapsed: Duration,
     /// Server CPU time during the downloads, if it could be read.
     server_cpu: Option<Duration>,
+    /// The clients' CPU time during the downloads, if it could be read:
+    /// the `artq get` processes, or this process for the in-process quinn
+    /// clients (with this benchmark's own small share: timing, and the
+    /// comparison with --verify).
+    client_cpu: Option<Duration>,
 }
 
 impl Sample {
-    fn from_spans(spans: &[Span], server_cpu: Option<Duration>) -> Result<Self> {
+    fn from_spans(
+        spans: &[Span],
+        server_cpu: Option<Duration>,
+        client_cpu: Option<Duration>,
+    ) -> Result<Self> {
         let (bytes, elapsed) = aggregate(spans).context("no download was measured")?;
         Ok(Self {
             bytes,
             elapsed,
             server_cpu,
+            client_cpu,
         })
     }
 
@@ -216,7 +229,15 @@ impl Sample {
 
     /// Server CPU milliseconds per MB (10^6 bytes) delivered.
     fn cpu_ms_per_mb(&self) -> Option<f64> {
-        let cpu = self.server_cpu?;
+        self.per_mb(self.server_cpu?)
+    }
+
+    /// Client CPU milliseconds per MB delivered (all clients together).
+    fn client_cpu_ms_per_mb(&self) -> Option<f64> {
+        self.per_mb(self.client_cpu?)
+    }
+
+    fn per_mb(&self, cpu: Duration) -> Option<f64> {
         (self.bytes > 0).then(|| cpu.as_secs_f64() * 1e3 / (self.bytes as f64 / 1e6))
     }
 }
@@ -229,6 +250,12 @@ fn median_mbps(runs: &[Sample]) -> f64 {
 /// The median server CPU per MB of `runs`; `None` unless every run has one.
 fn median_cpu(runs: &[Sample]) -> Option<f64> {
     let v: Option<Vec<f64>> = runs.iter().map(Sample::cpu_ms_per_mb).collect();
+    median(&v?)
+}
+
+/// The median client CPU per MB of `runs`; `None` unless every run has one.
+fn median_client_cpu(runs: &[Sample]) -> Option<f64> {
+    let v: Option<Vec<f64>> = runs.iter().map(Sample::client_cpu_ms_per_mb).collect();
     median(&v?)
 }
 
@@ -437,6 +464,12 @@ fn print_config(stacks: &[Stack], per_stack: &[Vec<Sample>]) {
         .map(|(stack, runs)| format!("{} {}", stack.label(), fmt_cpu(median_cpu(runs))))
         .collect();
     println!("  server CPU per MB delivered: {}", cpu.join(", "));
+    let client: Vec<String> = stacks
+        .iter()
+        .zip(per_stack)
+        .map(|(stack, runs)| format!("{} {}", stack.label(), fmt_cpu(median_client_cpu(runs))))
+        .collect();
+    println!("  client CPU per MB delivered: {}", client.join(", "));
 }
 
 /// `3.12 ms`, or `n/a` where /proc could not be read.
@@ -478,18 +511,20 @@ fn print_table(rows: &[Vec<String>]) {
 fn print_summary(args: &Args, configs: &[Config], stacks: &[Stack], samples: &[Vec<Vec<Sample>>]) {
     let gp = |ci: usize, si: usize| samples.get(ci)?.get(si).map(|r| median_mbps(r));
     let cpu = |ci: usize, si: usize| median_cpu(samples.get(ci)?.get(si)?);
+    let client_cpu = |ci: usize, si: usize| median_client_cpu(samples.get(ci)?.get(si)?);
     let artq_stacks = stacks.len() > 1;
 
     println!();
     println!(
         "summary, median of {} round(s): Mbit/s = aggregate goodput; cpu = server CPU ms per MB \
-         delivered; /quinn = artq/quinn",
+         delivered; ccpu = the clients' CPU ms per MB; /quinn = artq/quinn",
         args.repeat
     );
     let mut header: Vec<String> = ["clients", "threads"].map(String::from).to_vec();
     for stack in stacks {
         header.push(format!("{} Mbit/s", stack.column()));
         header.push("cpu".into());
+        header.push("ccpu".into());
         if *stack != Stack::Quinn {
             header.push("/quinn".into());
         }
@@ -503,6 +538,7 @@ fn print_summary(args: &Args, configs: &[Config], stacks: &[Stack], samples: &[V
         for (si, stack) in stacks.iter().enumerate() {
             row.push(gp(ci, si).map_or("-".into(), |m| format!("{m:.1}")));
             row.push(cpu(ci, si).map_or("n/a".into(), |c| format!("{c:.2}")));
+            row.push(client_cpu(ci, si).map_or("n/a".into(), |c| format!("{c:.2}")));
             if *stack != Stack::Quinn {
                 row.push(fmt_ratio(gp(ci, si), gp(ci, 0)));
             }
@@ -572,10 +608,12 @@ fn measure_quinn(
 ) -> Result<Sample> {
     let server = quinn_child::spawn_server(exe, root, cfg.threads as usize, READY_DEADLINE)?;
     let cpu_before = proc_cpu::process_cpu_time(server.pid()).ok();
+    let clients_before = proc_cpu::own_cpu_time().ok();
     let spans =
         quinn_child::download_concurrently(server.addr, cfg.clients as usize, verify, deadline)
             .with_context(|| server_context("quinn server", &server.stderr()))?;
     let cpu_after = proc_cpu::process_cpu_time(server.pid()).ok();
+    let clients_after = proc_cpu::own_cpu_time().ok();
     for (i, span) in spans.iter().enumerate() {
         if span.bytes != size {
             bail!(
@@ -585,7 +623,11 @@ fn measure_quinn(
             );
         }
     }
-    Sample::from_spans(&spans, cpu_delta(cpu_before, cpu_after))
+    Sample::from_spans(
+        &spans,
+        cpu_delta(cpu_before, cpu_after),
+        cpu_delta(clients_before, clients_after),
+    )
 }
 
 /// The context a failed measurement's error gets: the server's stderr tail.
@@ -637,6 +679,9 @@ fn measure_artq(
     }
     get_args.extend(args.get_args.iter().cloned());
     let cpu_before = proc_cpu::process_cpu_time(server.pid()).ok();
+    // The gets are waited for inside run_gets; the server is not, so the
+    // ended children's delta is the clients'.
+    let clients_before = proc_cpu::ended_children_cpu_time().ok();
     let gets = artq_child::run_gets(
         artq,
         &url,
@@ -647,6 +692,7 @@ fn measure_artq(
     )
     .with_context(|| server_context("artq serve", &server.stderr()))?;
     let cpu_after = proc_cpu::process_cpu_time(server.pid()).ok();
+    let clients_after = proc_cpu::ended_children_cpu_time().ok();
     for (i, get) in gets.iter().enumerate() {
         if get.bytes != args.size {
             bail!(
@@ -658,7 +704,11 @@ fn measure_artq(
         }
     }
     let spans: Vec<Span> = gets.iter().map(artq_child::ConcurrentGet::span).collect();
-    Sample::from_spans(&spans, cpu_delta(cpu_before, cpu_after))
+    Sample::from_spans(
+        &spans,
+        cpu_delta(cpu_before, cpu_after),
+        cpu_delta(clients_before, clients_after),
+    )
 }
 
 #[cfg(test)]
@@ -716,8 +766,10 @@ mod tests {
             bytes: 4_000_000,
             elapsed: Duration::from_secs(1),
             server_cpu: Some(Duration::from_millis(10)),
+            client_cpu: Some(Duration::from_millis(20)),
         };
         assert!((s.cpu_ms_per_mb().expect("cpu") - 2.5).abs() < 1e-9);
+        assert!((s.client_cpu_ms_per_mb().expect("client cpu") - 5.0).abs() < 1e-9);
         assert_eq!(fmt_ratio(Some(1.0), None), "-");
         assert_eq!(fmt_ratio(Some(3.0), Some(2.0)), "1.500");
     }
