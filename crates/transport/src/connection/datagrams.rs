@@ -62,6 +62,16 @@ impl Datagrams {
         Ok(())
     }
 
+    /// Drops the queued payloads longer than `max` (the datagram size went
+    /// down: a path MTU black hole), which would otherwise wait at the head
+    /// of the queue for good; delivery is unreliable (RFC 9221 §5).
+    /// Returns how many were dropped.
+    pub(super) fn drop_longer_than(&mut self, max: usize) -> usize {
+        let before = self.outgoing.len();
+        self.outgoing.retain(|d| d.len() <= max);
+        before - self.outgoing.len()
+    }
+
     /// Payloads queued and not yet sent.
     pub(super) fn queued(&self) -> usize {
         self.outgoing.len()
@@ -165,4 +175,24 @@ pub enum DatagramError {
         /// Largest payload that fits.
         max: usize,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_smaller_datagram_size_drops_only_the_payloads_that_no_longer_fit() {
+        let mut d = Datagrams::new(&TransportConfig::default());
+        d.set_peer_max_frame(Some(65_535));
+        let big = d.max_payload(1452).expect("supported");
+        let small = d.max_payload(1350).expect("supported");
+        for len in [10, big, small, big - 1] {
+            d.send(vec![0; len], 1452).expect("fits 1452");
+        }
+        assert_eq!(d.drop_longer_than(small), 2);
+        assert_eq!(d.queued(), 2);
+        assert_eq!(d.pop_outgoing().map(|p| p.len()), Some(10));
+        assert_eq!(d.pop_outgoing().map(|p| p.len()), Some(small));
+    }
 }

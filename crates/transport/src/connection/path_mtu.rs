@@ -317,11 +317,22 @@ impl Connection {
         self.path_mtu.current()
     }
 
-    /// The datagram size changed: congestion control and pacing count in it.
+    /// The datagram size changed: congestion control and pacing count in
+    /// it, and queued DATAGRAM payloads that no longer fit are dropped.
     pub(super) fn on_datagram_size_changed(&mut self) {
         let mds = u64::from(self.path_mtu.current());
         self.cc.on_mtu_update(mds);
         self.tx.pacer.on_mtu_update(mds);
+        if let Some(max) = self.datagrams.max_payload(self.path_mtu.current()) {
+            let dropped = self.datagrams.drop_longer_than(max);
+            if dropped > 0 {
+                tracing::debug!(
+                    dropped,
+                    max,
+                    "queued datagrams too large for the path dropped"
+                );
+            }
+        }
     }
 
     /// A 1-RTT packet was acknowledged; true when it was the path MTU
