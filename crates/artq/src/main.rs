@@ -135,6 +135,15 @@ struct TransportArgs {
     /// The receiver's flow-control window (its receive buffer), e.g. 8MB.
     #[arg(long, value_parser = parse_size)]
     recv_window: Option<u64>,
+    /// Most bytes the application may have written and not yet sent, over
+    /// all streams (0: no limit but the peer's credit and the send buffers).
+    /// The server reads a response body no further ahead of its packets than
+    /// this, and is woken to read on when half of it has gone out: less
+    /// memory per connection than buffering all the peer's credit (16 MiB
+    /// windows are common), and the bytes are still in the CPU's cache when
+    /// they are copied into packets.
+    #[arg(long, value_name = "BYTES", default_value = "1MiB", value_parser = parse_size)]
+    unsent_limit: u64,
     /// Largest UDP payload to send before path MTU discovery raises it,
     /// and what a path MTU black hole falls back to, bytes (1200..=65527).
     #[arg(long, default_value_t = 1350, value_parser = clap::value_parser!(u16).range(1200..=65527))]
@@ -195,6 +204,7 @@ impl TransportArgs {
             max_idle_timeout: wire::time::Duration::from_micros((self.idle_timeout * 1e6) as u64),
             ..TransportConfig::default()
         };
+        c.streams.unsent_limit = (self.unsent_limit > 0).then_some(self.unsent_limit);
         schemes::scheme(recovery)?.configure(&mut c);
         if let Some(w) = self.recv_window {
             anyhow::ensure!(w >= 1200, "--recv-window must be at least 1200 bytes");

@@ -51,12 +51,14 @@ impl Streams {
         let n = match n {
             Err(WriteError::Blocked) => {
                 self.blocked_writers.insert(id);
+                self.note_short_write(room);
                 return Err(WriteError::Blocked);
             }
             other => other?,
         };
         if n < data.len() {
             self.blocked_writers.insert(id);
+            self.note_short_write(room);
         }
         if n > 0 {
             self.schedule(id);

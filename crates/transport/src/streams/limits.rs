@@ -117,6 +117,46 @@ impl Streams {
                     .connection_send_buffer
                     .saturating_sub(totals.buffered),
             )
+            // Never below the stream's own allowance: a peer that reads
+            // its streams in any order must get data on each, whatever the
+            // others hold unsent.
+            .min(self.unsent_room().max(own_room))
+    }
+
+    /// What [`super::StreamsConfig::unsent_limit`] lets the streams take.
+    fn unsent_room(&self) -> u64 {
+        self.config
+            .unsent_limit
+            .map_or(u64::MAX, |limit| limit.saturating_sub(self.unsent()))
+    }
+
+    /// Bytes written and never sent, over all streams.
+    fn unsent(&self) -> u64 {
+        self.send_totals
+            .within_credit
+            .saturating_add(self.send_totals.past_credit)
+    }
+
+    /// A write was given `room` bytes and fell short: if the unsent limit
+    /// may be what stopped it, sending must wake it (nothing else will: no
+    /// acknowledgement or credit is needed).
+    pub(super) fn note_short_write(&mut self, room: u64) {
+        if room >= self.unsent_room() {
+            self.unsent_waiters = true;
+        }
+    }
+
+    /// New data left in a packet: once half the unsent limit is free again,
+    /// the writers it stopped get `Writable` (half, so that each wakeup is
+    /// worth a large write).
+    pub(super) fn on_unsent_sent(&mut self) {
+        let Some(limit) = self.config.unsent_limit else {
+            return;
+        };
+        if self.unsent_waiters && self.unsent() <= limit / 2 {
+            self.unsent_waiters = false;
+            self.wake_writers();
+        }
     }
 
     /// Emits `Writable` for every stream whose write fell short and that

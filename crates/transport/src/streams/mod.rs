@@ -106,6 +106,15 @@ pub struct StreamsConfig {
     /// before the peer's limits arrive fit and an application can write in
     /// chunks.
     pub send_ahead: u64,
+    /// Most bytes written and not yet sent, over all streams (`None`: no
+    /// limit but the others). What the peer's credit lets us buffer (16 MiB
+    /// windows are common) is far more than a sender needs queued to keep
+    /// its path busy: an application that is woken when half of this is
+    /// left refills in time, and bytes copied into packets soon after they
+    /// were written are still in the CPU's cache (TCP's `notsent_lowat` is
+    /// the same idea). `artq serve` and `artq get` set 1 MiB; the simulator
+    /// leaves it off (`None`), so its results do not depend on it.
+    pub unsent_limit: Option<u64>,
     /// Most pieces received stream data may be stored in, summed over the
     /// connection's streams. In-order data fills pieces of 16 KiB, so a full
     /// 16 MiB window is about a thousand; each hole a loss leaves adds one.
@@ -136,6 +145,7 @@ impl Default for StreamsConfig {
             send_buffer: 16 << 20,
             connection_send_buffer: 16 << 20,
             send_ahead: 64 << 10,
+            unsent_limit: None,
             max_receive_pieces: 16384,
             max_concurrent_bidi_streams: 100,
             max_concurrent_uni_streams: 100,
@@ -331,6 +341,9 @@ pub struct Streams {
     send_totals: SendTotals,
     /// Streams whose last write fell short: `Writable` once room opens.
     blocked_writers: BTreeSet<StreamId>,
+    /// A write fell short for [`StreamsConfig::unsent_limit`]: sending
+    /// wakes the writers once half the limit is left.
+    unsent_waiters: bool,
     /// Pieces received data is stored in, over all streams.
     recv_pieces: u64,
 }
@@ -365,6 +378,7 @@ impl Streams {
             events: VecDeque::new(),
             send_totals: SendTotals::default(),
             blocked_writers: BTreeSet::new(),
+            unsent_waiters: false,
             recv_pieces: 0,
         }
     }
@@ -405,6 +419,9 @@ impl Streams {
     /// try again until then.
     pub fn notify_writable(&mut self, id: StreamId) {
         self.blocked_writers.insert(id);
+        if let Some(send) = self.streams.get(&id).and_then(|s| s.send.as_ref()) {
+            self.note_short_write(self.room(send));
+        }
         self.wake_writers();
     }
 

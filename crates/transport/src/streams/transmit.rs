@@ -56,6 +56,7 @@ impl Streams {
             self.rr_next = id.0.saturating_add(1);
             self.schedule(id);
             self.check_conn_blocked();
+            self.on_unsent_sent();
         }
         chunk
     }

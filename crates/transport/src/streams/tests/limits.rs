@@ -140,3 +140,54 @@ fn fragmented_stream_data_is_closed_past_the_piece_limit() {
     s.stop_sending(StreamId(4), 0).unwrap();
     assert_eq!(s.recv_pieces(), 0);
 }
+
+#[test]
+fn the_unsent_limit_stops_writes_and_sending_half_of_it_wakes_them() {
+    const AHEAD: u64 = 64 << 10;
+    let client = StreamsConfig {
+        unsent_limit: Some(300_000),
+        send_ahead: AHEAD,
+        ..StreamsConfig::default()
+    };
+    let (mut c, _) = pair(client, StreamsConfig::default());
+    let a = c.open(Dir::Uni).unwrap();
+    let b = c.open(Dir::Uni).unwrap();
+    assert_eq!(c.write(a, &[1; 250_000]), Ok(250_000));
+    // Past the limit, a stream may still hold its own allowance, so that
+    // a peer reading its streams in any order gets data on each.
+    assert_eq!(c.write(b, &[2; 100_000]), Ok(AHEAD as usize));
+    assert_eq!(c.write_room(a), Ok(0));
+    assert_eq!(c.write(a, &[1; 10]), Err(WriteError::Blocked));
+    let written = 250_000 + AHEAD;
+    // Sent bytes leave the count at once (acknowledgements are not needed),
+    // but the writers wake only once half of the limit is free.
+    let mut sent = 0u64;
+    while written - sent > 150_000 {
+        assert_eq!(events(&mut c), vec![], "woken with {} unsent", written - sent);
+        sent += c.poll_chunk(1200).map_or(0, |ch| u64::from(ch.len));
+    }
+    assert_eq!(
+        events(&mut c),
+        vec![StreamEvent::Writable { id: a }, StreamEvent::Writable { id: b }]
+    );
+    let room = 300_000 - (written - sent);
+    assert_eq!(c.write_room(a), Ok(room));
+    // An application that finds no room and asks to be told (the server's
+    // pump) is told the same way.
+    assert_eq!(c.write(a, &vec![1; room as usize]), Ok(room as usize));
+    let written = written + room;
+    c.notify_writable(a);
+    assert_eq!(events(&mut c), vec![]);
+    while written - sent > 150_000 {
+        assert_eq!(events(&mut c), vec![], "woken with {} unsent", written - sent);
+        sent += c.poll_chunk(1200).map_or(0, |ch| u64::from(ch.len));
+    }
+    assert_eq!(events(&mut c), vec![StreamEvent::Writable { id: a }]);
+}
+
+#[test]
+fn without_an_unsent_limit_only_credit_and_buffers_bound_writes() {
+    let (mut c, _) = pair(StreamsConfig::default(), StreamsConfig::default());
+    let a = c.open(Dir::Uni).unwrap();
+    assert_eq!(c.write(a, &[1; 100_000]), Ok(100_000));
+}
