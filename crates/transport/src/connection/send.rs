@@ -149,23 +149,9 @@ impl Connection {
         }
         buf.resize(end - TAG_LEN, 0); // PADDING frames
         buf.resize(end, 0);
-        let record = SentPacket {
-            time_sent: now,
-            size: 0,
-            ack_eliciting: true,
-            in_flight: true,
-            largest_acked: None,
-            stream_chunks: Vec::new(),
-            datagrams: Vec::new(),
-            retransmits: Vec::new(),
-            rate: self.rate.on_packet_sent(now, self.bytes_in_flight),
-            replica: None,
-            reinjection: false,
-            new_data: false,
-            early_copy: false,
-            tag: None,
-            ecn_marked: self.outgoing_ecn().is_some(),
-        };
+        let mut record = self.new_record(now);
+        record.ack_eliciting = true;
+        record.in_flight = true;
         self.space_mut(space).next_pn += 1;
         self.path_mtu.on_probe_sent(pn, size);
         self.stats.mtu_probes_sent += 1;
@@ -324,23 +310,7 @@ impl Connection {
         let pn_len = packet::pn_len_for(pn, self.space(space).largest_acked);
         let (layout, pn_offset) = self.write_header(space, buf, pn, pn_len);
         let max_end = limit.saturating_sub(TAG_LEN);
-        let mut record = SentPacket {
-            time_sent: now,
-            size: 0,
-            ack_eliciting: false,
-            in_flight: false,
-            largest_acked: None,
-            stream_chunks: Vec::new(),
-            datagrams: Vec::new(),
-            retransmits: Vec::new(),
-            rate: self.rate.on_packet_sent(now, self.bytes_in_flight),
-            replica: None,
-            reinjection: false,
-            new_data: false,
-            early_copy: false,
-            tag: None,
-            ecn_marked: self.outgoing_ecn().is_some(),
-        };
+        let mut record = self.new_record(now);
 
         // A path under validation gets its PATH_CHALLENGE first (RFC 9000
         // §8.2.1): replicas fill their packets, so behind them the
@@ -467,6 +437,29 @@ impl Connection {
             track,
             end,
         })
+    }
+
+    /// The record of a packet about to be written at `now`, before any
+    /// frame: not yet eliciting or in flight, its delivery-rate sample
+    /// taken and its ECN mark decided.
+    fn new_record(&mut self, now: Instant) -> SentPacket {
+        SentPacket {
+            time_sent: now,
+            size: 0,
+            ack_eliciting: false,
+            in_flight: false,
+            largest_acked: None,
+            stream_chunks: Vec::new(),
+            datagrams: Vec::new(),
+            retransmits: Vec::new(),
+            rate: self.rate.on_packet_sent(now, self.bytes_in_flight),
+            replica: None,
+            reinjection: false,
+            new_data: false,
+            early_copy: false,
+            tag: None,
+            ecn_marked: self.outgoing_ecn().is_some(),
+        }
     }
 
     /// Whether `space` has ack-eliciting frames waiting.
