@@ -140,8 +140,7 @@ struct TransportArgs {
     /// The server reads a response body no further ahead of its packets than
     /// this, and is woken to read on when half of it has gone out: less
     /// memory per connection than buffering all the peer's credit (16 MiB
-    /// windows are common), and the bytes are still in the CPU's cache when
-    /// they are copied into packets.
+    /// windows are common).
     #[arg(long, value_name = "BYTES", default_value = "1MiB", value_parser = parse_size)]
     unsent_limit: u64,
     /// Largest UDP payload to send before path MTU discovery raises it,

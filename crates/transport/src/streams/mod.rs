@@ -110,9 +110,10 @@ pub struct StreamsConfig {
     /// limit but the others). What the peer's credit lets us buffer (16 MiB
     /// windows are common) is far more than a sender needs queued to keep
     /// its path busy: an application that is woken when half of this is
-    /// left refills in time, and bytes copied into packets soon after they
-    /// were written are still in the CPU's cache (TCP's `notsent_lowat` is
-    /// the same idea). `artq serve` and `artq get` set 1 MiB; the simulator
+    /// left refills in time (TCP's `notsent_lowat` is the same idea). Each
+    /// stream may still hold its own `send_ahead` beyond it, so a peer
+    /// reading its streams in any order gets data on each. `artq serve`
+    /// and `artq get` set 1 MiB; the simulator
     /// leaves it off (`None`), so its results do not depend on it.
     pub unsent_limit: Option<u64>,
     /// Most pieces received stream data may be stored in, summed over the
