@@ -163,12 +163,20 @@ fn the_unsent_limit_stops_writes_and_sending_half_of_it_wakes_them() {
     // but the writers wake only once half of the limit is free.
     let mut sent = 0u64;
     while written - sent > 150_000 {
-        assert_eq!(events(&mut c), vec![], "woken with {} unsent", written - sent);
+        assert_eq!(
+            events(&mut c),
+            vec![],
+            "woken with {} unsent",
+            written - sent
+        );
         sent += c.poll_chunk(1200).map_or(0, |ch| u64::from(ch.len));
     }
     assert_eq!(
         events(&mut c),
-        vec![StreamEvent::Writable { id: a }, StreamEvent::Writable { id: b }]
+        vec![
+            StreamEvent::Writable { id: a },
+            StreamEvent::Writable { id: b }
+        ]
     );
     let room = 300_000 - (written - sent);
     assert_eq!(c.write_room(a), Ok(room));
@@ -179,7 +187,12 @@ fn the_unsent_limit_stops_writes_and_sending_half_of_it_wakes_them() {
     c.notify_writable(a);
     assert_eq!(events(&mut c), vec![]);
     while written - sent > 150_000 {
-        assert_eq!(events(&mut c), vec![], "woken with {} unsent", written - sent);
+        assert_eq!(
+            events(&mut c),
+            vec![],
+            "woken with {} unsent",
+            written - sent
+        );
         sent += c.poll_chunk(1200).map_or(0, |ch| u64::from(ch.len));
     }
     assert_eq!(events(&mut c), vec![StreamEvent::Writable { id: a }]);
