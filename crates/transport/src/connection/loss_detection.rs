@@ -158,6 +158,18 @@ impl Connection {
         Ok(())
     }
 
+    /// `p`, of `space`, is no longer in flight (acknowledged or lost): out
+    /// of bytes in flight and the space's count of ack-eliciting packets.
+    pub(super) fn leave_flight(&mut self, space: SpaceId, p: &SentPacket) {
+        if p.in_flight {
+            self.bytes_in_flight = self.bytes_in_flight.saturating_sub(u64::from(p.size));
+        }
+        if p.ack_eliciting {
+            let s = self.space_mut(space);
+            s.ack_eliciting_in_flight = s.ack_eliciting_in_flight.saturating_sub(1);
+        }
+    }
+
     fn on_packet_acked(
         &mut self,
         now: Instant,
@@ -166,16 +178,12 @@ impl Connection {
         p: SentPacket,
         app_limited: bool,
     ) {
+        self.leave_flight(space, &p);
         if p.in_flight {
-            self.bytes_in_flight = self.bytes_in_flight.saturating_sub(u64::from(p.size));
             self.cc
                 .on_ack(now, p.time_sent, u64::from(p.size), app_limited, &self.rtt);
             self.rate
                 .on_packet_acked(now, &p.rate, p.time_sent, u64::from(p.size));
-        }
-        if p.ack_eliciting {
-            let s = self.space_mut(space);
-            s.ack_eliciting_in_flight = s.ack_eliciting_in_flight.saturating_sub(1);
         }
         if let Some(largest) = p.largest_acked {
             // RFC 9000 §13.2.4: the peer has our ACK up to `largest`; stop
@@ -319,13 +327,7 @@ impl Connection {
             for s in &mut self.subscribers {
                 s.packet_lost(now, space, pn);
             }
-            if p.in_flight {
-                self.bytes_in_flight = self.bytes_in_flight.saturating_sub(u64::from(p.size));
-            }
-            if p.ack_eliciting {
-                let s = self.space_mut(space);
-                s.ack_eliciting_in_flight = s.ack_eliciting_in_flight.saturating_sub(1);
-            }
+            self.leave_flight(space, &p);
             self.requeue_retransmits(space, &p.retransmits);
             let (in_flight, time_sent, size) = (p.in_flight, p.time_sent, p.size);
             let signals = if space == SpaceId::Data {

@@ -294,8 +294,7 @@ impl PathMtu {
     /// The peer's address changed: a new path starts from the base.
     pub(super) fn on_new_path(&mut self) {
         self.restart();
-        if let Some(ceiling) = self.ceiling {
-            self.high = ceiling;
+        if self.ceiling.is_some() {
             self.search = Search::Start;
         }
     }
@@ -358,9 +357,7 @@ impl Connection {
             .position(|(pn, _)| self.path_mtu.is_probe(*pn))
         {
             let (pn, probe) = packets.remove(i);
-            self.bytes_in_flight = self.bytes_in_flight.saturating_sub(u64::from(probe.size));
-            let s = self.space_mut(SpaceId::Data);
-            s.ack_eliciting_in_flight = s.ack_eliciting_in_flight.saturating_sub(1);
+            self.leave_flight(SpaceId::Data, &probe);
             self.stats.mtu_probes_lost += 1;
             self.path_mtu.on_probe_lost(pn, now);
         }

@@ -113,8 +113,8 @@ pub struct StreamsConfig {
     /// left refills in time (TCP's `notsent_lowat` is the same idea). Each
     /// stream may still hold its own `send_ahead` beyond it, so a peer
     /// reading its streams in any order gets data on each. `artq serve`
-    /// and `artq get` set 1 MiB; the simulator
-    /// leaves it off (`None`), so its results do not depend on it.
+    /// and `artq get` set 1 MiB; the simulator leaves it off (`None`), so
+    /// its results do not depend on it.
     pub unsent_limit: Option<u64>,
     /// Most pieces received stream data may be stored in, summed over the
     /// connection's streams. In-order data fills pieces of 16 KiB, so a full

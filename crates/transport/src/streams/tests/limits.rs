@@ -141,6 +141,15 @@ fn fragmented_stream_data_is_closed_past_the_piece_limit() {
     assert_eq!(s.recv_pieces(), 0);
 }
 
+/// Sends `c`'s data until at most `left` of the `written` bytes are
+/// unsent, checking that no event comes before.
+fn send_until_unsent(c: &mut Streams, sent: &mut u64, written: u64, left: u64) {
+    while written - *sent > left {
+        assert_eq!(events(c), vec![], "woken with {} unsent", written - *sent);
+        *sent += c.poll_chunk(1200).map_or(0, |ch| u64::from(ch.len));
+    }
+}
+
 #[test]
 fn the_unsent_limit_stops_writes_and_sending_half_of_it_wakes_them() {
     const AHEAD: u64 = 64 << 10;
@@ -162,15 +171,7 @@ fn the_unsent_limit_stops_writes_and_sending_half_of_it_wakes_them() {
     // Sent bytes leave the count at once (acknowledgements are not needed),
     // but the writers wake only once half of the limit is free.
     let mut sent = 0u64;
-    while written - sent > 150_000 {
-        assert_eq!(
-            events(&mut c),
-            vec![],
-            "woken with {} unsent",
-            written - sent
-        );
-        sent += c.poll_chunk(1200).map_or(0, |ch| u64::from(ch.len));
-    }
+    send_until_unsent(&mut c, &mut sent, written, 150_000);
     assert_eq!(
         events(&mut c),
         vec![
@@ -186,15 +187,7 @@ fn the_unsent_limit_stops_writes_and_sending_half_of_it_wakes_them() {
     let written = written + room;
     c.notify_writable(a);
     assert_eq!(events(&mut c), vec![]);
-    while written - sent > 150_000 {
-        assert_eq!(
-            events(&mut c),
-            vec![],
-            "woken with {} unsent",
-            written - sent
-        );
-        sent += c.poll_chunk(1200).map_or(0, |ch| u64::from(ch.len));
-    }
+    send_until_unsent(&mut c, &mut sent, written, 150_000);
     assert_eq!(events(&mut c), vec![StreamEvent::Writable { id: a }]);
 }
 
