@@ -247,16 +247,21 @@ fn median_mbps(runs: &[Sample]) -> f64 {
     median(&runs.iter().map(Sample::mbps).collect::<Vec<_>>()).unwrap_or(0.0)
 }
 
-/// The median server CPU per MB of `runs`; `None` unless every run has one.
-fn median_cpu(runs: &[Sample]) -> Option<f64> {
-    let v: Option<Vec<f64>> = runs.iter().map(Sample::cpu_ms_per_mb).collect();
+/// The median of `per_run` (a CPU per MB figure) over `runs`; `None`
+/// unless every run has one.
+fn median_of(runs: &[Sample], per_run: fn(&Sample) -> Option<f64>) -> Option<f64> {
+    let v: Option<Vec<f64>> = runs.iter().map(per_run).collect();
     median(&v?)
 }
 
-/// The median client CPU per MB of `runs`; `None` unless every run has one.
+/// The median server CPU per MB of `runs`.
+fn median_cpu(runs: &[Sample]) -> Option<f64> {
+    median_of(runs, Sample::cpu_ms_per_mb)
+}
+
+/// The median client CPU per MB of `runs`.
 fn median_client_cpu(runs: &[Sample]) -> Option<f64> {
-    let v: Option<Vec<f64>> = runs.iter().map(Sample::client_cpu_ms_per_mb).collect();
-    median(&v?)
+    median_of(runs, Sample::client_cpu_ms_per_mb)
 }
 
 /// Every run's goodput, for the record: `[a, b, c]`.
@@ -458,18 +463,17 @@ fn print_config(stacks: &[Stack], per_stack: &[Vec<Sample>]) {
         [hq, h3] => println!("  ratio h3/hq-interop: {:.3}", h3 / hq),
         _ => println!("  artq  -> artq  : skipped (--quinn-only)"),
     }
-    let cpu: Vec<String> = stacks
-        .iter()
-        .zip(per_stack)
-        .map(|(stack, runs)| format!("{} {}", stack.label(), fmt_cpu(median_cpu(runs))))
-        .collect();
-    println!("  server CPU per MB delivered: {}", cpu.join(", "));
-    let client: Vec<String> = stacks
-        .iter()
-        .zip(per_stack)
-        .map(|(stack, runs)| format!("{} {}", stack.label(), fmt_cpu(median_client_cpu(runs))))
-        .collect();
-    println!("  client CPU per MB delivered: {}", client.join(", "));
+    for (side, per_run) in [
+        ("server", median_cpu as fn(&[Sample]) -> Option<f64>),
+        ("client", median_client_cpu),
+    ] {
+        let cpu: Vec<String> = stacks
+            .iter()
+            .zip(per_stack)
+            .map(|(stack, runs)| format!("{} {}", stack.label(), fmt_cpu(per_run(runs))))
+            .collect();
+        println!("  {side} CPU per MB delivered: {}", cpu.join(", "));
+    }
 }
 
 /// `3.12 ms`, or `n/a` where /proc could not be read.
