@@ -93,6 +93,9 @@ pub struct Host {
     endpoint: Endpoint,
     app: Box<dyn App>,
     observer: Option<Box<dyn Observer>>,
+    /// The endpoint's news of this turn ([`Endpoint::take_news`]), a list
+    /// kept to reuse its allocation.
+    news: Vec<ConnectionHandle>,
 }
 
 impl core::fmt::Debug for Host {
@@ -110,6 +113,7 @@ impl Host {
             endpoint,
             app,
             observer: None,
+            news: Vec::new(),
         }
     }
 
@@ -164,17 +168,22 @@ impl Host {
         while let Some(h) = self.endpoint.accept() {
             self.introduce(now, h);
         }
-        for h in self.endpoint.take_news() {
-            while let Some(conn) = self.endpoint.connection_mut(h) {
-                let Some(event) = conn.poll_event() else {
-                    break;
-                };
+        let mut news = core::mem::take(&mut self.news);
+        self.endpoint.take_news(&mut news);
+        for &h in &news {
+            // Borrowed once for all its events (each borrow marks it).
+            let Some(conn) = self.endpoint.connection_mut(h) else {
+                continue;
+            };
+            while let Some(event) = conn.poll_event() {
                 if let Some(o) = self.observer.as_mut() {
                     o.on_event(h, conn, &event);
                 }
                 self.app.on_event(now, h, conn, &event);
             }
         }
+        news.clear();
+        self.news = news;
         self.app.drive(now, &mut self.endpoint);
         self.endpoint.settle_news();
     }
