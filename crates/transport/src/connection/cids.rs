@@ -55,6 +55,10 @@ pub(crate) struct CidState {
     /// Peer-issued, by sequence number; the active one is the lowest.
     /// Bounded by `local_limit` (a peer exceeding it is closed).
     remote: BTreeMap<u64, RemoteCid>,
+    /// Changes made to `remote` so far (every one goes through
+    /// [`CidState::remote_mut`]): the endpoint reads the stateless reset
+    /// tokens again only when this moved.
+    remote_changes: u64,
     remote_retire_prior_to: u64,
     /// RETIRE_CONNECTION_ID frames to send.
     pub pending_retire: VecDeque<u64>,
@@ -94,6 +98,7 @@ impl CidState {
             pending_new: VecDeque::new(),
             peer_limit: 2,
             remote,
+            remote_changes: 0,
             remote_retire_prior_to: 0,
             pending_retire: VecDeque::new(),
             new_local: VecDeque::new(),
@@ -118,10 +123,24 @@ impl CidState {
             .unwrap_or_default()
     }
 
+    /// The peer's IDs, to change them (counted in `remote_changes`).
+    fn remote_mut(&mut self) -> &mut BTreeMap<u64, RemoteCid> {
+        self.remote_changes = self.remote_changes.wrapping_add(1);
+        &mut self.remote
+    }
+
+    /// How many times the peer's IDs held here changed: equal counts mean
+    /// the same IDs, and so the same [`CidState::used_reset_tokens`] for
+    /// the same `also_used`.
+    pub fn remote_changes(&self) -> u64 {
+        self.remote_changes
+    }
+
     /// Client: adopt the server's chosen CID (RFC 9000 §7.2).
     pub fn set_remote_cid(&mut self, cid: ConnectionId) {
-        self.remote.clear();
-        self.remote.insert(
+        let remote = self.remote_mut();
+        remote.clear();
+        remote.insert(
             0,
             RemoteCid {
                 cid,
@@ -133,7 +152,7 @@ impl CidState {
     /// Client: the server's stateless_reset_token transport parameter,
     /// the token of its handshake ID (sequence number 0, RFC 9000 §18.2).
     pub fn set_handshake_reset_token(&mut self, token: [u8; 16]) {
-        if let Some(r) = self.remote.get_mut(&0) {
+        if let Some(r) = self.remote_mut().get_mut(&0) {
             r.reset_token = Some(token);
         }
     }
@@ -207,7 +226,8 @@ impl CidState {
         }
         if seq >= self.remote_retire_prior_to {
             let reset_token = Some(reset_token);
-            self.remote.insert(seq, RemoteCid { cid, reset_token });
+            self.remote_mut()
+                .insert(seq, RemoteCid { cid, reset_token });
         } else {
             // Already retired by an earlier retire_prior_to: retire it at once.
             self.pending_retire.push_back(seq);
@@ -220,7 +240,7 @@ impl CidState {
                 .map(|(s, _)| *s)
                 .collect();
             for s in retired {
-                self.remote.remove(&s);
+                self.remote_mut().remove(&s);
                 self.pending_retire.push_back(s);
             }
         }
@@ -287,7 +307,7 @@ impl CidState {
         }
         let below: Vec<u64> = self.remote.range(..seq).map(|(s, _)| *s).collect();
         for s in below {
-            self.remote.remove(&s);
+            self.remote_mut().remove(&s);
             self.pending_retire.push_back(s);
         }
     }

@@ -182,6 +182,13 @@ impl Connection {
         self.cids.used_reset_tokens(self.probed_peer_cid())
     }
 
+    /// What [`Connection::peer_reset_tokens`] depends on: equal keys, equal
+    /// tokens, so the endpoint, which asks after every input and every
+    /// poll, reads them only when the key moved.
+    pub(crate) fn peer_reset_tokens_key(&self) -> (u64, Option<u64>) {
+        (self.cids.remote_changes(), self.probed_peer_cid())
+    }
+
     /// The packets of one datagram, in order; sets `rx.readable` when
     /// one of them authenticates or waits for its keys.
     fn read_packets(&mut self, now: Instant, data: &mut [u8]) {

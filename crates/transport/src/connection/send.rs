@@ -370,7 +370,8 @@ impl Connection {
             // The highest ranges, at most MAX_ACK_RANGES, held on the stack
             // and the frame measured before it is written: an ACK costs no
             // allocation (two per ACK were about 1% of a bulk transfer).
-            let mut held: [core::ops::Range<u64>; MAX_ACK_RANGES] = [const { 0..0 }; MAX_ACK_RANGES];
+            let mut held: [core::ops::Range<u64>; MAX_ACK_RANGES] =
+                [const { 0..0 }; MAX_ACK_RANGES];
             let mut count = 0;
             for (slot, r) in held.iter_mut().zip(s.received.iter().rev()) {
                 *slot = r;

@@ -240,6 +240,9 @@ struct Slot {
     initial_route: Option<(SocketAddr, ConnectionId)>,
     /// The peer's stateless reset tokens indexed for it (in `reset_tokens`).
     reset_tokens: [Option<[u8; 16]>; 2],
+    /// The connection's [`Connection::peer_reset_tokens_key`] when they
+    /// were indexed.
+    reset_key: Option<(u64, Option<u64>)>,
     /// Which of the endpoint's work lists name it (module doc).
     marks: Marks,
 }
@@ -539,6 +542,7 @@ impl Endpoint {
                 cids: Vec::new(),
                 initial_route: None,
                 reset_tokens: [None; 2],
+                reset_key: None,
                 marks: Marks::default(),
             },
         );
@@ -752,6 +756,11 @@ impl Endpoint {
         let Some(slot) = self.connections.get_mut(&h.0) else {
             return;
         };
+        let key = slot.conn.peer_reset_tokens_key();
+        if slot.reset_key == Some(key) {
+            return;
+        }
+        slot.reset_key = Some(key);
         let tokens = slot.conn.peer_reset_tokens();
         if tokens == slot.reset_tokens {
             return;
@@ -910,6 +919,13 @@ impl Endpoint {
             if let Some(slot) = self.connections.remove(&i) {
                 if let Some(t) = slot.deadline {
                     self.deadlines.remove(&(t, i));
+                }
+                // Drained connections were unrouted; this is for any token
+                // indexed since, so that none outlives its connection.
+                for token in slot.reset_tokens.iter().flatten() {
+                    if self.reset_tokens.get(token) == Some(&ConnectionHandle(i)) {
+                        self.reset_tokens.remove(token);
+                    }
                 }
             }
             self.ready.remove(&i);

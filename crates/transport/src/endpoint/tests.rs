@@ -217,3 +217,33 @@ fn news_of(ep: &mut Endpoint) -> Vec<ConnectionHandle> {
     ep.take_news(&mut out);
     out
 }
+
+#[test]
+fn a_connection_forgotten_leaves_no_reset_token_indexed() {
+    let mut pair = crate::test_pair::Pair::default_pair();
+    // A server with static keys gives its handshake ID's reset token.
+    let keys = crate::StaticKeys {
+        token: [1; 32],
+        reset: [2; 32],
+    };
+    let config = crate::test_pair::server_config(TransportConfig::default());
+    pair.server = Endpoint::new(EndpointConfig::server(3, config).with_static_keys(keys));
+    pair.connect();
+    assert!(
+        !pair.client.reset_tokens.is_empty(),
+        "the client indexes the server's reset token"
+    );
+    let now = pair.now;
+    pair.client().close(now, 0, b"done");
+    // Both sides drain (three PTOs) and the pair reads their last events.
+    pair.drive_until(Duration::from_secs(5), |p| {
+        while p.client_opt().and_then(|c| c.poll_event()).is_some() {}
+        p.client.is_empty()
+    });
+    assert!(pair.client.is_empty(), "the client forgot its connection");
+    assert!(
+        pair.client.reset_tokens.is_empty(),
+        "{} reset tokens still indexed for a forgotten connection",
+        pair.client.reset_tokens.len()
+    );
+}
