@@ -605,7 +605,13 @@ impl Endpoint {
 
     /// Connections whose deadline is `now` or earlier (in deadline order).
     fn expired(&self, now: Instant) -> impl Iterator<Item = usize> + '_ {
-        self.deadlines.range(..=(now, usize::MAX)).map(|&(_, i)| i)
+        // Most calls find none: the first entry says so without the range
+        // search (two descents of the tree).
+        let any = self.deadlines.first().is_some_and(|&(t, _)| t <= now);
+        any.then(|| self.deadlines.range(..=(now, usize::MAX)))
+            .into_iter()
+            .flatten()
+            .map(|&(_, i)| i)
     }
 
     fn add_route(&mut self, h: ConnectionHandle, cid: ConnectionId) {
@@ -977,10 +983,10 @@ impl Endpoint {
         let mut cursor = start;
         let mut wrapped = false;
         loop {
-            let next = if wrapped {
-                self.ready.range(cursor..start).next()
-            } else {
-                self.ready.range(cursor..).next()
+            let next = match (wrapped, cursor) {
+                (false, _) => self.ready.range(cursor..).next(),
+                (true, 0) => self.ready.first().filter(|&&i| i < start),
+                (true, _) => self.ready.range(cursor..start).next(),
             };
             let Some(&idx) = next else {
                 if wrapped {
