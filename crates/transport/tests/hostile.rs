@@ -283,6 +283,13 @@ proptest! {
             // 0x1d) of the client's: the server then hears its peer close.
             Some(ConnectionError::PeerClosed { .. })
                 if bytes.iter().any(|b| matches!(b, 0x1c | 0x1d)) => {}
+            // Or a frame for a client stream the client never opened: the
+            // server rightly takes the stream as opened and may answer
+            // about it (MAX_STREAM_DATA), which the client, not knowing the
+            // stream, rightly refuses (RFC 9000 §19.10).
+            Some(ConnectionError::PeerClosed { code, application: false, .. })
+                if code == TransportErrorCode::STREAM_STATE_ERROR.0
+                    && names_a_client_stream(&bytes) => {}
             Some(other) => prop_assert!(false, "server ended otherwise: {:?}", other),
         }
     }
@@ -301,6 +308,52 @@ fn retires_clients_cids(frames: &[u8]) -> bool {
     wire::frame::FrameIter::new(frames)
         .map_while(Result::ok)
         .any(|f| matches!(f, wire::frame::Frame::NewConnectionId { retire_prior_to, .. } if retire_prior_to > 0))
+}
+
+/// Whether `frames`, as the client's packet carries them (followed by
+/// PADDING), hold a well-formed frame for a client-initiated stream ahead
+/// of any malformed frame. The client of these tests opens no stream.
+fn names_a_client_stream(frames: &[u8]) -> bool {
+    let mut padded = frames.to_vec();
+    padded.extend_from_slice(&[0; 32]);
+    wire::frame::FrameIter::new(&padded)
+        .map_while(Result::ok)
+        .any(|f| {
+            let id = match f {
+                wire::frame::Frame::ResetStream { id, .. }
+                | wire::frame::Frame::StopSending { id, .. }
+                | wire::frame::Frame::Stream { id, .. }
+                | wire::frame::Frame::MaxStreamData { id, .. }
+                | wire::frame::Frame::StreamDataBlocked { id, .. } => id,
+                _ => return false,
+            };
+            id.initiator() == wire::Side::Client
+        })
+}
+
+/// A random run's find: STREAM_DATA_BLOCKED's type alone, which the
+/// client's padding completes as STREAM_DATA_BLOCKED for stream 0. The
+/// server takes stream 0 as opened and answers about it; the client, which
+/// never opened it, closes with STREAM_STATE_ERROR.
+#[test]
+fn a_client_stream_named_behind_the_clients_back_is_exempt() {
+    assert!(names_a_client_stream(&[0x15]));
+    // Stream 1 is the server's: the server itself refuses that frame.
+    assert!(!names_a_client_stream(&[0x15, 0x01, 0x00]));
+    assert!(!names_a_client_stream(&[0xff, 0xff]));
+    let mut pair = Pair::default_pair();
+    pair.connect();
+    pair.client().inject_raw_frames(vec![0x15]);
+    pair.drive_until(Duration::from_millis(500), |_| false);
+    let closed = pair.server_opt().and_then(|s| s.close_reason().cloned());
+    assert!(
+        matches!(
+            &closed,
+            Some(ConnectionError::PeerClosed { code, application: false, .. })
+                if *code == TransportErrorCode::STREAM_STATE_ERROR.0
+        ),
+        "{closed:?}"
+    );
 }
 
 /// The failing input a random run found: NEW_CONNECTION_ID (sequence 2^59,
