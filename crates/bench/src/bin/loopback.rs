@@ -254,16 +254,6 @@ fn median_of(runs: &[Sample], per_run: fn(&Sample) -> Option<f64>) -> Option<f64
     median(&v?)
 }
 
-/// The median server CPU per MB of `runs`.
-fn median_cpu(runs: &[Sample]) -> Option<f64> {
-    median_of(runs, Sample::cpu_ms_per_mb)
-}
-
-/// The median client CPU per MB of `runs`.
-fn median_client_cpu(runs: &[Sample]) -> Option<f64> {
-    median_of(runs, Sample::client_cpu_ms_per_mb)
-}
-
 /// Every run's goodput, for the record: `[a, b, c]`.
 fn all_mbps(runs: &[Sample]) -> String {
     let v: Vec<String> = runs.iter().map(|m| format!("{:.0}", m.mbps())).collect();
@@ -464,13 +454,16 @@ fn print_config(stacks: &[Stack], per_stack: &[Vec<Sample>]) {
         _ => println!("  artq  -> artq  : skipped (--quinn-only)"),
     }
     for (side, per_run) in [
-        ("server", median_cpu as fn(&[Sample]) -> Option<f64>),
-        ("client", median_client_cpu),
+        (
+            "server",
+            Sample::cpu_ms_per_mb as fn(&Sample) -> Option<f64>,
+        ),
+        ("client", Sample::client_cpu_ms_per_mb),
     ] {
         let cpu: Vec<String> = stacks
             .iter()
             .zip(per_stack)
-            .map(|(stack, runs)| format!("{} {}", stack.label(), fmt_cpu(per_run(runs))))
+            .map(|(stack, runs)| format!("{} {}", stack.label(), fmt_cpu(median_of(runs, per_run))))
             .collect();
         println!("  {side} CPU per MB delivered: {}", cpu.join(", "));
     }
@@ -514,8 +507,9 @@ fn print_table(rows: &[Vec<String>]) {
 /// and to one thread where the run measured those baselines.
 fn print_summary(args: &Args, configs: &[Config], stacks: &[Stack], samples: &[Vec<Vec<Sample>>]) {
     let gp = |ci: usize, si: usize| samples.get(ci)?.get(si).map(|r| median_mbps(r));
-    let cpu = |ci: usize, si: usize| median_cpu(samples.get(ci)?.get(si)?);
-    let client_cpu = |ci: usize, si: usize| median_client_cpu(samples.get(ci)?.get(si)?);
+    let cpu = |ci: usize, si: usize| median_of(samples.get(ci)?.get(si)?, Sample::cpu_ms_per_mb);
+    let client_cpu =
+        |ci: usize, si: usize| median_of(samples.get(ci)?.get(si)?, Sample::client_cpu_ms_per_mb);
     let artq_stacks = stacks.len() > 1;
 
     println!();
