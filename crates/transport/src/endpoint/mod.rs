@@ -66,6 +66,7 @@
 
 mod admission;
 mod token;
+mod work_set;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::net::SocketAddr;
@@ -78,6 +79,7 @@ use wire::time::Instant;
 
 use self::admission::{UnvalidatedSet, MAX_RESPONSES};
 use self::token::TokenKey;
+use self::work_set::WorkSet;
 use crate::cid_issuer::{self, CidIssuer};
 use crate::config::{ClientConfig, EndpointConfig};
 use crate::connection::{ConnectError, Connection, EndpointEvent, Transmit};
@@ -264,7 +266,7 @@ struct Marks {
 }
 
 /// Puts connection `i` (in `slot`) in the ready set, unless it is there.
-fn mark_ready(ready: &mut BTreeSet<usize>, slot: &mut Slot, i: usize) {
+fn mark_ready(ready: &mut WorkSet<usize>, slot: &mut Slot, i: usize) {
     if !slot.marks.ready {
         slot.marks.ready = true;
         ready.insert(i);
@@ -326,9 +328,9 @@ pub struct Endpoint {
     /// last events (ConnectionLost in particular).
     drained: BTreeSet<usize>,
     /// Connections that may have a datagram to send (module doc).
-    ready: BTreeSet<usize>,
+    ready: WorkSet<usize>,
     /// (deadline, handle) of every connection with a timer, as last read.
-    deadlines: BTreeSet<(Instant, usize)>,
+    deadlines: WorkSet<(Instant, usize)>,
     /// Connections lent out by [`Endpoint::connection_mut`] since their
     /// deadline was last read: their cached deadline may be stale. Each
     /// once (its [`Marks::lent`]), in no order; emptied, not freed, when
@@ -397,8 +399,8 @@ impl Endpoint {
             next_poll: 0,
             burst: None,
             drained: BTreeSet::new(),
-            ready: BTreeSet::new(),
-            deadlines: BTreeSet::new(),
+            ready: WorkSet::default(),
+            deadlines: WorkSet::default(),
             lent: Vec::new(),
             unsettled: Vec::new(),
             scratch: Vec::new(),
@@ -607,11 +609,11 @@ impl Endpoint {
     fn expired(&self, now: Instant) -> impl Iterator<Item = usize> + '_ {
         // Most calls find none: the first entry says so without the range
         // search (two descents of the tree).
-        let any = self.deadlines.first().is_some_and(|&(t, _)| t <= now);
+        let any = self.deadlines.first().is_some_and(|(t, _)| t <= now);
         any.then(|| self.deadlines.range(..=(now, usize::MAX)))
             .into_iter()
             .flatten()
-            .map(|&(_, i)| i)
+            .map(|(_, i)| i)
     }
 
     fn add_route(&mut self, h: ConnectionHandle, cid: ConnectionId) {
@@ -985,10 +987,10 @@ impl Endpoint {
         loop {
             let next = match (wrapped, cursor) {
                 (false, _) => self.ready.range(cursor..).next(),
-                (true, 0) => self.ready.first().filter(|&&i| i < start),
+                (true, 0) => self.ready.first().filter(|&i| i < start),
                 (true, _) => self.ready.range(cursor..start).next(),
             };
-            let Some(&idx) = next else {
+            let Some(idx) = next else {
                 if wrapped {
                     break;
                 }
@@ -1066,7 +1068,7 @@ impl Endpoint {
             .deadlines
             .iter()
             .find(|(_, i)| !self.connections.get(i).is_some_and(|s| s.marks.lent))
-            .map(|&(t, _)| t);
+            .map(|(t, _)| t);
         let lent = self
             .lent
             .iter()
