@@ -65,6 +65,7 @@
 //! connection was polled.
 
 mod admission;
+mod slots;
 mod token;
 mod work_set;
 
@@ -78,6 +79,7 @@ use wire::packet::{self, LongType, ProtectedHeader};
 use wire::time::Instant;
 
 use self::admission::{UnvalidatedSet, MAX_RESPONSES};
+use self::slots::Slots;
 use self::token::TokenKey;
 use self::work_set::WorkSet;
 use crate::cid_issuer::{self, CidIssuer};
@@ -305,7 +307,7 @@ pub struct Endpoint {
     /// Draws every connection ID and reset token of the endpoint and its
     /// connections.
     cid_issuer: Arc<CidIssuer>,
-    connections: BTreeMap<usize, Slot>,
+    connections: Slots<Slot>,
     next_handle: usize,
     /// Local connection IDs to connections. Only looked up, never iterated,
     /// so its order cannot leak into results.
@@ -389,7 +391,7 @@ impl Endpoint {
             token_key,
             cid_issuer,
             config,
-            connections: BTreeMap::new(),
+            connections: Slots::default(),
             next_handle: 0,
             routes: HashMap::new(),
             initial_routes: HashMap::new(),
@@ -536,18 +538,18 @@ impl Endpoint {
     fn insert(&mut self, conn: Connection) -> ConnectionHandle {
         let h = ConnectionHandle(self.next_handle);
         self.next_handle += 1;
-        self.connections.insert(
-            h.0,
-            Slot {
-                conn: Box::new(conn),
-                deadline: None,
-                cids: Vec::new(),
-                initial_route: None,
-                reset_tokens: [None; 2],
-                reset_key: None,
-                marks: Marks::default(),
-            },
-        );
+        let slot = Slot {
+            conn: Box::new(conn),
+            deadline: None,
+            cids: Vec::new(),
+            initial_route: None,
+            reset_tokens: [None; 2],
+            reset_key: None,
+            marks: Marks::default(),
+        };
+        // Handles only grow, so the map always takes the new one.
+        let inserted = self.connections.insert(h.0, slot).is_ok();
+        debug_assert!(inserted, "handles are issued in increasing order");
         // New: it has its first flight to send, endpoint events, a timer.
         if let Some(slot) = self.connections.get_mut(&h.0) {
             mark_ready(&mut self.ready, slot, h.0);
