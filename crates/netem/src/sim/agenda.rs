@@ -61,22 +61,37 @@ impl Agenda {
     /// keeps the entry and its place among simultaneous events; a changed
     /// one counts as a new scheduling.
     pub fn schedule(&mut self, target: Target, at: Option<Instant>) {
-        if at == self.scheduled(target) {
+        let pos = self.pos(target);
+        if at == pos.and_then(|i| self.heap.get(i)).map(|e| e.at) {
             return;
         }
-        self.remove(target);
         let Some(at) = at else {
+            self.remove(target);
             return;
         };
         self.seq = self.seq.wrapping_add(1);
-        let i = self.heap.len();
-        self.heap.push(Entry {
+        let entry = Entry {
             at,
             seq: self.seq,
             target,
-        });
-        self.set_pos(target, Some(i));
-        self.sift_up(i);
+        };
+        match pos {
+            // Moved: the entry takes its new key where it is and sifts to
+            // its place, half the work of a removal and an insertion. The
+            // keys are unique (`seq`), so the order of pops does not
+            // depend on the heap's shape.
+            Some(i) => {
+                self.put(i, entry);
+                let i = self.sift_up(i);
+                self.sift_down(i);
+            }
+            None => {
+                let i = self.heap.len();
+                self.heap.push(entry);
+                self.set_pos(target, Some(i));
+                self.sift_up(i);
+            }
+        }
     }
 
     /// The earliest event: its instant and target.
