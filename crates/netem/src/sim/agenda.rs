@@ -51,7 +51,8 @@ pub(super) struct Agenda {
 }
 
 impl Agenda {
-    /// The instant `target` is scheduled at, if it is.
+    /// The instant `target` is scheduled at, if it is (for the tests).
+    #[cfg(test)]
     pub fn scheduled(&self, target: Target) -> Option<Instant> {
         let i = self.pos(target)?;
         self.heap.get(i).map(|e| e.at)

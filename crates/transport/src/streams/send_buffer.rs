@@ -155,7 +155,37 @@ impl SendBuffer {
             at += take;
             left -= take;
         }
+        self.prefetch_after(at, (range.end - range.start) as usize);
         true
+    }
+
+    /// Asks the CPU to bring the `n` bytes after buffer position `at` into
+    /// cache: new data is read in order, one packet after another, and
+    /// was written long before (up to the flow-control window ahead), so
+    /// the next packet's bytes are otherwise fetched from memory while the
+    /// packet waits.
+    fn prefetch_after(&self, at: usize, n: usize) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            let mut pos = at;
+            let end = at.saturating_add(n);
+            while pos < end {
+                let Some(block) = self.blocks.get(pos / BLOCK) else {
+                    return;
+                };
+                let Some(byte) = block.get(pos % BLOCK) else {
+                    return;
+                };
+                // SAFETY: a prefetch is a hint that neither reads nor
+                // writes memory as far as the program can tell (it cannot
+                // fault), and SSE, which it needs, is in every x86_64 CPU.
+                unsafe { _mm_prefetch::<_MM_HINT_T0>((byte as *const u8).cast::<i8>()) };
+                pos += 64;
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = (at, n);
     }
 }
 
