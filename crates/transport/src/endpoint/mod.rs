@@ -610,12 +610,14 @@ impl Endpoint {
     /// Connections whose deadline is `now` or earlier (in deadline order).
     fn expired(&self, now: Instant) -> impl Iterator<Item = usize> + '_ {
         // Most calls find none: the first entry says so without the range
-        // search (two descents of the tree).
+        // search.
         let any = self.deadlines.first().is_some_and(|(t, _)| t <= now);
-        any.then(|| self.deadlines.range(..=(now, usize::MAX)))
-            .into_iter()
-            .flatten()
-            .map(|(_, i)| i)
+        let due = if any {
+            self.deadlines.range(..=(now, usize::MAX))
+        } else {
+            self.deadlines.none()
+        };
+        due.map(|(_, i)| i)
     }
 
     fn add_route(&mut self, h: ConnectionHandle, cid: ConnectionId) {

@@ -95,14 +95,14 @@ impl<T: Ord + Copy> WorkSet<T> {
     }
 
     /// The entries in order.
-    pub(super) fn iter(&self) -> impl Iterator<Item = T> + '_ {
+    pub(super) fn iter(&self) -> Iter<'_, T> {
         self.range::<core::ops::RangeFull>(..)
     }
 
     /// The entries within `range`, in order.
-    pub(super) fn range<R: RangeBounds<T>>(&self, range: R) -> impl Iterator<Item = T> + '_ {
-        let (tree, small) = match &self.tree {
-            Some(tree) => (Some(tree.range(range)), None),
+    pub(super) fn range<R: RangeBounds<T>>(&self, range: R) -> Iter<'_, T> {
+        match &self.tree {
+            Some(tree) => Iter::Tree(tree.range(range)),
             None => {
                 let from = match range.start_bound() {
                     Bound::Included(v) => self.small.partition_point(|x| x < v),
@@ -114,21 +114,46 @@ impl<T: Ord + Copy> WorkSet<T> {
                     Bound::Excluded(v) => self.small.partition_point(|x| x < v),
                     Bound::Unbounded => self.small.len(),
                 };
-                (
-                    None,
-                    Some(self.small.get(from..to.max(from)).unwrap_or_default()),
+                Iter::Small(
+                    self.small
+                        .get(from..to.max(from))
+                        .unwrap_or_default()
+                        .iter(),
                 )
             }
-        };
-        let tree = tree.into_iter().flatten();
-        let small = small.into_iter().flatten();
-        tree.chain(small).copied()
+        }
+    }
+
+    /// Nothing, as an iterator of the set's type.
+    pub(super) fn none(&self) -> Iter<'_, T> {
+        Iter::Small([].iter())
     }
 
     /// Number of entries.
     #[cfg(test)]
     pub(super) fn len(&self) -> usize {
         self.tree.as_ref().map_or(self.small.len(), BTreeSet::len)
+    }
+}
+
+/// Entries of a [`WorkSet`] in order, from either representation (one
+/// concrete type, so that a caller's loop compiles to a plain one).
+#[derive(Debug)]
+pub(super) enum Iter<'a, T> {
+    /// From the sorted vector.
+    Small(core::slice::Iter<'a, T>),
+    /// From the B-tree.
+    Tree(std::collections::btree_set::Range<'a, T>),
+}
+
+impl<T: Copy> Iterator for Iter<'_, T> {
+    type Item = T;
+
+    fn next(&mut self) -> Option<T> {
+        match self {
+            Iter::Small(it) => it.next().copied(),
+            Iter::Tree(it) => it.next().copied(),
+        }
     }
 }
 
