@@ -522,7 +522,7 @@ impl Link {
         let arrival = self.line.items.front().map(|(at, _)| *at);
         let service = self.server.next_change(&self.queue);
         let admission = self.stage.as_ref().and_then(SlotStage::due);
-        [arrival, service, admission].into_iter().flatten().min()
+        wire::time::earliest([arrival, service, admission])
     }
 
     /// Serves the link up to and including `now`. A slotted link first

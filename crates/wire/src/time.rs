@@ -13,6 +13,20 @@ pub use core::time::Duration;
 use core::fmt;
 use core::ops::{Add, AddAssign, Sub};
 
+/// The earliest of `deadlines` that is set (`None` when none is): what a
+/// timer table, a link or an endpoint next waits for. A fold, which
+/// compiles to straight-line code over an array, where `flatten().min()`
+/// kept an iterator's state per element (about 1% of a simulated bulk
+/// transfer's instructions went to such loops, cachegrind).
+pub fn earliest(deadlines: impl IntoIterator<Item = Option<Instant>>) -> Option<Instant> {
+    deadlines
+        .into_iter()
+        .fold(None, |first, d| match (first, d) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        })
+}
+
 /// A point in time: nanoseconds since the driver's epoch.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Instant(u64);
@@ -109,6 +123,16 @@ impl fmt::Debug for Instant {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn earliest_is_the_least_deadline_set() {
+        let t = Instant::from_millis;
+        assert_eq!(earliest([None, Some(t(5)), None, Some(t(3))]), Some(t(3)));
+        assert_eq!(earliest([Some(t(7))]), Some(t(7)));
+        assert_eq!(earliest([None, None]), None);
+        assert_eq!(earliest(core::iter::empty()), None);
+        assert_eq!(earliest([Some(Instant::MAX), Some(t(0))]), Some(t(0)));
+    }
 
     #[test]
     fn arithmetic_saturates() {

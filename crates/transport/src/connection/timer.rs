@@ -54,7 +54,7 @@ impl TimerTable {
     }
 
     pub fn next(&self) -> Option<Instant> {
-        self.deadlines.iter().flatten().copied().min()
+        wire::time::earliest(self.deadlines)
     }
 
     pub fn stop_all(&mut self) {

@@ -1073,16 +1073,10 @@ impl Endpoint {
             .iter()
             .find(|(_, i)| !self.connections.get(i).is_some_and(|s| s.marks.lent))
             .map(|(t, _)| t);
-        let lent = self
-            .lent
-            .iter()
-            .filter_map(|i| self.connections.get(i))
-            .filter_map(|s| s.conn.poll_timeout())
-            .min();
-        [cached, lent, self.unvalidated.next_deadline()]
-            .into_iter()
-            .flatten()
-            .min()
+        let lent = wire::time::earliest(
+            (self.lent.iter()).map(|i| self.connections.get(i).and_then(|s| s.conn.poll_timeout())),
+        );
+        wire::time::earliest([cached, lent, self.unvalidated.next_deadline()])
     }
 
     /// Fire expired timers of the connections and of the endpoint. Visits,
