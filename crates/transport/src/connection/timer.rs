@@ -27,26 +27,51 @@ pub(crate) enum Timer {
 const COUNT: usize = 8;
 
 /// Deadlines of all timers.
-#[derive(Clone, Copy, Debug, Default)]
+///
+/// The next wake-up is read after every packet sent and received, so the
+/// table is laid out for that read: the deadlines as plain instants (an
+/// unset timer holds [`Instant::MAX`], which never wins the minimum over
+/// a set one) and a bit per timer saying which are set, so that a timer
+/// set to `Instant::MAX` itself still counts. The minimum over eight
+/// integers compiles to a few vector instructions; over eight `Option`s it
+/// was a branch per timer (cachegrind: about 1% of a simulated bulk
+/// transfer's instructions).
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct TimerTable {
-    deadlines: [Option<Instant>; COUNT],
+    at: [Instant; COUNT],
+    /// Bit `t` set: timer `t` is set (its deadline is `at[t]`).
+    set: u8,
+}
+
+impl Default for TimerTable {
+    fn default() -> Self {
+        TimerTable {
+            at: [Instant::MAX; COUNT],
+            set: 0,
+        }
+    }
 }
 
 impl TimerTable {
     pub fn set(&mut self, t: Timer, at: Instant) {
-        self.deadlines[t as usize] = Some(at);
+        self.at[t as usize] = at;
+        self.set |= 1 << t as u8;
     }
 
     pub fn set_opt(&mut self, t: Timer, at: Option<Instant>) {
-        self.deadlines[t as usize] = at;
+        match at {
+            Some(at) => self.set(t, at),
+            None => self.stop(t),
+        }
     }
 
     pub fn stop(&mut self, t: Timer) {
-        self.deadlines[t as usize] = None;
+        self.at[t as usize] = Instant::MAX;
+        self.set &= !(1 << t as u8);
     }
 
     pub fn get(&self, t: Timer) -> Option<Instant> {
-        self.deadlines[t as usize]
+        (self.set & (1 << t as u8) != 0).then_some(self.at[t as usize])
     }
 
     pub fn is_expired(&self, t: Timer, now: Instant) -> bool {
@@ -54,10 +79,39 @@ impl TimerTable {
     }
 
     pub fn next(&self) -> Option<Instant> {
-        wire::time::earliest(self.deadlines)
+        (self.set != 0).then(|| self.at.iter().copied().fold(Instant::MAX, Instant::min))
     }
 
     pub fn stop_all(&mut self) {
-        self.deadlines = [None; COUNT];
+        *self = TimerTable::default();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn next_is_the_earliest_set_timer() {
+        let t = Instant::from_millis;
+        let mut table = TimerTable::default();
+        assert_eq!(table.next(), None);
+        table.set(Timer::Idle, t(30));
+        table.set(Timer::Pacing, t(5));
+        assert_eq!(table.next(), Some(t(5)));
+        assert_eq!(table.get(Timer::Pacing), Some(t(5)));
+        table.stop(Timer::Pacing);
+        assert_eq!(
+            (table.get(Timer::Pacing), table.next()),
+            (None, Some(t(30)))
+        );
+        table.set_opt(Timer::Idle, None);
+        assert_eq!(table.next(), None);
+        // A timer set to the last instant is set all the same.
+        table.set(Timer::KeyDiscard, Instant::MAX);
+        assert_eq!(table.next(), Some(Instant::MAX));
+        assert!(table.is_expired(Timer::KeyDiscard, Instant::MAX));
+        table.stop_all();
+        assert_eq!((table.next(), table.get(Timer::KeyDiscard)), (None, None));
     }
 }
