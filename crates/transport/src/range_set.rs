@@ -152,6 +152,14 @@ impl RangeSet {
 
     /// True if `v` is in the set.
     pub fn contains(&self, v: u64) -> bool {
+        // Fast path: at or past the last run's start (a packet number or an
+        // offset near the newest), the last run alone decides, without the
+        // range search (see `subtract_from`).
+        if let Some((&s, &e)) = self.map.last_key_value() {
+            if v >= s {
+                return v < e;
+            }
+        }
         self.map
             .range(..=v)
             .next_back()
@@ -243,6 +251,28 @@ impl RangeSet {
 
     /// The parts of `r` that are NOT in the set, ascending, as maximal runs.
     pub fn subtract_from(&self, r: Range<u64>) -> Gaps<'_> {
+        // Fast path: `r` starts at or past the last run's start (new data
+        // past everything acknowledged, the common case): only that run can
+        // cover part of it, and no run starts after it. Searching the map's
+        // ranges here and in `contains` was about 1% of a simulated bulk
+        // transfer's instructions (callgrind).
+        match self.map.last_key_value() {
+            Some((&s, &e)) if r.start >= s => {
+                return Gaps {
+                    cursor: r.start.max(e),
+                    end: r.end,
+                    inner: None,
+                };
+            }
+            None => {
+                return Gaps {
+                    cursor: r.start,
+                    end: r.end,
+                    inner: None,
+                };
+            }
+            Some(_) => {}
+        }
         let mut cursor = r.start;
         if let Some((_, &e)) = self.map.range(..=r.start).next_back() {
             if e > cursor {
@@ -250,7 +280,7 @@ impl RangeSet {
             }
         }
         let end = r.end;
-        let inner = self.map.range(cursor.min(end)..end);
+        let inner = Some(self.map.range(cursor.min(end)..end));
         Gaps { cursor, end, inner }
     }
 
@@ -279,8 +309,8 @@ pub struct Gaps<'a> {
     cursor: u64,
     /// End of the queried range.
     end: u64,
-    /// Runs starting in `cursor..end`.
-    inner: btree_map::Range<'a, u64, u64>,
+    /// Runs starting in `cursor..end` (`None`: there are none).
+    inner: Option<btree_map::Range<'a, u64, u64>>,
 }
 
 impl Iterator for Gaps<'_> {
@@ -288,7 +318,7 @@ impl Iterator for Gaps<'_> {
 
     fn next(&mut self) -> Option<Range<u64>> {
         while self.cursor < self.end {
-            match self.inner.next() {
+            match self.inner.as_mut().and_then(Iterator::next) {
                 Some((&s, &e)) => {
                     let gap = self.cursor..s;
                     self.cursor = e;
