@@ -378,8 +378,11 @@ impl Connection {
                 count += 1;
             }
             let ranges = held.get(..count).unwrap_or_default();
-            let len = frame::ack_frame_len(ranges, delay, ecn_counts.as_ref());
-            if buf.len() + len <= max_end {
+            // Measured only when the bound says it might not fit.
+            let ecn = ecn_counts.as_ref();
+            let fits = buf.len() + frame::ack_frame_len_bound(count, ecn.is_some()) <= max_end
+                || buf.len() + frame::ack_frame_len(ranges, delay, ecn) <= max_end;
+            if fits {
                 frame::write_ack(buf, ranges, delay, ecn_counts.as_ref());
                 record.largest_acked = s.received.max();
                 if let (SpaceId::Data, Some(largest)) = (space, record.largest_acked) {

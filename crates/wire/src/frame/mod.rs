@@ -17,9 +17,9 @@ use core::ops::RangeInclusive;
 
 pub use decode::FrameIter;
 pub use write::{
-    ack_frame_len, crypto_data_capacity, crypto_header_len, datagram_data_capacity,
-    datagram_header_len, stream_data_capacity, stream_header_len, write_ack, write_crypto_header,
-    write_datagram_header, write_stream_header,
+    ack_frame_len, ack_frame_len_bound, crypto_data_capacity, crypto_header_len,
+    datagram_data_capacity, datagram_header_len, stream_data_capacity, stream_header_len,
+    write_ack, write_crypto_header, write_datagram_header, write_stream_header,
 };
 
 use crate::cid::ConnectionId;

@@ -527,6 +527,7 @@ proptest! {
         let mut out = Vec::new();
         write_ack(&mut out, &half_open, ack.delay, ack.ecn.as_ref());
         prop_assert_eq!(out.len(), ack_frame_len(&half_open, ack.delay, ack.ecn.as_ref()));
+        prop_assert!(out.len() <= ack_frame_len_bound(half_open.len(), ack.ecn.is_some()));
         prop_assert_eq!(out, encoded(&Frame::Ack(ack)));
     }
 

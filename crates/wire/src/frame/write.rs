@@ -177,6 +177,18 @@ pub fn ack_frame_len(
     len
 }
 
+/// An upper bound on [`ack_frame_len`] for `ranges` ranges, from their
+/// count alone: every field at the longest varint (8 bytes). A sender with
+/// that much room writes the frame without measuring it first (measuring
+/// walks the ranges once more, about 0.6% of a simulated bulk transfer's
+/// instructions).
+pub fn ack_frame_len_bound(ranges: usize, ecn: bool) -> usize {
+    // Type, Largest Acknowledged, ACK Delay, ACK Range Count, First ACK
+    // Range; a gap and a length per further range; three ECN counts.
+    let fields = 5 + 2 * ranges.saturating_sub(1) + if ecn { 3 } else { 0 };
+    fields.saturating_mul(8)
+}
+
 /// [`write_ack`] for the inclusive ranges of a decoded [`super::AckFrame`].
 pub(super) fn write_ack_inclusive(
     out: &mut Vec<u8>,
