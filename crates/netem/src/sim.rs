@@ -409,7 +409,9 @@ impl Simulator {
         if !self.count_work() {
             return Some(RunOutcome::Stalled);
         }
-        self.agenda.pop();
+        // The event peeked above, taken out by its target (a pop would
+        // search for the earliest again).
+        self.agenda.remove(target);
         self.stats.events = self.stats.events.saturating_add(1);
         match target {
             Target::Node(n) => {

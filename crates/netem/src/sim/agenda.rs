@@ -146,7 +146,9 @@ impl Agenda {
         Some((e.at, e.target))
     }
 
-    /// Removes and returns the earliest event.
+    /// Removes and returns the earliest event (the simulator peeks, then
+    /// removes by target; the tests pop).
+    #[cfg(test)]
     pub fn pop(&mut self) -> Option<(Instant, Target)> {
         let first = *self.heap.get(self.first()?)?;
         self.remove(first.target);

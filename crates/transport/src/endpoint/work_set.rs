@@ -60,7 +60,11 @@ impl<T: Ord + Copy> WorkSet<T> {
                 Err(at) => at,
             },
         };
-        self.small.insert(at, v);
+        if at == self.small.len() {
+            self.small.push(v);
+        } else {
+            self.small.insert(at, v);
+        }
         if self.small.len() > SPILL {
             self.tree = Some(self.small.drain(..).collect());
         }
@@ -72,7 +76,11 @@ impl<T: Ord + Copy> WorkSet<T> {
         let Some(tree) = self.tree.as_mut() else {
             return match self.small.binary_search(v) {
                 Ok(at) => {
-                    self.small.remove(at);
+                    if at + 1 == self.small.len() {
+                        self.small.pop();
+                    } else {
+                        self.small.remove(at);
+                    }
                     true
                 }
                 Err(_) => false,
