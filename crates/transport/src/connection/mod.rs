@@ -680,6 +680,12 @@ impl Connection {
         !self.events.is_empty() || self.streams.has_events()
     }
 
+    /// Whether routing changes wait for [`Connection::poll_endpoint_event`]
+    /// (the endpoint asks after every packet; most of the time none do).
+    pub(crate) fn has_endpoint_events(&self) -> bool {
+        !self.endpoint_events.is_empty()
+    }
+
     /// The next routing change for the endpoint.
     pub fn poll_endpoint_event(&mut self) -> Option<EndpointEvent> {
         self.endpoint_events.pop_front()
