@@ -171,17 +171,21 @@ impl SendBuffer {
             let mut pos = at;
             let end = at.saturating_add(n);
             while pos < end {
-                let Some(block) = self.blocks.get(pos / BLOCK) else {
+                let from = pos % BLOCK;
+                let Some(bytes) = (self.blocks.get(pos / BLOCK))
+                    .and_then(|block| block.get(from..block.len().min(from + (end - pos))))
+                    .filter(|bytes| !bytes.is_empty())
+                else {
                     return;
                 };
-                let Some(byte) = block.get(pos % BLOCK) else {
-                    return;
-                };
-                // SAFETY: a prefetch is a hint that neither reads nor
-                // writes memory as far as the program can tell (it cannot
-                // fault), and SSE, which it needs, is in every x86_64 CPU.
-                unsafe { _mm_prefetch::<_MM_HINT_T0>((byte as *const u8).cast::<i8>()) };
-                pos += 64;
+                for line in bytes.chunks(64) {
+                    // SAFETY: a prefetch is a hint that neither reads nor
+                    // writes memory as far as the program can tell (it
+                    // cannot fault), and SSE, which it needs, is in every
+                    // x86_64 CPU.
+                    unsafe { _mm_prefetch::<_MM_HINT_T0>(line.as_ptr().cast::<i8>()) };
+                }
+                pos += bytes.len();
             }
         }
         #[cfg(not(target_arch = "x86_64"))]
