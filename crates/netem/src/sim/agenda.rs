@@ -64,8 +64,7 @@ pub(super) struct Agenda {
 }
 
 impl Agenda {
-    /// The instant `target` is scheduled at, if it is (for the tests).
-    #[cfg(test)]
+    /// The instant `target` is scheduled at, if it is.
     pub fn scheduled(&self, target: Target) -> Option<Instant> {
         let i = self.pos(target)?;
         self.heap.get(i).map(|e| e.at)
@@ -75,10 +74,10 @@ impl Agenda {
     /// keeps the entry and its place among simultaneous events; a changed
     /// one counts as a new scheduling.
     pub fn schedule(&mut self, target: Target, at: Option<Instant>) {
-        let pos = self.pos(target);
-        if at == pos.and_then(|i| self.heap.get(i)).map(|e| e.at) {
+        if at == self.scheduled(target) {
             return;
         }
+        let pos = self.pos(target);
         let Some(at) = at else {
             self.remove(target);
             return;

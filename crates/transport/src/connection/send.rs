@@ -383,7 +383,7 @@ impl Connection {
             let fits = buf.len() + frame::ack_frame_len_bound(count, ecn.is_some()) <= max_end
                 || buf.len() + frame::ack_frame_len(ranges, delay, ecn) <= max_end;
             if fits {
-                frame::write_ack(buf, ranges, delay, ecn_counts.as_ref());
+                frame::write_ack(buf, ranges, delay, ecn);
                 record.largest_acked = s.received.max();
                 if let (SpaceId::Data, Some(largest)) = (space, record.largest_acked) {
                     // RFC 9001 §6.2: what lets the peer update keys again.

@@ -267,6 +267,14 @@ struct Marks {
     unsettled: bool,
 }
 
+impl Slot {
+    /// Whether the reset tokens indexed for it are those its connection
+    /// checks now (its IDs have not changed since they were indexed).
+    fn reset_tokens_current(&self) -> bool {
+        self.reset_key == Some(self.conn.peer_reset_tokens_key())
+    }
+}
+
 /// Puts connection `i` (in `slot`) in the ready set, unless it is there.
 fn mark_ready(ready: &mut WorkSet<usize>, slot: &mut Slot, i: usize) {
     if !slot.marks.ready {
@@ -768,11 +776,10 @@ impl Endpoint {
         let Some(slot) = self.connections.get_mut(&h.0) else {
             return;
         };
-        let key = slot.conn.peer_reset_tokens_key();
-        if slot.reset_key == Some(key) {
+        if slot.reset_tokens_current() {
             return;
         }
-        slot.reset_key = Some(key);
+        slot.reset_key = Some(slot.conn.peer_reset_tokens_key());
         let tokens = slot.conn.peer_reset_tokens();
         if tokens == slot.reset_tokens {
             return;
@@ -855,10 +862,8 @@ impl Endpoint {
     fn process_endpoint_events(&mut self, h: ConnectionHandle) {
         // Most calls (one per packet) find no event and the reset tokens
         // unchanged: one lookup says so.
-        let idle = self.connections.get(&h.0).is_none_or(|slot| {
-            !slot.conn.has_endpoint_events()
-                && slot.reset_key == Some(slot.conn.peer_reset_tokens_key())
-        });
+        let idle = (self.connections.get(&h.0))
+            .is_none_or(|slot| !slot.conn.has_endpoint_events() && slot.reset_tokens_current());
         if idle {
             return;
         }

@@ -60,11 +60,7 @@ impl<T: Ord + Copy> WorkSet<T> {
                 Err(at) => at,
             },
         };
-        if at == self.small.len() {
-            self.small.push(v);
-        } else {
-            self.small.insert(at, v);
-        }
+        self.small.insert(at, v);
         if self.small.len() > SPILL {
             self.tree = Some(self.small.drain(..).collect());
         }
@@ -76,11 +72,7 @@ impl<T: Ord + Copy> WorkSet<T> {
         let Some(tree) = self.tree.as_mut() else {
             return match self.small.binary_search(v) {
                 Ok(at) => {
-                    if at + 1 == self.small.len() {
-                        self.small.pop();
-                    } else {
-                        self.small.remove(at);
-                    }
+                    self.small.remove(at);
                     true
                 }
                 Err(_) => false,
