@@ -511,16 +511,39 @@ impl FileContent {
     }
 
     /// The next block of the stream: wyrand (Wang Yi's 64-bit generator:
-    /// add a constant, fold a 128-bit product).
+    /// add a constant, fold a 128-bit product), four words per turn. Each
+    /// word depends only on the state after its own addition, so the four
+    /// products are independent; written one word per turn, the compiler
+    /// vectorised the additions and moved every word between vector and
+    /// scalar registers (12-13 instructions a word against about 6 here).
     fn refill(&mut self) {
-        for word in self.block.chunks_exact_mut(8) {
-            self.state = self.state.wrapping_add(0xa076_1d64_78bd_642f);
-            let t =
-                u128::from(self.state).wrapping_mul(u128::from(self.state ^ 0xe703_7ed1_a0b4_28db));
-            word.copy_from_slice(&(((t >> 64) as u64) ^ (t as u64)).to_le_bytes());
+        let mut state = self.state;
+        let mut quads = self.block.chunks_exact_mut(32);
+        for quad in &mut quads {
+            for (k, word) in quad.chunks_exact_mut(8).enumerate() {
+                let s = state.wrapping_add(WYRAND_ADD.wrapping_mul(k as u64 + 1));
+                word.copy_from_slice(&wyrand_mix(s).to_le_bytes());
+            }
+            state = state.wrapping_add(WYRAND_ADD.wrapping_mul(4));
         }
+        for word in quads.into_remainder().chunks_exact_mut(8) {
+            state = state.wrapping_add(WYRAND_ADD);
+            word.copy_from_slice(&wyrand_mix(state).to_le_bytes());
+        }
+        self.state = state;
         self.pos = 0;
     }
+}
+
+/// wyrand's state increment.
+const WYRAND_ADD: u64 = 0xa076_1d64_78bd_642f;
+
+/// wyrand's output for the state `s` (after its increment): the two halves
+/// of `s * (s ^ constant)` folded by xor.
+#[inline(always)]
+fn wyrand_mix(s: u64) -> u64 {
+    let t = u128::from(s).wrapping_mul(u128::from(s ^ 0xe703_7ed1_a0b4_28db));
+    ((t >> 64) as u64) ^ (t as u64)
 }
 
 impl Body for FileContent {
@@ -656,6 +679,29 @@ mod tests {
             m.resolve(Instant::ZERO, "/x").err(),
             Some(Refusal::NotFound)
         );
+    }
+
+    /// The generator's blocks are wyrand words in order, as the
+    /// one-word-at-a-time definition gives them (the unrolled refill must
+    /// not change a byte), across several blocks and a short last one.
+    #[test]
+    fn content_is_wyrand_words_in_order() {
+        let seed = 11;
+        let size = 3 * BLOCK as u64 + 21;
+        let mut got = vec![0; size as usize];
+        assert_eq!(FileContent::new(seed, 7, size).fill(&mut got), got.len());
+        let mut state = derive_seed(
+            seed.wrapping_add(7u64.wrapping_mul(0x9e37_79b9_7f4a_7c15)),
+            "file",
+        );
+        let mut want = Vec::new();
+        while want.len() < got.len() {
+            state = state.wrapping_add(0xa076_1d64_78bd_642f);
+            let t = u128::from(state).wrapping_mul(u128::from(state ^ 0xe703_7ed1_a0b4_28db));
+            want.extend_from_slice(&(((t >> 64) as u64) ^ (t as u64)).to_le_bytes());
+        }
+        want.truncate(got.len());
+        assert_eq!(got, want);
     }
 
     #[test]
