@@ -20,8 +20,9 @@ use wire::time::{Duration, Instant};
 /// Connection delivery state recorded in a packet when it is sent (the
 /// draft's `P.delivered`, `P.delivered_time`, `P.first_sent_time`,
 /// `P.is_app_limited`). The transport stores it in its sent-packet record and
-/// hands it back on acknowledgment; 32 bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// hands it back on acknowledgment; 32 bytes. The default (nothing
+/// delivered, at the epoch) fills an empty record.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PacketRateState {
     /// Bytes delivered on the connection when the packet was sent.
     pub delivered: u64,

@@ -93,11 +93,18 @@ impl Connection {
             return Some(t);
         }
         self.timers.stop(Timer::Pacing);
-        let built = match self.build_mtu_probe(now, buf) {
-            Some(probe) => [None, None, Some(probe)],
-            None => self.build_packets(now, buf)?,
-        };
-        for b in built.into_iter().flatten() {
+        // The datagram's packets, one per space at most, are built in
+        // these slots and finished where they lie: a packet's record is
+        // about 250 bytes, and returning the array, iterating it by value
+        // and passing each packet on were seven copies of it per packet
+        // (3% of a saturated simulation).
+        let mut built: [Option<Built>; 3] = [const { None }; 3];
+        let [.., probe_slot] = &mut built;
+        *probe_slot = self.build_mtu_probe(now, buf);
+        if probe_slot.is_none() && !self.build_packets(now, buf, &mut built) {
+            return None;
+        }
+        for b in built.iter_mut().flatten() {
             self.finish_packet(now, buf, b);
         }
         self.stats.datagrams_sent += 1;
@@ -172,10 +179,15 @@ impl Connection {
         })
     }
 
-    /// The packets of the next datagram, one per space at most, held in
-    /// place (a Vec here was an allocation per poll, two per datagram
-    /// sent); `None` when there is nothing to send.
-    fn build_packets(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<[Option<Built>; 3]> {
+    /// Builds the packets of the next datagram into `built`, one per space
+    /// at most (slots in place: a Vec here was an allocation per poll, two
+    /// per datagram sent); `false` when there is nothing to send.
+    fn build_packets(
+        &mut self,
+        now: Instant,
+        buf: &mut Vec<u8>,
+        built: &mut [Option<Built>; 3],
+    ) -> bool {
         // While a probe timeout is pending, packets stay at the size every
         // path carries, so that the PTO's probes get through a path whose
         // MTU shrank (path_mtu.rs, black holes).
@@ -188,9 +200,8 @@ impl Connection {
             .min(usize::try_from(self.validation.amplification_budget()).unwrap_or(usize::MAX))
             .min(usize::try_from(self.path_budget()).unwrap_or(usize::MAX));
         if limit < 64 {
-            return None;
+            return false;
         }
-        let mut built: [Option<Built>; 3] = [const { None }; 3];
         for (slot, space) in built.iter_mut().zip(SpaceId::ALL) {
             // A resuming client's Data space sends 0-RTT packets before
             // it has 1-RTT keys.
@@ -205,7 +216,7 @@ impl Connection {
         }
         if built.iter().all(Option::is_none) {
             self.update_send_timers(now);
-            return None;
+            return false;
         }
         // RFC 9000 §14.1: pad datagrams with a client Initial, or a server's
         // ack-eliciting Initial, to 1200 bytes (within the budget).
@@ -227,7 +238,7 @@ impl Connection {
         if let Some(last) = built.iter_mut().flatten().last() {
             last.end = buf.len();
         }
-        Some(built)
+        true
     }
 
     /// Timers that depend on what is waiting to be sent.
@@ -642,7 +653,8 @@ impl Connection {
     }
 
     /// Protect a built packet and account for it.
-    fn finish_packet(&mut self, now: Instant, buf: &mut [u8], mut b: Built) {
+    /// The packet's record moves into the sent map, leaving an empty one.
+    fn finish_packet(&mut self, now: Instant, buf: &mut [u8], b: &mut Built) {
         let end = b.end;
         if let Some(layout) = b.layout.as_ref() {
             packet::set_long_length(buf, layout, end);
@@ -713,7 +725,7 @@ impl Connection {
             s.ack_eliciting_in_flight += 1;
             s.time_of_last_ack_eliciting = Some(now);
         }
-        s.sent.insert(b.pn, b.record);
+        s.sent.insert(b.pn, core::mem::take(&mut b.record));
     }
 
     /// Write the header of a `space` packet numbered `pn` at the end of

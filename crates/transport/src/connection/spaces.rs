@@ -58,8 +58,10 @@ pub(crate) enum Retransmit {
     PathChallenge([u8; 8]),
 }
 
-/// What we remember about a packet in flight.
-#[derive(Debug)]
+/// What we remember about a packet in flight. The default, an empty
+/// record, is what a packet being sent leaves behind when its record moves
+/// into the sent map (`Connection::finish_packet`).
+#[derive(Debug, Default)]
 pub(crate) struct SentPacket {
     pub time_sent: Instant,
     pub size: u16,
