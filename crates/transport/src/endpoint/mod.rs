@@ -577,14 +577,15 @@ impl Endpoint {
         if deadline == slot.deadline {
             return;
         }
-        // The new entry goes in before the old one leaves: a set of one
-        // connection's deadline then never empties, so its node is not
-        // freed and allocated again at every move of the timer.
-        if let Some(new) = deadline {
-            self.deadlines.insert((new, i));
-        }
-        if let Some(old) = slot.deadline {
-            self.deadlines.remove(&(old, i));
+        match (slot.deadline, deadline) {
+            (Some(old), Some(new)) => self.deadlines.replace(&(old, i), (new, i)),
+            (None, Some(new)) => {
+                self.deadlines.insert((new, i));
+            }
+            (Some(old), None) => {
+                self.deadlines.remove(&(old, i));
+            }
+            (None, None) => {}
         }
         slot.deadline = deadline;
     }

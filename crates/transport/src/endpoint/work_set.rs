@@ -86,6 +86,33 @@ impl<T: Ord + Copy> WorkSet<T> {
         removed
     }
 
+    /// Removes `old`, if there, and adds `new`: a moved deadline. In the
+    /// vector, an entry whose new key keeps its place among its neighbours
+    /// (a connection's deadline usually moves less than the gap to the
+    /// next one, and with one connection there is no neighbour at all) is
+    /// overwritten where it is, one search instead of two and no shifting.
+    pub(super) fn replace(&mut self, old: &T, new: T) {
+        if self.tree.is_none() {
+            if let Ok(at) = self.small.binary_search(old) {
+                let after_prev = at == 0 || self.small.get(at - 1).is_some_and(|p| *p < new);
+                let before_next = self.small.get(at + 1).is_none_or(|n| new < *n);
+                if after_prev && before_next {
+                    if let Some(entry) = self.small.get_mut(at) {
+                        *entry = new;
+                    }
+                    return;
+                }
+            }
+        }
+        // The new entry goes in before the old one leaves: a B-tree of one
+        // entry then never empties, so its node is not freed and
+        // allocated again at every move.
+        self.insert(new);
+        if *old != new {
+            self.remove(old);
+        }
+    }
+
     /// The least entry.
     pub(super) fn first(&self) -> Option<T> {
         match &self.tree {
@@ -166,6 +193,7 @@ mod tests {
     enum Op {
         Insert(u8),
         Remove(u8),
+        Replace(u8, u8),
         Range(u8, u8),
     }
 
@@ -173,6 +201,7 @@ mod tests {
         prop_oneof![
             3 => any::<u8>().prop_map(Op::Insert),
             2 => any::<u8>().prop_map(Op::Remove),
+            2 => (any::<u8>(), any::<u8>()).prop_map(|(a, b)| Op::Replace(a, b)),
             1 => (any::<u8>(), any::<u8>()).prop_map(|(a, b)| Op::Range(a, b)),
         ]
     }
@@ -188,6 +217,14 @@ mod tests {
                 match op {
                     Op::Insert(v) => prop_assert_eq!(set.insert(v), model.insert(v)),
                     Op::Remove(v) => prop_assert_eq!(set.remove(&v), model.remove(&v)),
+                    Op::Replace(a, b) => {
+                        set.replace(&a, b);
+                        model.remove(&a);
+                        model.insert(b);
+                        let got: Vec<u8> = set.iter().collect();
+                        let want: Vec<u8> = model.iter().copied().collect();
+                        prop_assert_eq!(got, want);
+                    }
                     Op::Range(a, b) => {
                         let want: Vec<u8> = model.range(a..=a.max(b)).copied().collect();
                         let got: Vec<u8> = set.range(a..=a.max(b)).collect();
