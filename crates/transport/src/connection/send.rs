@@ -202,7 +202,10 @@ impl Connection {
         if limit < 64 {
             return false;
         }
-        for (slot, space) in built.iter_mut().zip(SpaceId::ALL) {
+        // The spaces by reference: zipped by value, the array was copied
+        // into the iterator and read back across the copy's seam, a store
+        // forwarding stall in perf on every poll.
+        for (slot, &space) in built.iter_mut().zip(SpaceId::ALL.iter()) {
             // A resuming client's Data space sends 0-RTT packets before
             // it has 1-RTT keys.
             let zero_rtt = space == SpaceId::Data && self.is_sending_zero_rtt();
