@@ -456,6 +456,7 @@ struct GetArgs {
 }
 
 fn main() -> ExitCode {
+    one_thread_per_tensor_product();
     init_tracing();
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let command = <Cli as clap::CommandFactory>::command();
@@ -539,6 +540,23 @@ fn os_seed() -> Result<RngSeed> {
         .fill(&mut seed)
         .map_err(|_| anyhow::anyhow!("the operating system's random number generator failed"))?;
     Ok(RngSeed::Secret(seed))
+}
+
+/// Runs the learners' matrix products on the calling thread, unless the
+/// user set `RAYON_NUM_THREADS`. candle (the DQN learners' tensor library,
+/// crates/learn) reads that variable at every matrix product and, when it
+/// is unset, asks the OS for the CPU count instead: a system call and a
+/// scan of a 1024-bit CPU set per product. The networks of ART-DQN and RCP
+/// are too small for a product to gain from threads, and `artq reproduce`
+/// already keeps every core busy with whole runs. One thread also takes
+/// the machine's core count out of the runs' path altogether. Measured on an
+/// RCP run (20,000 messages): 6% fewer instructions and 7% less wall time,
+/// the same output. Set here, before any thread exists, as the variable
+/// must be.
+fn one_thread_per_tensor_product() {
+    if std::env::var_os("RAYON_NUM_THREADS").is_none() {
+        std::env::set_var("RAYON_NUM_THREADS", "1");
+    }
 }
 
 fn init_tracing() {
