@@ -274,7 +274,7 @@ impl TraceServer {
         // above floor((now - base) / 1 ms).
         let rel_ms = (now - self.base_ns) / NS_PER_MS;
         let rest = ops.get(self.next..).unwrap_or(&[]);
-        let found = rest.partition_point(|&ms| ms <= rel_ms);
+        let found = first_above(rest, rel_ms);
         if found < rest.len() {
             self.next = self.next.saturating_add(found);
             return;
@@ -328,6 +328,45 @@ impl TraceServer {
             }
             budget -= need;
             line.push(at, q.datagram);
+        }
+    }
+}
+
+/// The index of the first entry of `sorted` (ascending) above `ms`, as
+/// `partition_point(|&x| x <= ms)` gives it, found by galloping from the
+/// front. An idle trace link burns its past opportunities at every datagram
+/// and timer, and the clock has moved only a few opportunities on since
+/// the last time: a binary search over the whole rest of the trace (10^4 to
+/// 10^5 timestamps, mostly out of cache) was 5% of ART-DQN's held-out
+/// evaluation (perf); galloping costs the logarithm of the distance.
+fn first_above(sorted: &[u64], ms: u64) -> usize {
+    // Probes at 0, 1, 3, 7, ...: every entry before `bound / 2` is at or
+    // below `ms` once a probe fails or runs off the end.
+    let mut bound = 1usize;
+    while sorted.get(bound - 1).is_some_and(|&x| x <= ms) {
+        bound = bound.saturating_mul(2);
+    }
+    let lo = (bound / 2).min(sorted.len());
+    let hi = bound.min(sorted.len());
+    lo + sorted
+        .get(lo..hi)
+        .map_or(0, |window| window.partition_point(|&x| x <= ms))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Galloping finds what a binary search over the whole slice finds.
+        #[test]
+        fn first_above_is_partition_point(
+            mut sorted in proptest::collection::vec(0u64..400, 0..300),
+            ms in 0u64..450,
+        ) {
+            sorted.sort_unstable();
+            prop_assert_eq!(first_above(&sorted, ms), sorted.partition_point(|&x| x <= ms));
         }
     }
 }
