@@ -215,7 +215,7 @@ impl Connection {
             if limit.saturating_sub(buf.len()) < 64 {
                 break;
             }
-            *slot = self.build_packet(now, space, buf, limit);
+            self.build_packet(now, space, buf, limit, slot);
         }
         if built.iter().all(Option::is_none) {
             self.update_send_timers(now);
@@ -267,14 +267,17 @@ impl Connection {
         self.bytes_in_flight + u64::from(self.path_mtu.current()) <= self.cc.window()
     }
 
-    /// Build one packet of `space` at the end of `buf`, or nothing.
+    /// Build one packet of `space` at the end of `buf` into `slot` (empty
+    /// on entry), or nothing. The record is written where it will lie
+    /// until the packet is finished, not moved there at the end.
     fn build_packet(
         &mut self,
         now: Instant,
         space: SpaceId,
         buf: &mut Vec<u8>,
         limit: usize,
-    ) -> Option<Built> {
+        slot: &mut Option<Built>,
+    ) {
         // A PTO in any space lets every space send (RFC 9002 §6.2.4: probes
         // are not blocked by congestion control). During the handshake this
         // matters: a client whose window is full of Initial probes must
@@ -319,7 +322,7 @@ impl Connection {
             if space == SpaceId::Data && cwnd_ok && pacing_ok && !self.has_data_to_send() {
                 self.rate.on_app_limited(self.bytes_in_flight);
             }
-            return None;
+            return;
         }
 
         // Header.
@@ -328,7 +331,18 @@ impl Connection {
         let pn_len = packet::pn_len_for(pn, self.space(space).largest_acked);
         let (layout, pn_offset) = self.write_header(space, buf, pn, pn_len);
         let max_end = limit.saturating_sub(TAG_LEN);
-        let mut record = self.new_record(now);
+        let built = slot.insert(Built {
+            space,
+            start,
+            layout,
+            pn_offset,
+            pn_len,
+            pn,
+            record: self.new_record(now),
+            track: false,
+            end: 0,
+        });
+        let record = &mut built.record;
 
         // A path under validation gets its PATH_CHALLENGE first (RFC 9000
         // §8.2.1): replicas fill their packets, so behind them the
@@ -337,7 +351,7 @@ impl Connection {
         // address the client had left.
         if space == SpaceId::Data
             && self.handshake.complete
-            && self.write_path_challenge(buf, max_end, &mut record)
+            && self.write_path_challenge(buf, max_end, record)
         {
             record.ack_eliciting = true;
         }
@@ -346,7 +360,7 @@ impl Connection {
         // what is left.
         if let Some(resend) = resend {
             let (recovery, mut cx) = self.recovery(now);
-            recovery.write_resend(&mut cx, resend, buf, max_end, may_elicit, &mut record);
+            recovery.write_resend(&mut cx, resend, buf, max_end, may_elicit, record);
         }
 
         // A probe with no new data to carry resends the oldest data in
@@ -369,7 +383,7 @@ impl Connection {
                 .map(|p| p.stream_chunks.clone())
                 .collect();
             let (recovery, mut cx) = self.recovery(now);
-            recovery.write_probe_copy(&mut cx, &candidates, buf, max_end, &mut record);
+            recovery.write_probe_copy(&mut cx, &candidates, buf, max_end, record);
         }
 
         // ACK (RFC 9000 §13.2): when due, or piggybacked on eliciting packets.
@@ -417,10 +431,10 @@ impl Connection {
         let fec_ready = space == SpaceId::Data && may_elicit && alone;
         let fec_repair = fec_ready && {
             let (recovery, mut cx) = self.recovery(now);
-            recovery.write_fec_repair(&mut cx, buf, max_end, &mut record)
+            recovery.write_fec_repair(&mut cx, buf, max_end, record)
         };
         if !fec_repair && elicit && alone {
-            self.write_eliciting_frames(now, space, buf, max_end, may_elicit, &mut record);
+            self.write_eliciting_frames(now, space, buf, max_end, may_elicit, record);
         }
 
         // Probes must elicit an ACK: PING if nothing else did.
@@ -439,11 +453,12 @@ impl Connection {
                 s.crypto_send.requeue_unacked();
             }
         }
-        self.pad_challenge_datagram(buf, max_end, &record);
+        self.pad_challenge_datagram(buf, max_end, record);
         if buf.len() == start + (pn_offset - start) + pn_len {
             // Nothing but a header: undo.
             buf.truncate(start);
-            return None;
+            *slot = None;
+            return;
         }
         // Header protection samples 4 bytes after the packet number start
         // plus 16: make sure the payload is long enough (RFC 9001 §5.4.2).
@@ -454,19 +469,8 @@ impl Connection {
         buf.resize(buf.len() + TAG_LEN, 0);
         self.space_mut(space).next_pn += 1;
         record.in_flight = record.ack_eliciting;
-        let track = record.ack_eliciting;
-        let end = buf.len();
-        Some(Built {
-            space,
-            start,
-            layout,
-            pn_offset,
-            pn_len,
-            pn,
-            record,
-            track,
-            end,
-        })
+        built.track = record.ack_eliciting;
+        built.end = buf.len();
     }
 
     /// The record of a packet about to be written at `now`, before any
