@@ -236,7 +236,6 @@ pub struct RpcClient {
     closed: bool,
     report: RpcReport,
     buf: Vec<u8>,
-    scratch: Vec<u8>,
 }
 
 impl RpcClient {
@@ -265,7 +264,6 @@ impl RpcClient {
             closed: false,
             report: RpcReport::default(),
             buf: vec![0; CHUNK],
-            scratch: vec![0; CHUNK],
         }
     }
 
@@ -383,9 +381,7 @@ impl RpcClient {
             match self.session.read_body(now, conn, stream, &mut self.buf) {
                 Ok(Some(n)) => {
                     let got = self.buf.get(..n).unwrap_or_default();
-                    let expect = self.scratch.get_mut(..n).unwrap_or_default();
-                    let produced = f.expect.fill(expect);
-                    if produced < n || got != &*expect {
+                    if f.expect.verify(got).is_err() {
                         return Err(ClientError::Mismatch {
                             file,
                             offset: f.received,

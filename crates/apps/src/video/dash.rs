@@ -243,7 +243,6 @@ pub struct DashPlayer {
     playout: Playout,
     pending: Option<Pending>,
     check: Option<FileContent>,
-    expect: Vec<u8>,
     played_bitrate_sum: u64,
     segments: u64,
     last_rep: Option<usize>,
@@ -262,7 +261,6 @@ impl DashPlayer {
             playout: Playout::new(Duration::ZERO),
             pending: None,
             check: None,
-            expect: Vec::new(),
             played_bitrate_sum: 0,
             segments: 0,
             last_rep: None,
@@ -370,9 +368,7 @@ impl Fetcher for DashPlayer {
             return Ok(());
         }
         if let Some(check) = self.check.as_mut() {
-            self.expect.resize(bytes.len(), 0);
-            let n = check.fill(&mut self.expect);
-            if n < bytes.len() || self.expect.as_slice() != bytes {
+            if check.verify(bytes).is_err() {
                 return Err(ClientError::Mismatch {
                     file: index,
                     offset,

@@ -185,7 +185,6 @@ pub struct FrameParser {
     current: Option<InFrame>,
     next_number: u32,
     last_capture: u64,
-    scratch: Vec<u8>,
 }
 
 impl FrameParser {
@@ -234,12 +233,14 @@ impl FrameParser {
                     let left = u64::from(f.header.size) - f.read;
                     let take = usize::try_from(left).map_or(bytes.len(), |l| l.min(bytes.len()));
                     let (got, rest) = bytes.split_at(take);
-                    self.scratch.resize(take, 0);
-                    f.expect.fill(&mut self.scratch);
-                    if let Some(at) = got.iter().zip(&self.scratch).position(|(a, b)| a != b) {
+                    // Checked in place: the expected bytes were written out
+                    // and compared byte by byte, a loop the compiler does
+                    // not vectorise (8% of a live-video reproduction).
+                    // `take` is within the frame, so `None` cannot come.
+                    if let Err(at) = f.expect.verify(got) {
                         return Err(FrameError::Payload {
                             number: f.header.number,
-                            offset: f.read + at as u64,
+                            offset: f.read + at.unwrap_or(0) as u64,
                         });
                     }
                     f.read += take as u64;
