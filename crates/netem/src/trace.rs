@@ -110,6 +110,12 @@ impl Trace {
     /// Parses trace text; `origin` names it in errors (usually the path).
     /// More than [`MAX_TRACE_LINES`] lines is an error.
     pub fn parse(text: &str, origin: &str) -> Result<Trace, TraceError> {
+        if let Some(opportunities_ms) = plain_timestamps(text) {
+            return Ok(Trace {
+                opportunities_ms,
+                origin: origin.to_string(),
+            });
+        }
         let mut opportunities_ms: Vec<u64> = Vec::new();
         let mut last_line = 0;
         for (index, raw) in text.lines().enumerate() {
@@ -257,6 +263,38 @@ impl Trace {
         // entries at 0 coincide in time; both are counted, as Mahimahi burns both.
         loops.saturating_mul(per_period).saturating_add(in_partial)
     }
+}
+
+/// The timestamps of a trace whose every line is 1 to 13 digits (ending in
+/// `\n` or `\r\n`, the last one optionally unterminated), non-decreasing,
+/// at most [`MAX_TRACE_LINES`] of them and the last above 0: what
+/// [`Trace::parse`]'s line-by-line checks accept and return for such a
+/// trace, read in one pass over the bytes. `None` for anything else, which
+/// the checks then read (and explain). Every real trace is of this form,
+/// and traces are parsed for every run that uses them (tens of thousands
+/// of lines each): the checks took 4.6% of art-fig27's quick reproduction.
+/// At most 13 digits stay below `MAX_TIMESTAMP_MS`.
+fn plain_timestamps(text: &str) -> Option<Vec<u64>> {
+    let mut out = Vec::new();
+    let mut bytes = text.as_bytes();
+    while !bytes.is_empty() {
+        let digits = bytes.iter().take_while(|b| b.is_ascii_digit()).count();
+        if !(1..=13).contains(&digits) {
+            return None;
+        }
+        let (number, rest) = bytes.split_at(digits);
+        let ms = number.iter().fold(0, |ms, d| ms * 10 + u64::from(d - b'0'));
+        if out.last().is_some_and(|&prev| ms < prev) || out.len() >= MAX_TRACE_LINES {
+            return None;
+        }
+        out.push(ms);
+        bytes = match rest {
+            [] => rest,
+            [b'\n', after @ ..] | [b'\r', b'\n', after @ ..] => after,
+            _ => return None,
+        };
+    }
+    out.last().is_some_and(|&last| last > 0).then_some(out)
 }
 
 /// Parses one trace line into a timestamp, or says why not.
@@ -468,6 +506,50 @@ mod tests {
 
         let (_, line, _) = parse_err("1\n18446744073709552\n");
         assert_eq!(line, 2);
+    }
+
+    /// The one-pass reading of plain traces gives what the line-by-line
+    /// checks give: at the edges of a timestamp (13 digits, the longest it
+    /// reads; 14, the checks' largest accepted value), with CRLF and a
+    /// missing last newline, and for the texts it leaves to the checks.
+    #[test]
+    fn plain_traces_read_as_the_checks_read_them() {
+        let checked = |text: &str| -> Option<Vec<u64>> {
+            let lines: Vec<u64> = text
+                .lines()
+                .map(parse_timestamp)
+                .collect::<Result<_, _>>()
+                .ok()?;
+            let sorted = lines.windows(2).all(|w| w[0] <= w[1]);
+            (sorted && lines.last().is_some_and(|&l| l > 0)).then_some(lines)
+        };
+        for text in [
+            "1\n2\n2\n9\n",
+            "0\r\n5\r\n7",
+            "0042\n9999999999999\n",
+            "3\n18446744073709\n",
+            "3\n18446744073710\n",
+            "5\n4\n",
+            "0\n0\n",
+            "1\n\n2\n",
+            " 1\n2\n",
+            "1\r",
+            "",
+            "1.5\n",
+        ] {
+            let want = checked(text);
+            let fast = plain_timestamps(text);
+            if fast.is_some() {
+                assert_eq!(fast, want, "{text:?}");
+            }
+            assert_eq!(
+                Trace::parse(text, "x").ok().map(|t| t.opportunities_ms),
+                want,
+                "{text:?}"
+            );
+        }
+        assert_eq!(plain_timestamps("1\n2\n"), Some(vec![1, 2]));
+        assert_eq!(plain_timestamps(" 1\n2\n"), None);
     }
 
     #[test]
