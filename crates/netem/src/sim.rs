@@ -20,6 +20,7 @@
 //! that only have one.
 
 mod agenda;
+mod routes;
 
 use std::any::Any;
 use std::collections::VecDeque;
@@ -31,6 +32,7 @@ use wire::time::Instant;
 
 use crate::link::{Datagram, Link, LinkConfig, LinkStats};
 use agenda::{Agenda, Target};
+use routes::{From, Hop, Routes};
 
 /// Units of work (events and deliveries) at one instant after which a run is
 /// declared stalled: a node asking for a timeout at `now` forever, or two
@@ -220,9 +222,8 @@ pub struct Simulator {
     /// by byte, was 3% of a run with 100 flows, perf).
     by_addr: FxHashMap<SocketAddr, usize>,
     links: Vec<Link>,
-    /// Each (source, destination) pair's links; looked up per hop, never
-    /// iterated (like `by_addr`).
-    routes: FxHashMap<(SocketAddr, SocketAddr), Vec<usize>>,
+    /// Each (source, destination) pair's links, asked at every hop.
+    routes: Routes,
     /// Datagrams at the end of their route, waiting to be handed to their
     /// node (a queue, not a recursive call, so zero-hop routes cannot
     /// overflow the stack).
@@ -251,7 +252,7 @@ impl Simulator {
             nodes: Vec::new(),
             by_addr: FxHashMap::default(),
             links: Vec::new(),
-            routes: FxHashMap::default(),
+            routes: Routes::default(),
             ready: VecDeque::new(),
             work_at_instant: 0,
             any_dirty: false,
@@ -305,7 +306,7 @@ impl Simulator {
             }
             hops.push(id.0);
         }
-        self.routes.insert((src, dst), hops);
+        self.routes.set(src, dst, hops);
         Ok(())
     }
 
@@ -466,7 +467,7 @@ impl Simulator {
                 break;
             };
             self.stats.transmitted = self.stats.transmitted.saturating_add(1);
-            self.forward(datagram, None);
+            self.forward(datagram, From::Node(n));
         }
         let Some(slot) = self.nodes.get_mut(n).and_then(Option::as_mut) else {
             return;
@@ -484,7 +485,7 @@ impl Simulator {
             .get_mut(l)
             .and_then(|link| link.poll_deliver(now))
         {
-            self.forward(datagram, Some(l));
+            self.forward(datagram, From::Link(l));
         }
         self.reschedule_link(l);
     }
@@ -498,36 +499,23 @@ impl Simulator {
         self.agenda.schedule(Target::Link(l), want);
     }
 
-    /// Moves `datagram`, just sent by a node (`from_link` = `None`) or just
-    /// out of link `from_link`, to its next hop: the next link on its route
-    /// or, at the end, the destination node.
-    fn forward(&mut self, datagram: Datagram, from_link: Option<usize>) {
-        let next = match self.routes.get(&(datagram.src, datagram.dst)) {
-            None => {
-                self.stats.unrouted = self.stats.unrouted.saturating_add(1);
-                return;
-            }
-            Some(path) => match from_link {
-                None => path.first().copied(),
-                Some(l) => match path.iter().position(|&hop| hop == l) {
-                    Some(i) => path.get(i.saturating_add(1)).copied(),
-                    None => {
-                        // The route changed while the datagram was in flight.
-                        self.stats.unrouted = self.stats.unrouted.saturating_add(1);
-                        return;
-                    }
-                },
-            },
-        };
-        match next {
-            Some(l) => {
+    /// Moves `datagram`, just sent by a node or just out of a link
+    /// (`from`), to its next hop: the next link on its route or, at the
+    /// end, the destination node.
+    fn forward(&mut self, datagram: Datagram, from: From) {
+        match self.routes.next(datagram.src, datagram.dst, from) {
+            Hop::Link(l) => {
                 let now = self.now;
                 if let Some(link) = self.links.get_mut(l) {
                     link.send(now, datagram);
                 }
                 self.reschedule_link(l);
             }
-            None => self.ready.push_back(datagram),
+            Hop::Deliver => self.ready.push_back(datagram),
+            Hop::Unrouted => {
+                // No route, or the route changed while it was in flight.
+                self.stats.unrouted = self.stats.unrouted.saturating_add(1);
+            }
         }
     }
 
