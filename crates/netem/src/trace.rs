@@ -110,15 +110,9 @@ impl Trace {
     /// Parses trace text; `origin` names it in errors (usually the path).
     /// More than [`MAX_TRACE_LINES`] lines is an error.
     pub fn parse(text: &str, origin: &str) -> Result<Trace, TraceError> {
-        if let Some(opportunities_ms) = plain_timestamps(text) {
-            return Ok(Trace {
-                opportunities_ms,
-                origin: origin.to_string(),
-            });
-        }
         let mut opportunities_ms: Vec<u64> = Vec::new();
         let mut last_line = 0;
-        for (index, raw) in text.lines().enumerate() {
+        for (index, raw) in lines(text).enumerate() {
             let line = index.saturating_add(1);
             last_line = line;
             let err = |reason: String| TraceError::Parse {
@@ -265,40 +259,36 @@ impl Trace {
     }
 }
 
-/// The timestamps of a trace whose every line is 1 to 13 digits (ending in
-/// `\n` or `\r\n`, the last one optionally unterminated), non-decreasing,
-/// at most [`MAX_TRACE_LINES`] of them and the last above 0: what
-/// [`Trace::parse`]'s line-by-line checks accept and return for such a
-/// trace, read in one pass over the bytes. `None` for anything else, which
-/// the checks then read (and explain). Every real trace is of this form,
-/// and traces are parsed for every run that uses them (tens of thousands
-/// of lines each): the checks took 4.6% of art-fig27's quick reproduction.
-/// At most 13 digits stay below `MAX_TIMESTAMP_MS`.
-fn plain_timestamps(text: &str) -> Option<Vec<u64>> {
-    let mut out = Vec::new();
-    let mut bytes = text.as_bytes();
-    while !bytes.is_empty() {
-        let digits = bytes.iter().take_while(|b| b.is_ascii_digit()).count();
-        if !(1..=13).contains(&digits) {
+/// The lines of `text` as [`str::lines`] cuts them (at `\n`, a `\r`
+/// before it dropped, the last line's `\n` optional), found by a plain
+/// scan of the bytes: trace lines are a few bytes long, and `lines`' search
+/// for each line's end was a third of parsing a trace.
+fn lines(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
             return None;
         }
-        let (number, rest) = bytes.split_at(digits);
-        let ms = number.iter().fold(0, |ms, d| ms * 10 + u64::from(d - b'0'));
-        if out.last().is_some_and(|&prev| ms < prev) || out.len() >= MAX_TRACE_LINES {
-            return None;
-        }
-        out.push(ms);
-        bytes = match rest {
-            [] => rest,
-            [b'\n', after @ ..] | [b'\r', b'\n', after @ ..] => after,
-            _ => return None,
+        let Some(end) = rest.bytes().position(|b| b == b'\n') else {
+            return Some(core::mem::take(&mut rest));
         };
-    }
-    out.last().is_some_and(|&last| last > 0).then_some(out)
+        let (line, after) = rest.split_at_checked(end)?;
+        rest = after.get(1..).unwrap_or_default();
+        Some(line.strip_suffix('\r').unwrap_or(line))
+    })
 }
 
 /// Parses one trace line into a timestamp, or says why not.
 fn parse_timestamp(raw: &str) -> Result<u64, String> {
+    // Every line of a real trace is a few digits: read them in one pass.
+    // Traces are parsed for every run that uses them (tens of thousands of
+    // lines each), and the checks below took 4.6% of art-fig27's quick
+    // reproduction. At most 13 digits stay below MAX_TIMESTAMP_MS, so this
+    // is what the checks would return.
+    let digits = raw.as_bytes();
+    if (1..=13).contains(&digits.len()) && digits.iter().all(u8::is_ascii_digit) {
+        return Ok(digits.iter().fold(0, |ms, d| ms * 10 + u64::from(d - b'0')));
+    }
     // Tolerate CRLF files and stray spaces; Mahimahi reads numbers the same.
     let s = raw.trim();
     if s.is_empty() {
@@ -508,48 +498,44 @@ mod tests {
         assert_eq!(line, 2);
     }
 
-    /// The one-pass reading of plain traces gives what the line-by-line
-    /// checks give: at the edges of a timestamp (13 digits, the longest it
-    /// reads; 14, the checks' largest accepted value), with CRLF and a
-    /// missing last newline, and for the texts it leaves to the checks.
+    /// The one-pass reading of digit lines gives what the checks give, at
+    /// the edges of both: 13 digits (the longest it reads), 14 (the checks'
+    /// largest accepted value, and one above it), and with the spaces and
+    /// carriage return the checks trim.
     #[test]
-    fn plain_traces_read_as_the_checks_read_them() {
-        let checked = |text: &str| -> Option<Vec<u64>> {
-            let lines: Vec<u64> = text
-                .lines()
-                .map(parse_timestamp)
-                .collect::<Result<_, _>>()
-                .ok()?;
-            let sorted = lines.windows(2).all(|w| w[0] <= w[1]);
-            (sorted && lines.last().is_some_and(|&l| l > 0)).then_some(lines)
-        };
+    fn digit_lines_read_as_the_checks_read_them() {
+        for text in ["0", "7", "0042", "9999999999999", "18446744073709"] {
+            let want: u64 = text.parse().expect("digits");
+            assert_eq!(parse_timestamp(text), Ok(want), "{text}");
+            assert_eq!(parse_timestamp(&format!(" {text}\r")), Ok(want), "{text}");
+        }
+        assert!(parse_timestamp("18446744073710").is_err());
+        let t = Trace::parse("0\r\n5\r\n9999999999999", "x").expect("valid trace");
+        assert_eq!(t.opportunities_ms, vec![0, 5, 9_999_999_999_999]);
+    }
+
+    /// The byte scan cuts lines as `str::lines` does.
+    #[test]
+    fn lines_are_cut_as_str_lines_cuts_them() {
         for text in [
-            "1\n2\n2\n9\n",
-            "0\r\n5\r\n7",
-            "0042\n9999999999999\n",
-            "3\n18446744073709\n",
-            "3\n18446744073710\n",
-            "5\n4\n",
-            "0\n0\n",
-            "1\n\n2\n",
-            " 1\n2\n",
-            "1\r",
             "",
-            "1.5\n",
+            "\n",
+            "1",
+            "1\n",
+            "1\n2",
+            "1\r\n2\r\n",
+            "1\r",
+            "1\r\r\n",
+            "\r\n\n",
+            "a\rb\n",
+            "é\n9",
         ] {
-            let want = checked(text);
-            let fast = plain_timestamps(text);
-            if fast.is_some() {
-                assert_eq!(fast, want, "{text:?}");
-            }
             assert_eq!(
-                Trace::parse(text, "x").ok().map(|t| t.opportunities_ms),
-                want,
+                lines(text).collect::<Vec<_>>(),
+                text.lines().collect::<Vec<_>>(),
                 "{text:?}"
             );
         }
-        assert_eq!(plain_timestamps("1\n2\n"), Some(vec![1, 2]));
-        assert_eq!(plain_timestamps(" 1\n2\n"), None);
     }
 
     #[test]
