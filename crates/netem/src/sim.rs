@@ -32,7 +32,7 @@ use wire::time::Instant;
 
 use crate::link::{Datagram, Link, LinkConfig, LinkStats};
 use agenda::{Agenda, Target};
-use routes::{From, Hop, Routes};
+use routes::{Hop, Leaving, Routes};
 
 /// Units of work (events and deliveries) at one instant after which a run is
 /// declared stalled: a node asking for a timeout at `now` forever, or two
@@ -467,7 +467,7 @@ impl Simulator {
                 break;
             };
             self.stats.transmitted = self.stats.transmitted.saturating_add(1);
-            self.forward(datagram, From::Node(n));
+            self.forward(datagram, Leaving::Node(n));
         }
         let Some(slot) = self.nodes.get_mut(n).and_then(Option::as_mut) else {
             return;
@@ -485,7 +485,7 @@ impl Simulator {
             .get_mut(l)
             .and_then(|link| link.poll_deliver(now))
         {
-            self.forward(datagram, From::Link(l));
+            self.forward(datagram, Leaving::Link(l));
         }
         self.reschedule_link(l);
     }
@@ -502,7 +502,7 @@ impl Simulator {
     /// Moves `datagram`, just sent by a node or just out of a link
     /// (`from`), to its next hop: the next link on its route or, at the
     /// end, the destination node.
-    fn forward(&mut self, datagram: Datagram, from: From) {
+    fn forward(&mut self, datagram: Datagram, from: Leaving) {
         match self.routes.next(datagram.src, datagram.dst, from) {
             Hop::Link(l) => {
                 let now = self.now;

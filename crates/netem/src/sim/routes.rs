@@ -15,9 +15,9 @@ use std::net::SocketAddr;
 
 use rustc_hash::FxHashMap;
 
-/// Where a datagram is when it asks for its next hop.
+/// What a datagram is leaving when it asks for its next hop.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum From {
+pub(super) enum Leaving {
     /// Just sent by node `n`.
     Node(usize),
     /// Just out of link `l`.
@@ -65,10 +65,10 @@ impl Routes {
     }
 
     /// The next hop of a datagram from `src` to `dst` at `from`.
-    pub(super) fn next(&mut self, src: SocketAddr, dst: SocketAddr, from: From) -> Hop {
+    pub(super) fn next(&mut self, src: SocketAddr, dst: SocketAddr, from: Leaving) -> Hop {
         let memo = match from {
-            From::Node(n) => slot(&mut self.from_node, n),
-            From::Link(l) => slot(&mut self.from_link, l),
+            Leaving::Node(n) => slot(&mut self.from_node, n),
+            Leaving::Link(l) => slot(&mut self.from_link, l),
         };
         if let Some(Some(m)) = memo.as_deref() {
             if m.src == src && m.dst == dst {
@@ -79,8 +79,8 @@ impl Routes {
             None => Hop::Unrouted,
             Some(path) => {
                 let at = match from {
-                    From::Node(_) => Some(0),
-                    From::Link(l) => path.iter().position(|&hop| hop == l).map(|i| i + 1),
+                    Leaving::Node(_) => Some(0),
+                    Leaving::Link(l) => path.iter().position(|&hop| hop == l).map(|i| i + 1),
                 };
                 match at {
                     None => Hop::Unrouted,
@@ -113,7 +113,7 @@ mod tests {
     }
 
     /// What the table alone says, without any memory.
-    fn fresh(routes: &Routes, src: SocketAddr, dst: SocketAddr, from: From) -> Hop {
+    fn fresh(routes: &Routes, src: SocketAddr, dst: SocketAddr, from: Leaving) -> Hop {
         let mut copy = Routes {
             paths: routes.paths.clone(),
             ..Routes::default()
@@ -128,13 +128,13 @@ mod tests {
         routes.set(a, b, vec![0, 1]);
         routes.set(b, a, vec![]);
         let asks = [
-            (a, b, From::Node(0)),
-            (a, b, From::Link(0)),
-            (a, b, From::Link(1)),
-            (a, b, From::Link(2)),
-            (b, a, From::Node(1)),
-            (a, c, From::Node(0)),
-            (a, b, From::Node(0)),
+            (a, b, Leaving::Node(0)),
+            (a, b, Leaving::Link(0)),
+            (a, b, Leaving::Link(1)),
+            (a, b, Leaving::Link(2)),
+            (b, a, Leaving::Node(1)),
+            (a, c, Leaving::Node(0)),
+            (a, b, Leaving::Node(0)),
         ];
         for round in 0..3 {
             for &(src, dst, from) in &asks {
@@ -149,10 +149,10 @@ mod tests {
                 _ => routes.set(a, c, vec![0]),
             }
         }
-        assert_eq!(routes.next(a, b, From::Node(0)), Hop::Link(1));
-        assert_eq!(routes.next(a, b, From::Link(0)), Hop::Unrouted);
-        assert_eq!(routes.next(a, b, From::Link(1)), Hop::Deliver);
-        assert_eq!(routes.next(b, a, From::Node(1)), Hop::Deliver);
-        assert_eq!(routes.next(c, a, From::Node(2)), Hop::Unrouted);
+        assert_eq!(routes.next(a, b, Leaving::Node(0)), Hop::Link(1));
+        assert_eq!(routes.next(a, b, Leaving::Link(0)), Hop::Unrouted);
+        assert_eq!(routes.next(a, b, Leaving::Link(1)), Hop::Deliver);
+        assert_eq!(routes.next(b, a, Leaving::Node(1)), Hop::Deliver);
+        assert_eq!(routes.next(c, a, Leaving::Node(2)), Hop::Unrouted);
     }
 }
