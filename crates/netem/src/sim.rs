@@ -205,6 +205,8 @@ struct NodeSlot {
     node: Box<dyn AnyNode>,
     /// Needs polling before the next event (new, or handed out mutably).
     dirty: bool,
+    /// What the node's [`Node::is_finished`] said when it was last polled.
+    finished: bool,
 }
 
 /// The discrete-event simulator; see the module doc.
@@ -232,6 +234,12 @@ pub struct Simulator {
     work_at_instant: u64,
     /// Some node has `dirty` set (saves a scan per event).
     any_dirty: bool,
+    /// Nodes present, and those of them not finished when last polled: a
+    /// node's state changes only while it handles an input, after which it
+    /// is polled, so the run's end is two counters to read, not every
+    /// node to ask at every event (a scan that grew with the flows).
+    live: usize,
+    unfinished: usize,
     /// Emptied payloads of delivered datagrams, for the nodes to reuse.
     spare_payloads: Vec<Vec<u8>>,
     stats: SimStats,
@@ -256,6 +264,8 @@ impl Simulator {
             ready: VecDeque::new(),
             work_at_instant: 0,
             any_dirty: false,
+            live: 0,
+            unfinished: 0,
             spare_payloads: Vec::new(),
             stats: SimStats::default(),
         }
@@ -275,8 +285,11 @@ impl Simulator {
             addr,
             node: Box::new(node),
             dirty: true,
+            finished: false,
         }));
         self.any_dirty = true;
+        self.live += 1;
+        self.unfinished += 1;
         self.by_addr.insert(addr, index);
         NodeId(index)
     }
@@ -352,6 +365,10 @@ impl Simulator {
             return None;
         }
         let slot = entry.take()?;
+        self.live -= 1;
+        if !slot.finished {
+            self.unfinished -= 1;
+        }
         self.agenda.remove(Target::Node(id.0));
         if self.by_addr.get(&slot.addr) == Some(&id.0) {
             self.by_addr.remove(&slot.addr);
@@ -434,8 +451,7 @@ impl Simulator {
     }
 
     fn all_finished(&self) -> bool {
-        let mut live = self.nodes.iter().flatten().peekable();
-        live.peek().is_some() && live.all(|s| s.node.is_finished())
+        self.live > 0 && self.unfinished == 0
     }
 
     /// Polls nodes that are new or were handed out mutably.
@@ -472,6 +488,15 @@ impl Simulator {
         let Some(slot) = self.nodes.get_mut(n).and_then(Option::as_mut) else {
             return;
         };
+        let finished = slot.node.is_finished();
+        if finished != slot.finished {
+            slot.finished = finished;
+            if finished {
+                self.unfinished -= 1;
+            } else {
+                self.unfinished += 1;
+            }
+        }
         // A timeout in the past fires now.
         let want = slot.node.poll_timeout().map(|t| t.max(now));
         self.agenda.schedule(Target::Node(n), want);

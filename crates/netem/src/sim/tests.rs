@@ -609,3 +609,43 @@ fn the_authors_channel_with_instant_acks_returns_at_the_arrival_instant() {
         assert_eq!(e.log[i].0, pong_at, "the echo left the instant it arrived");
     }
 }
+
+/// The run ends when every node present is finished: the counts the
+/// simulator keeps follow nodes that finish, are taken out or are added.
+#[test]
+fn finishes_when_every_present_node_is() {
+    let (a, b) = (addr(1, 1), addr(2, 2));
+    let mut sim = Simulator::new();
+    assert_eq!(sim.run_until(Instant::from_millis(10)), RunOutcome::Idle);
+    // The pinger sends forever within this run: never finished.
+    let pinger = sim.add_node(a, Pinger::new(a, b, Duration::from_millis(1), u32::MAX));
+    let echo = sim.add_node(b, Echo::default());
+    sim.route(a, b, &[]).expect("route");
+    assert_eq!(
+        sim.run_until(Instant::from_millis(20)),
+        RunOutcome::DeadlineReached
+    );
+    // Without it, the echo (always finished) ends the run at once.
+    assert!(sim.take_node::<Pinger>(pinger).is_some());
+    assert_eq!(
+        sim.run_until(Instant::from_millis(30)),
+        RunOutcome::Finished
+    );
+    let pings = sim.node::<Echo>(echo).expect("echo").log.len();
+    assert!(pings >= 20, "{pings} pings in 20 ms");
+    // A new pinger with two pings runs, then lingers a second and finishes.
+    let late = sim.add_node(a, Pinger::new(a, b, Duration::from_millis(1), 2));
+    assert_eq!(
+        sim.run_until(Instant::from_millis(500)),
+        RunOutcome::DeadlineReached
+    );
+    assert_eq!(
+        sim.run_until(Instant::from_millis(5_000)),
+        RunOutcome::Finished
+    );
+    assert_eq!(sim.node::<Echo>(echo).expect("echo").log.len(), pings + 2);
+    // Taking every node out leaves nothing to finish.
+    assert!(sim.take_node::<Pinger>(late).is_some());
+    assert!(sim.take_node::<Echo>(echo).is_some());
+    assert_eq!(sim.run_until(Instant::from_millis(6_000)), RunOutcome::Idle);
+}
