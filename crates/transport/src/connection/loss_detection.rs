@@ -30,6 +30,10 @@ use crate::policy::{ItemId, PathView};
 /// the anti-amplification limit, and the client's probes back off.
 const MAX_EARLY_CRYPTO_RESENDS: u8 = 4;
 
+/// Entries of [`LossDetection::newly_acked`]'s capacity kept between ACK
+/// frames: a frame acknowledges two packets or so in a bulk transfer.
+const NEWLY_ACKED_KEPT: usize = 16;
+
 /// RFC 9002's per-connection loss-detection state, beside the per-space
 /// state in [`PacketSpace`](super::spaces::PacketSpace).
 ///
@@ -52,6 +56,10 @@ pub(super) struct LossDetection {
     /// Early resends of the server's Initial CRYPTO data so far
     /// ([`MAX_EARLY_CRYPTO_RESENDS`]).
     pub(super) early_crypto_resends: u8,
+    /// The packets an ACK frame newly acknowledges, empty between frames:
+    /// kept so that its capacity serves the next frame (a fresh vector
+    /// was an allocation, and a regrowth or two, per ACK frame).
+    newly_acked: Vec<(u64, SentPacket)>,
 }
 
 impl Default for LossDetection {
@@ -64,6 +72,7 @@ impl Default for LossDetection {
             peer_max_ack_delay: Duration::from_millis(25),
             peer_ack_delay_exponent: 3,
             early_crypto_resends: 0,
+            newly_acked: Vec::new(),
         }
     }
 }
@@ -83,7 +92,9 @@ impl Connection {
             );
         }
         s.largest_acked = Some(s.largest_acked.map_or(ack.largest, |l| l.max(ack.largest)));
-        let mut newly: Vec<(u64, SentPacket)> = Vec::new();
+        let mut newly = core::mem::take(&mut self.loss_detection.newly_acked);
+        newly.clear();
+        let s = self.space_mut(space);
         for r in &ack.ranges {
             let from = newly.len();
             s.sent.remove_range(r.clone(), &mut newly);
@@ -97,6 +108,7 @@ impl Connection {
             recovery.detect_spurious(&mut cx, &ack.ranges, horizon);
         }
         if newly.is_empty() {
+            self.loss_detection.newly_acked = newly;
             return Ok(());
         }
         self.on_ack_ecn(now, space, ack.ecn, &newly);
@@ -124,9 +136,13 @@ impl Connection {
             }
         }
         let app_limited = !self.has_data_to_send();
-        for (pn, p) in newly {
+        for (pn, p) in newly.drain(..) {
             self.on_packet_acked(now, space, pn, p, app_limited);
         }
+        // A frame that acknowledged a whole window leaves no window-sized
+        // buffer behind on an idle connection.
+        newly.shrink_to(NEWLY_ACKED_KEPT);
+        self.loss_detection.newly_acked = newly;
         self.detect_and_handle_lost(now, space);
         // Acknowledgements below the oldest packet in flight can no longer
         // sit between two lost packets (persistent congestion's contiguity).
