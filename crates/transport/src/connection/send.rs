@@ -97,10 +97,13 @@ impl Connection {
         // these slots and finished where they lie: a packet's record is
         // about 250 bytes, and returning the array, iterating it by value
         // and passing each packet on were seven copies of it per packet
-        // (3% of a saturated simulation).
-        let mut built: [Option<Built>; 3] = [const { None }; 3];
+        // (3% of a saturated simulation). Written as three `None`s: the
+        // array expression `[const { None }; 3]` compiled to three copies
+        // of a 248-byte constant, memcpy calls at every poll, where a
+        // `None` is one tag to store.
+        let mut built: [Option<Built>; 3] = [None, None, None];
         let [.., probe_slot] = &mut built;
-        *probe_slot = self.build_mtu_probe(now, buf);
+        self.build_mtu_probe(now, buf, probe_slot);
         if probe_slot.is_none() && !self.build_packets(now, buf, &mut built) {
             return None;
         }
@@ -129,24 +132,29 @@ impl Connection {
     /// a packet of its size go (path_mtu.rs): a 1-RTT packet with a PING,
     /// padded to the size under test. Only on a confirmed connection, on a
     /// validated path, and not while a probe timeout is pending (whose
-    /// probes go first, at the base size).
-    fn build_mtu_probe(&mut self, now: Instant, buf: &mut Vec<u8>) -> Option<Built> {
+    /// probes go first, at the base size). Built into `slot` (empty on
+    /// entry), like [`Connection::build_packet`]: returned by value, even
+    /// `None` was a copy of the whole record at every poll (perf: 1.7% of
+    /// a saturated simulation in that memmove).
+    fn build_mtu_probe(&mut self, now: Instant, buf: &mut Vec<u8>, slot: &mut Option<Built>) {
         if !self.handshake.confirmed
             || self.one_rtt.is_none()
             || self.path_validation.is_some()
             || self.loss_detection.pto_count > 0
         {
-            return None;
+            return;
         }
-        let size = self.path_mtu.probe_due(now)?;
+        let Some(size) = self.path_mtu.probe_due(now) else {
+            return;
+        };
         let bytes = u64::from(size);
         if self.bytes_in_flight + bytes > self.cc.window() {
-            return None;
+            return;
         }
         let rate = self.pacing_rate();
         if self.tx.pacer.delay(now, bytes, rate).is_some() {
             // The data path below sets the pacing timer.
-            return None;
+            return;
         }
         let space = SpaceId::Data;
         let pn = self.space(space).next_pn;
@@ -156,27 +164,26 @@ impl Connection {
         let end = usize::from(size);
         if buf.len() + TAG_LEN > end {
             buf.clear();
-            return None;
+            return;
         }
         buf.resize(end - TAG_LEN, 0); // PADDING frames
         buf.resize(end, 0);
-        let mut record = self.new_record(now);
-        record.ack_eliciting = true;
-        record.in_flight = true;
-        self.space_mut(space).next_pn += 1;
-        self.path_mtu.on_probe_sent(pn, size);
-        self.stats.mtu_probes_sent += 1;
-        Some(Built {
+        let built = slot.insert(Built {
             space,
             start: 0,
             layout,
             pn_offset,
             pn_len,
             pn,
-            record,
+            record: self.new_record(now),
             track: true,
             end,
-        })
+        });
+        built.record.ack_eliciting = true;
+        built.record.in_flight = true;
+        self.space_mut(space).next_pn += 1;
+        self.path_mtu.on_probe_sent(pn, size);
+        self.stats.mtu_probes_sent += 1;
     }
 
     /// Builds the packets of the next datagram into `built`, one per space
