@@ -95,7 +95,15 @@ impl Connection {
         let mut newly = core::mem::take(&mut self.loss_detection.newly_acked);
         newly.clear();
         let s = self.space_mut(space);
+        // With loss, an ACK frame repeats the ranges below its holes until
+        // it learns they arrived, a dozen or more per frame, most of them
+        // below every packet still kept: those are passed over here
+        // (remove_range would find nothing there either).
+        let kept_from = s.sent.first_pn().unwrap_or(u64::MAX);
         for r in &ack.ranges {
+            if *r.end() < kept_from {
+                continue;
+            }
             let from = newly.len();
             s.sent.remove_range(r.clone(), &mut newly);
             for (pn, _) in newly.get(from..).unwrap_or_default() {
