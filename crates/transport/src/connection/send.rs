@@ -133,9 +133,8 @@ impl Connection {
     /// padded to the size under test. Only on a confirmed connection, on a
     /// validated path, and not while a probe timeout is pending (whose
     /// probes go first, at the base size). Built into `slot` (empty on
-    /// entry), like [`Connection::build_packet`]: returned by value, even
-    /// `None` was a copy of the whole record at every poll (perf: 1.7% of
-    /// a saturated simulation in that memmove).
+    /// entry), like [`Connection::build_packet`], so that its record is
+    /// written where it lies rather than returned and moved there.
     fn build_mtu_probe(&mut self, now: Instant, buf: &mut Vec<u8>, slot: &mut Option<Built>) {
         if !self.handshake.confirmed
             || self.one_rtt.is_none()
