@@ -453,34 +453,29 @@ impl FileContent {
     /// are the same either way.
     pub fn fill(&mut self, buf: &mut [u8]) -> usize {
         let n = usize::try_from(self.remaining).map_or(buf.len(), |r| r.min(buf.len()));
-        let mut done = 0;
-        while done < n {
-            let left = n - done;
-            if self.pos >= self.block.len() && left >= BLOCK {
-                let whole = left - left % BLOCK;
-                if let Some(dst) = buf.get_mut(done..done + whole) {
-                    self.state = generate(self.state, dst);
-                }
-                self.remaining -= whole as u64;
-                done += whole;
-                continue;
-            }
-            // The rest of the current block, or a tail shorter than one.
-            let to = if self.pos >= self.block.len() {
-                n
-            } else {
-                done + left.min(self.block.len() - self.pos)
-            };
-            let copied: Result<(), core::convert::Infallible> = self.walk(to - done, |at, run| {
-                if let Some(dst) = buf.get_mut(done + at..done + at + run.len()) {
-                    dst.copy_from_slice(run);
-                }
-                Ok(())
-            });
-            let Ok(()) = copied;
-            done = to;
-        }
+        let (buf, _) = buf.split_at_mut(n);
+        // What is left of the current block; then, the block used up,
+        // whole blocks in place; then a tail shorter than a block.
+        let head = n.min(self.block.len().saturating_sub(self.pos));
+        let (head, rest) = buf.split_at_mut(head);
+        self.copy_out(head);
+        let (whole, tail) = rest.split_at_mut(rest.len() - rest.len() % BLOCK);
+        self.state = generate(self.state, whole);
+        self.remaining -= whole.len() as u64;
+        self.copy_out(tail);
         n
+    }
+
+    /// Copies the next `dst.len()` bytes (at most what is left) through the
+    /// block into `dst`.
+    fn copy_out(&mut self, dst: &mut [u8]) {
+        let copied: Result<(), core::convert::Infallible> = self.walk(dst.len(), |at, run| {
+            if let Some(d) = dst.get_mut(at..at + run.len()) {
+                d.copy_from_slice(run);
+            }
+            Ok(())
+        });
+        let Ok(()) = copied;
     }
 
     /// Checks that `got` is the next `got.len()` bytes of the file, and
