@@ -18,7 +18,8 @@
 //! peer and [`quinn_child`] runs its server as a child process and its
 //! clients concurrently; [`process`] runs child processes with deadlines;
 //! [`artq_child`] drives the artq binary and reads its output contract;
-//! [`proc_cpu`] reads a child's CPU time; [`Span`] and [`aggregate`] turn
+//! [`proc_cpu`] reads a child's CPU time; [`quinn_pair`] runs quinn-proto's
+//! two endpoints in virtual time, the reference of `sim_speed`; [`Span`] and [`aggregate`] turn
 //! concurrent downloads into one goodput.
 #![warn(missing_docs)]
 
@@ -41,6 +42,7 @@ pub mod quinn_child;
 /// tests validate (one implementation, not two that can drift apart).
 #[path = "../../artq/tests/common/quinn_hq.rs"]
 pub mod quinn_hq;
+pub mod quinn_pair;
 /// The one size grammar of the workspace (`apps::size`), for the `--size` flags.
 pub use apps::size;
 

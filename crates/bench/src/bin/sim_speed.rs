@@ -15,7 +15,11 @@
 //! Two presets measure what issue 27 asks of the simulator:
 //! - `--preset saturated`: a saturated link (100 MB over 100 Mbit/s, 30 ms
 //!   RTT, BBR), without loss and with 1% loss both ways, `quic`: the
-//!   speed-up over real time and the data packets per wall-clock second;
+//!   speed-up over real time and the data packets per wall-clock second,
+//!   then the same transfers by quinn-proto's two endpoints alone
+//!   (`artq_bench::quinn_pair`, a floor: no simulator, no content
+//!   generated or checked) and artq's wall time per data packet against
+//!   theirs;
 //! - `--preset flows`: N flows (1, 10, 100) sharing one 100 Mbit/s, 30 ms
 //!   bottleneck, BBR, no random loss, 100 MB in all (each flow 100 MB / N):
 //!   the wall time per simulated datagram, and its ratio to one flow's, which
@@ -28,6 +32,7 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
+use artq_bench::quinn_pair::{self, PairSpec};
 use artq_bench::size;
 use clap::Parser;
 use lab::scenario::FlowSpec;
@@ -86,6 +91,10 @@ const PRESET_RTT: f64 = 30.0;
 const PRESET_BYTES: u64 = 100_000_000;
 /// The saturated preset's random loss rates.
 const SATURATED_LOSS: [f64; 2] = [0.0, 0.01];
+/// The UDP payload size of the reference pair: the simulator's datagrams
+/// are 1350 bytes (the transport's default, with no path MTU discovery in
+/// the presets' scenarios).
+const PAIR_MTU: u16 = 1350;
 /// The flows preset's flow counts.
 const FLOW_COUNTS: [usize; 3] = [1, 10, 100];
 
@@ -126,19 +135,59 @@ fn run_saturated(seed: u64) -> Result<()> {
         "{:>6}{:>9}{:>12}{:>10}{:>14}{:>16}{:>10}",
         "loss", "wall s", "simulated s", "speed-up", "data packets", "data packets/s", "goodput"
     );
-    for loss in SATURATED_LOSS {
-        let t = timed_run(&preset_scenario(1, loss, seed), false)?;
-        let wall = t.wall.as_secs_f64();
-        let simulated = t.result.end.since_epoch().as_secs_f64();
-        let packets = t.result.metrics.data_packets;
+    let row = |loss: f64, wall: f64, simulated: f64, packets: u64, goodput: f64| {
         println!(
-            "{:>5.0}%{wall:>9.3}{simulated:>12.3}{:>9.1}x{packets:>14}{:>16.0}{:>10.1}",
+            "{:>5.0}%{wall:>9.3}{simulated:>12.3}{:>9.1}x{packets:>14}{:>16.0}{goodput:>10.1}",
             loss * 100.0,
             ratio(simulated, wall),
             ratio(packets as f64, wall),
+        );
+    };
+    let mut artq_cost = Vec::new();
+    for loss in SATURATED_LOSS {
+        let t = timed_run(&preset_scenario(1, loss, seed), false)?;
+        let wall = t.wall.as_secs_f64();
+        let packets = t.result.metrics.data_packets;
+        row(
+            loss,
+            wall,
+            t.result.end.since_epoch().as_secs_f64(),
+            packets,
             t.result.metrics.goodput_mbps,
         );
+        artq_cost.push(ratio(wall, packets as f64));
     }
+    println!(
+        "reference: quinn-proto's client and server alone, same crypto, datagram size, BBR and bottleneck,\n\
+         \x20          with no simulator, no body generated and none checked (data packets: the server's datagrams)"
+    );
+    let mut against = Vec::new();
+    for (loss, artq) in SATURATED_LOSS.into_iter().zip(artq_cost) {
+        let spec = PairSpec {
+            bytes: PRESET_BYTES,
+            rate_bps: PRESET_BW * 1e6,
+            rtt: Duration::from_secs_f64(PRESET_RTT / 1e3),
+            loss,
+            mtu: PAIR_MTU,
+            seed,
+        };
+        let run = quinn_pair::run(&spec)?;
+        let wall = run.wall.as_secs_f64();
+        let simulated = run.simulated.as_secs_f64();
+        row(
+            loss,
+            wall,
+            simulated,
+            run.server_datagrams,
+            ratio(PRESET_BYTES as f64 * 8.0 / 1e6, simulated),
+        );
+        let quinn = ratio(wall, run.server_datagrams as f64);
+        against.push(format!("{:.2} at {:.0}%", ratio(artq, quinn), loss * 100.0));
+    }
+    println!(
+        "artq's wall time per data packet / quinn-proto's: {}",
+        against.join(", ")
+    );
     Ok(())
 }
 
