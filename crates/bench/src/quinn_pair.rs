@@ -17,16 +17,21 @@
 //! rather than a like-for-like run: the body is one shared buffer handed to
 //! quinn without a copy and read without a copy or a check (artq generates
 //! every byte and checks it), and the bottleneck is a few lines (a
-//! serialization clock, a propagation delay, a drop-tail limit and
-//! Bernoulli loss) instead of the simulator's event queue, links and
-//! metrics.
+//! serialization clock, a propagation delay, an unlimited queue as the
+//! simulator's links have by default, and Bernoulli loss) instead of the
+//! simulator's event queue, links and metrics.
 //!
-//! The loop: poll both connections for datagrams (one per call, as artq's
-//! endpoints send), put them on the bottleneck of their direction, then
-//! advance virtual time to the next arrival or timer and deliver or fire
-//! it. Wall time is the whole loop's, handshake included.
+//! Several pairs can share the bottleneck (the reference of the many-flow
+//! preset): each flow is its own client and server endpoint with one
+//! connection, as in the simulator's flows.
+//!
+//! The loop: poll the connections of the flows an event concerns for
+//! datagrams (one per call, as artq's endpoints send), put them on the
+//! bottleneck of their direction, then advance virtual time to the next
+//! arrival or timer and deliver or fire it. Wall time is the whole loop's,
+//! handshakes included.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -46,10 +51,14 @@ use crate::quinn_hq;
 /// stuck rather than looped on forever.
 const VIRTUAL_LIMIT: Duration = Duration::from_secs(600);
 
-/// What the pair is asked to move, and over what.
+/// What the pairs are asked to move, and over what.
 #[derive(Clone, Copy, Debug)]
 pub struct PairSpec {
-    /// Body bytes, server to client, on one unidirectional stream.
+    /// Client-server pairs sharing the bottleneck, each its own two
+    /// endpoints and one connection.
+    pub flows: usize,
+    /// Body bytes in all, server to client, split equally over the flows,
+    /// each on one unidirectional stream.
     pub bytes: u64,
     /// Bottleneck rate, bits per second, both directions.
     pub rate_bps: f64,
@@ -68,14 +77,22 @@ pub struct PairSpec {
 pub struct PairRun {
     /// Wall time of the whole loop.
     pub wall: Duration,
-    /// Virtual time from the client's first packet to its last body byte.
+    /// Virtual time from the first client's first packet to the last body
+    /// byte of the last flow to finish.
     pub simulated: Duration,
-    /// Datagrams the server sent (data and everything else).
+    /// Datagrams the servers sent (data and everything else).
     pub server_datagrams: u64,
-    /// Datagrams the client sent (acknowledgements, mostly).
+    /// Datagrams the clients sent (acknowledgements, mostly).
     pub client_datagrams: u64,
-    /// Datagrams the bottleneck dropped (random loss and its queue limit).
+    /// Datagrams the bottleneck's random loss dropped.
     pub dropped: u64,
+}
+
+impl PairRun {
+    /// All datagrams sent, both directions.
+    pub fn datagrams(&self) -> u64 {
+        self.server_datagrams + self.client_datagrams
+    }
 }
 
 /// Why a run did not finish.
@@ -84,39 +101,39 @@ pub enum PairError {
     /// quinn's configuration was refused.
     #[error("quinn configuration: {0}")]
     Config(String),
-    /// The connection was lost or closed before the body arrived.
-    #[error("quinn connection lost after {received} of {expected} bytes: {reason}")]
+    /// A connection was lost or closed before its body arrived.
+    #[error("quinn connection of flow {flow} lost after {received} of {expected} bytes: {reason}")]
     Lost {
-        /// Body bytes received.
+        /// The flow.
+        flow: usize,
+        /// Its body bytes received.
         received: u64,
-        /// Body bytes asked for.
+        /// Its body bytes asked for.
         expected: u64,
         /// quinn's reason.
         reason: String,
     },
     /// Nothing was left to happen, or the virtual time limit passed,
-    /// before the body arrived.
-    #[error("quinn pair stalled at {at:?} of virtual time after {received} of {expected} bytes")]
+    /// before every body arrived.
+    #[error("quinn pairs stalled at {at:?} of virtual time with {unfinished} flows unfinished")]
     Stalled {
         /// Virtual time since the start.
         at: Duration,
-        /// Body bytes received.
-        received: u64,
-        /// Body bytes asked for.
-        expected: u64,
+        /// Flows whose body had not all arrived.
+        unfinished: usize,
     },
 }
 
-/// One direction of the bottleneck: a serialization clock, a propagation
-/// delay and a drop-tail limit on the queueing delay (one bandwidth-delay
-/// product, the simulator's default buffer).
+/// One direction of the bottleneck, shared by every flow: a serialization
+/// clock and a propagation delay behind an unlimited queue (the
+/// simulator's default link), and Bernoulli loss.
 struct Pipe {
     rate_bps: f64,
     delay: Duration,
-    queue_limit: Duration,
     loss: f64,
     busy_until: Instant,
-    in_flight: VecDeque<(Instant, BytesMut)>,
+    /// Arrival instant, flow, datagram.
+    in_flight: VecDeque<(Instant, usize, BytesMut)>,
     dropped: u64,
 }
 
@@ -125,7 +142,6 @@ impl Pipe {
         Pipe {
             rate_bps: spec.rate_bps,
             delay: spec.rtt / 2,
-            queue_limit: spec.rtt,
             loss: spec.loss,
             busy_until: start,
             in_flight: VecDeque::new(),
@@ -133,12 +149,12 @@ impl Pipe {
         }
     }
 
-    fn send(&mut self, now: Instant, datagram: &[u8], rng: &mut ChaCha8Rng) {
+    fn send(&mut self, now: Instant, flow: usize, datagram: &[u8], rng: &mut ChaCha8Rng) {
         let start = self.busy_until.max(now);
         // No draw at all without loss: the harness's own cost is charged
         // to quinn's figure, so it is kept small.
         let lost = self.loss > 0.0 && rng.gen_bool(self.loss.min(1.0));
-        if start.duration_since(now) > self.queue_limit || lost {
+        if lost {
             self.dropped += 1;
             return;
         }
@@ -146,22 +162,22 @@ impl Pipe {
         self.busy_until = start + serialization;
         let arrival = self.busy_until + self.delay;
         self.in_flight
-            .push_back((arrival, BytesMut::from(datagram)));
+            .push_back((arrival, flow, BytesMut::from(datagram)));
     }
 
     fn next_arrival(&self) -> Option<Instant> {
-        self.in_flight.front().map(|(at, _)| *at)
+        self.in_flight.front().map(|(at, _, _)| *at)
     }
 
-    fn take_due(&mut self, now: Instant) -> Option<BytesMut> {
+    fn take_due(&mut self, now: Instant) -> Option<(usize, BytesMut)> {
         match self.in_flight.front() {
-            Some((at, _)) if *at <= now => self.in_flight.pop_front().map(|(_, d)| d),
+            Some((at, _, _)) if *at <= now => self.in_flight.pop_front().map(|(_, f, d)| (f, d)),
             _ => None,
         }
     }
 }
 
-/// One side: its endpoint and its one connection.
+/// One side of a flow: its endpoint and its one connection.
 struct Side {
     endpoint: Endpoint,
     conn: Option<(ConnectionHandle, Connection)>,
@@ -170,8 +186,25 @@ struct Side {
 }
 
 impl Side {
+    fn new(
+        config: Arc<EndpointConfig>,
+        server: Option<Arc<ServerConfig>>,
+        port: u16,
+        seed: u64,
+    ) -> Self {
+        let mut rng_seed = [0u8; 32];
+        rng_seed[..8].copy_from_slice(&seed.to_le_bytes());
+        Side {
+            endpoint: Endpoint::new(config, server, false, Some(rng_seed)),
+            conn: None,
+            addr: SocketAddr::from((Ipv4Addr::LOCALHOST, port)),
+            datagrams: 0,
+        }
+    }
+
     /// Hands a datagram from `from` to this side's endpoint; a datagram
-    /// that opens a connection is accepted with `server_config`.
+    /// that opens a connection is accepted with `server_config`, and what
+    /// the endpoint answers by itself goes to `back`.
     fn receive(
         &mut self,
         now: Instant,
@@ -219,12 +252,54 @@ impl Side {
         }
     }
 
+    /// The connection's application events; an error if it was lost.
+    fn poll_events(&mut self) -> Result<(), String> {
+        if let Some((_, conn)) = &mut self.conn {
+            while let Some(event) = conn.poll() {
+                if let Event::ConnectionLost { reason } = event {
+                    return Err(reason.to_string());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends what the connection has to send onto `pipe`.
+    fn transmit(
+        &mut self,
+        now: Instant,
+        flow: usize,
+        pipe: &mut Pipe,
+        buf: &mut Vec<u8>,
+        rng: &mut ChaCha8Rng,
+    ) {
+        let Some((_, conn)) = &mut self.conn else {
+            return;
+        };
+        loop {
+            buf.clear();
+            let Some(transmit) = conn.poll_transmit(now, 1, buf) else {
+                break;
+            };
+            self.datagrams += 1;
+            pipe.send(now, flow, buf.get(..transmit.size).unwrap_or_default(), rng);
+        }
+    }
+
     fn poll_timeout(&mut self) -> Option<Instant> {
         self.conn.as_mut().and_then(|(_, c)| c.poll_timeout())
     }
+
+    fn fire_timeout(&mut self, now: Instant) {
+        if let Some((_, conn)) = &mut self.conn {
+            if conn.poll_timeout().is_some_and(|t| t <= now) {
+                conn.handle_timeout(now);
+            }
+        }
+    }
 }
 
-/// The server's body: one unidirectional stream, written from one shared
+/// The server's body: one unidirectional stream, written from one
 /// buffer as flow control allows, then finished.
 struct Body {
     data: Bytes,
@@ -257,6 +332,86 @@ impl Body {
     }
 }
 
+/// One client-server pair and its transfer.
+struct Flow {
+    client: Side,
+    server: Side,
+    body: Body,
+    /// The client's end of the body's stream, once it has seen it.
+    incoming: Option<StreamId>,
+    received: u64,
+    expected: u64,
+    done: bool,
+    /// The endpoint's own answers (version negotiation, resets) to send
+    /// back to the client.
+    responses: Vec<Vec<u8>>,
+    /// The flow's entry in the timer index: its earlier connection timer.
+    timer: Option<Instant>,
+    /// Whether it waits in the list of flows to run.
+    queued: bool,
+}
+
+impl Flow {
+    /// Runs both applications (the server writes once connected, the
+    /// client reads what has arrived), passes events between connections
+    /// and endpoints, and puts what both connections send on the pipes.
+    fn run(
+        &mut self,
+        index: usize,
+        now: Instant,
+        pipes: (&mut Pipe, &mut Pipe),
+        buf: &mut Vec<u8>,
+        rng: &mut ChaCha8Rng,
+    ) -> Result<(), PairError> {
+        let lost = |reason: String, received: u64, expected: u64| PairError::Lost {
+            flow: index,
+            received,
+            expected,
+            reason,
+        };
+        self.server
+            .poll_events()
+            .map_err(|r| lost(r, self.received, self.expected))?;
+        if let Some((_, conn)) = &mut self.server.conn {
+            if !conn.is_handshaking() {
+                self.body.write(conn);
+            }
+        }
+        self.client
+            .poll_events()
+            .map_err(|r| lost(r, self.received, self.expected))?;
+        if let Some((_, conn)) = &mut self.client.conn {
+            while let Some(id) = conn.streams().accept(Dir::Uni) {
+                self.incoming.get_or_insert(id);
+            }
+            if let Some(id) = self.incoming {
+                if let Ok(mut chunks) = conn.recv_stream(id).read(true) {
+                    while let Ok(Some(chunk)) = chunks.next(usize::MAX) {
+                        self.received += chunk.bytes.len() as u64;
+                    }
+                    let _ = chunks.finalize();
+                }
+            }
+        }
+        self.server.exchange_events();
+        self.client.exchange_events();
+        let (to_server, to_client) = pipes;
+        self.server.transmit(now, index, to_client, buf, rng);
+        self.client.transmit(now, index, to_server, buf, rng);
+        for datagram in self.responses.drain(..) {
+            to_client.send(now, index, &datagram, rng);
+        }
+        Ok(())
+    }
+
+    fn next_timeout(&mut self) -> Option<Instant> {
+        match (self.server.poll_timeout(), self.client.poll_timeout()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
 /// quinn's transport settings for both sides: BBR, datagrams of
 /// `spec.mtu` bytes, and windows large enough for the bottleneck's
 /// bandwidth-delay product many times over (flow control never limits).
@@ -273,119 +428,117 @@ fn transport_config(spec: &PairSpec) -> TransportConfig {
     t
 }
 
-/// Runs one transfer and times it.
+/// Marks flow `f` to run before the next event.
+fn enqueue(flows: &mut [Flow], ready: &mut Vec<usize>, f: usize) {
+    if let Some(flow) = flows.get_mut(f) {
+        if !flow.queued {
+            flow.queued = true;
+            ready.push(f);
+        }
+    }
+}
+
+/// Runs the transfers and times them.
+///
+/// Per event, only the flows the event concerns run (a datagram's, a
+/// timer's), and the next timer is found in an ordered index, so the
+/// harness's own work per event does not grow with the flows.
 pub fn run(spec: &PairSpec) -> Result<PairRun, PairError> {
     let config_err = |e: Box<dyn std::error::Error + Send + Sync>| PairError::Config(e.to_string());
+    let n = spec.flows.max(1);
+    let per_flow = spec.bytes / n as u64;
+    let per_flow_len = usize::try_from(per_flow)
+        .map_err(|_| PairError::Config(format!("{per_flow} bytes do not fit in memory")))?;
+    let ports = u16::try_from(n)
+        .ok()
+        .filter(|&p| p < 20_000)
+        .ok_or_else(|| PairError::Config(format!("{n} flows: at most 19,999")))?;
     let transport = Arc::new(transport_config(spec));
     let mut server_config = quinn_hq::server_config().map_err(config_err)?;
     server_config.transport_config(transport.clone());
     let server_config = Some(Arc::new(server_config));
     let mut client_config = quinn_hq::insecure_client_config().map_err(config_err)?;
     client_config.transport_config(transport);
+    let endpoint_config = Arc::new(EndpointConfig::default());
 
-    let body_len = usize::try_from(spec.bytes)
-        .map_err(|_| PairError::Config(format!("{} bytes do not fit in memory", spec.bytes)))?;
-    let mut body = Body {
-        data: Bytes::from(vec![0x5a; body_len]),
-        sent: 0,
-        stream: None,
-        finished: false,
-    };
+    // Each flow's body is its own buffer, filled before the clock starts,
+    // as a server holds each response's bytes.
+    let mut flows: Vec<Flow> = (0..ports)
+        .map(|i| Flow {
+            client: Side::new(
+                endpoint_config.clone(),
+                None,
+                40_000 + i,
+                2 * u64::from(i) + 1,
+            ),
+            server: Side::new(
+                endpoint_config.clone(),
+                server_config.clone(),
+                20_000 + i,
+                2 * u64::from(i) + 2,
+            ),
+            body: Body {
+                data: Bytes::from(vec![0x5a; per_flow_len]),
+                sent: 0,
+                stream: None,
+                finished: false,
+            },
+            incoming: None,
+            received: 0,
+            expected: per_flow,
+            done: false,
+            responses: Vec::new(),
+            timer: None,
+            queued: true,
+        })
+        .collect();
 
     let wall = Instant::now();
     let start = Instant::now();
     let mut now = start;
-    let endpoint_config = Arc::new(EndpointConfig::default());
-    let mut client = Side {
-        endpoint: Endpoint::new(endpoint_config.clone(), None, false, Some([1; 32])),
-        conn: None,
-        addr: SocketAddr::from((Ipv4Addr::LOCALHOST, 40_000)),
-        datagrams: 0,
-    };
-    let mut server = Side {
-        endpoint: Endpoint::new(endpoint_config, server_config.clone(), false, Some([2; 32])),
-        conn: None,
-        addr: SocketAddr::from((Ipv4Addr::LOCALHOST, 4433)),
-        datagrams: 0,
-    };
-    client.conn = Some(
-        client
-            .endpoint
-            .connect(now, client_config, server.addr, "localhost")
-            .map_err(|e| PairError::Config(format!("connect: {e}")))?,
-    );
+    for flow in &mut flows {
+        let server = flow.server.addr;
+        flow.client.conn = Some(
+            flow.client
+                .endpoint
+                .connect(now, client_config.clone(), server, "localhost")
+                .map_err(|e| PairError::Config(format!("connect: {e}")))?,
+        );
+    }
 
     let mut rng = ChaCha8Rng::seed_from_u64(spec.seed);
     let mut to_server = Pipe::new(spec, start);
     let mut to_client = Pipe::new(spec, start);
     let mut buf = Vec::with_capacity(usize::from(spec.mtu));
-    let mut responses: Vec<Vec<u8>> = Vec::new();
-    let mut received: u64 = 0;
-    let mut incoming: Option<StreamId> = None;
-    let mut done_at = None;
+    let mut timers: BTreeSet<(Instant, usize)> = BTreeSet::new();
+    let mut ready: Vec<usize> = (0..flows.len()).collect();
+    let mut unfinished = flows.len();
+    let mut last_done = start;
 
-    while done_at.is_none() {
-        // The applications: the server writes once connected, the client
-        // reads what has arrived.
-        if let Some((_, conn)) = &mut server.conn {
-            while let Some(event) = conn.poll() {
-                if let Event::ConnectionLost { reason } = event {
-                    return Err(PairError::Lost {
-                        received,
-                        expected: spec.bytes,
-                        reason: reason.to_string(),
-                    });
-                }
+    loop {
+        for f in std::mem::take(&mut ready) {
+            let Some(flow) = flows.get_mut(f) else {
+                continue;
+            };
+            flow.queued = false;
+            flow.run(f, now, (&mut to_server, &mut to_client), &mut buf, &mut rng)?;
+            if !flow.done && flow.received >= flow.expected {
+                flow.done = true;
+                unfinished -= 1;
+                last_done = now;
             }
-            if !conn.is_handshaking() {
-                body.write(conn);
+            let timer = flow.next_timeout();
+            if timer != flow.timer {
+                if let Some(old) = flow.timer {
+                    timers.remove(&(old, f));
+                }
+                if let Some(new) = timer {
+                    timers.insert((new, f));
+                }
+                flow.timer = timer;
             }
         }
-        if let Some((_, conn)) = &mut client.conn {
-            while let Some(event) = conn.poll() {
-                if let Event::ConnectionLost { reason } = event {
-                    return Err(PairError::Lost {
-                        received,
-                        expected: spec.bytes,
-                        reason: reason.to_string(),
-                    });
-                }
-            }
-            while let Some(id) = conn.streams().accept(Dir::Uni) {
-                incoming.get_or_insert(id);
-            }
-            if let Some(id) = incoming {
-                if let Ok(mut chunks) = conn.recv_stream(id).read(true) {
-                    while let Ok(Some(chunk)) = chunks.next(usize::MAX) {
-                        received += chunk.bytes.len() as u64;
-                    }
-                    let _ = chunks.finalize();
-                }
-            }
-            if received >= spec.bytes {
-                done_at = Some(now);
-            }
-        }
-        server.exchange_events();
-        client.exchange_events();
-
-        // Transmissions onto the bottleneck.
-        for (side, pipe) in [(&mut server, &mut to_client), (&mut client, &mut to_server)] {
-            if let Some((_, conn)) = &mut side.conn {
-                loop {
-                    buf.clear();
-                    let Some(transmit) = conn.poll_transmit(now, 1, &mut buf) else {
-                        break;
-                    };
-                    side.datagrams += 1;
-                    pipe.send(now, buf.get(..transmit.size).unwrap_or_default(), &mut rng);
-                }
-            }
-        }
-        for datagram in responses.drain(..) {
-            to_client.send(now, &datagram, &mut rng);
-        }
-        if done_at.is_some() {
+        if unfinished == 0 {
             break;
         }
 
@@ -393,8 +546,7 @@ pub fn run(spec: &PairSpec) -> Result<PairRun, PairError> {
         let next = [
             to_server.next_arrival(),
             to_client.next_arrival(),
-            server.poll_timeout(),
-            client.poll_timeout(),
+            timers.first().map(|(t, _)| *t),
         ]
         .into_iter()
         .flatten()
@@ -402,37 +554,50 @@ pub fn run(spec: &PairSpec) -> Result<PairRun, PairError> {
         let Some(next) = next.filter(|t| t.duration_since(start) < VIRTUAL_LIMIT) else {
             return Err(PairError::Stalled {
                 at: now.duration_since(start),
-                received,
-                expected: spec.bytes,
+                unfinished,
             });
         };
         now = now.max(next);
-        while let Some(datagram) = to_server.take_due(now) {
-            server.receive(
-                now,
-                client.addr,
-                datagram,
-                &mut buf,
-                &server_config,
-                &mut responses,
-            )?;
-        }
-        while let Some(datagram) = to_client.take_due(now) {
-            client.receive(now, server.addr, datagram, &mut buf, &None, &mut Vec::new())?;
-        }
-        for side in [&mut server, &mut client] {
-            if let Some((_, conn)) = &mut side.conn {
-                if conn.poll_timeout().is_some_and(|t| t <= now) {
-                    conn.handle_timeout(now);
-                }
+        while let Some((f, datagram)) = to_server.take_due(now) {
+            if let Some(flow) = flows.get_mut(f) {
+                let from = flow.client.addr;
+                flow.server.receive(
+                    now,
+                    from,
+                    datagram,
+                    &mut buf,
+                    &server_config,
+                    &mut flow.responses,
+                )?;
             }
+            enqueue(&mut flows, &mut ready, f);
+        }
+        while let Some((f, datagram)) = to_client.take_due(now) {
+            if let Some(flow) = flows.get_mut(f) {
+                let from = flow.server.addr;
+                flow.client
+                    .receive(now, from, datagram, &mut buf, &None, &mut Vec::new())?;
+            }
+            enqueue(&mut flows, &mut ready, f);
+        }
+        while let Some(&(at, f)) = timers.first() {
+            if at > now {
+                break;
+            }
+            timers.remove(&(at, f));
+            if let Some(flow) = flows.get_mut(f) {
+                flow.timer = None;
+                flow.server.fire_timeout(now);
+                flow.client.fire_timeout(now);
+            }
+            enqueue(&mut flows, &mut ready, f);
         }
     }
     Ok(PairRun {
         wall: wall.elapsed(),
-        simulated: done_at.unwrap_or(now).duration_since(start),
-        server_datagrams: server.datagrams,
-        client_datagrams: client.datagrams,
+        simulated: last_done.duration_since(start),
+        server_datagrams: flows.iter().map(|f| f.server.datagrams).sum(),
+        client_datagrams: flows.iter().map(|f| f.client.datagrams).sum(),
         dropped: to_server.dropped + to_client.dropped,
     })
 }
@@ -443,6 +608,7 @@ mod tests {
 
     fn spec(bytes: u64, loss: f64) -> PairSpec {
         PairSpec {
+            flows: 1,
             bytes,
             rate_bps: 100e6,
             rtt: Duration::from_millis(30),
@@ -477,12 +643,27 @@ mod tests {
         assert!(run.dropped > 0, "5% loss dropped nothing");
     }
 
+    /// Flows share the bottleneck: each body arrives whole, and all of
+    /// them take no less than their sum at the link rate.
+    #[test]
+    fn flows_share_the_bottleneck() {
+        let bytes = 2_000_000;
+        let run = run(&PairSpec {
+            flows: 10,
+            ..spec(bytes, 0.0)
+        })
+        .expect("every flow finishes");
+        let floor = Duration::from_secs_f64(bytes as f64 * 8.0 / 100e6);
+        assert!(run.simulated >= floor, "{:?} < {floor:?}", run.simulated);
+        assert!(run.server_datagrams >= bytes / 1350);
+    }
+
     /// A transfer that cannot finish (every datagram lost) is reported as
     /// stalled, not looped on.
     #[test]
     fn a_dead_path_is_reported() {
         match run(&spec(100_000, 1.0)) {
-            Err(PairError::Stalled { received: 0, .. })
+            Err(PairError::Stalled { unfinished: 1, .. })
             | Err(PairError::Lost { received: 0, .. }) => {}
             other => panic!("expected a stall or a lost connection, got {other:?}"),
         }

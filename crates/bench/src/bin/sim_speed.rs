@@ -23,7 +23,10 @@
 //! - `--preset flows`: N flows (1, 10, 100) sharing one 100 Mbit/s, 30 ms
 //!   bottleneck, BBR, no random loss, 100 MB in all (each flow 100 MB / N):
 //!   the wall time per simulated datagram, and its ratio to one flow's, which
-//!   stays flat when no per-event work grows with the number of flows.
+//!   stays flat when no per-event work grows with the number of flows;
+//!   then the same for quinn-proto's pairs alone, whose ratio shows what
+//!   more connections cost a QUIC stack by themselves (their state and
+//!   handshakes).
 //!
 //! Run: `cargo run --release -p artq-bench --bin sim_speed -- [--size 100MB]
 //! [--loss 0.04] [--scheme quic --scheme art]`, or `-- --preset saturated`
@@ -164,6 +167,7 @@ fn run_saturated(seed: u64) -> Result<()> {
     let mut against = Vec::new();
     for (loss, artq) in SATURATED_LOSS.into_iter().zip(artq_cost) {
         let spec = PairSpec {
+            flows: 1,
             bytes: PRESET_BYTES,
             rate_bps: PRESET_BW * 1e6,
             rtt: Duration::from_secs_f64(PRESET_RTT / 1e3),
@@ -209,18 +213,47 @@ fn run_flows(seed: u64) -> Result<()> {
         "us/datagram",
         "vs 1 flow"
     );
-    let mut base: Option<f64> = None;
-    for flows in FLOW_COUNTS {
-        let t = timed_run(&preset_scenario(flows, 0.0, seed), false)?;
-        let wall = t.wall.as_secs_f64();
-        let simulated = t.result.end.since_epoch().as_secs_f64();
-        let datagrams = t.result.sim.transmitted;
+    let row = |flows: usize, wall: f64, simulated: f64, datagrams: u64, base: &mut Option<f64>| {
         let cost = ratio(wall * 1e6, datagrams as f64);
         let against = ratio(cost, *base.get_or_insert(cost));
         println!(
             "{flows:>6}{wall:>9.3}{simulated:>12.3}{:>9.1}x{datagrams:>12}{:>14.0}{cost:>14.3}{against:>11.2}x",
             ratio(simulated, wall),
             ratio(datagrams as f64, wall),
+        );
+    };
+    let mut base = None;
+    for flows in FLOW_COUNTS {
+        let t = timed_run(&preset_scenario(flows, 0.0, seed), false)?;
+        row(
+            flows,
+            t.wall.as_secs_f64(),
+            t.result.end.since_epoch().as_secs_f64(),
+            t.result.sim.transmitted,
+            &mut base,
+        );
+    }
+    println!(
+        "reference: quinn-proto's clients and servers alone, same crypto, datagram size, BBR and bottleneck,\n\
+         \x20          with no simulator, no body generated and none checked (datagrams: both directions)"
+    );
+    let mut base = None;
+    for flows in FLOW_COUNTS {
+        let run = quinn_pair::run(&PairSpec {
+            flows,
+            bytes: PRESET_BYTES,
+            rate_bps: PRESET_BW * 1e6,
+            rtt: Duration::from_secs_f64(PRESET_RTT / 1e3),
+            loss: 0.0,
+            mtu: PAIR_MTU,
+            seed,
+        })?;
+        row(
+            flows,
+            run.wall.as_secs_f64(),
+            run.simulated.as_secs_f64(),
+            run.datagrams(),
+            &mut base,
         );
     }
     Ok(())
