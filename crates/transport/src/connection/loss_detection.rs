@@ -577,8 +577,10 @@ mod tests {
     /// is cut back once nothing is in flight.
     #[test]
     fn acked_packets_buffer_is_kept_in_flight_and_cut_when_idle() {
-        let mut client = TransportConfig::default();
-        client.ack_eliciting_threshold = 200;
+        let client = TransportConfig {
+            ack_eliciting_threshold: 200,
+            ..TransportConfig::default()
+        };
         let mut pair = Pair::new(TransportConfig::default(), client);
         pair.connect();
         let data = vec![7u8; 4 << 20];
