@@ -19,8 +19,8 @@
 //! clients concurrently; [`process`] runs child processes with deadlines;
 //! [`artq_child`] drives the artq binary and reads its output contract;
 //! [`proc_cpu`] reads a child's CPU time; [`quinn_pair`] runs quinn-proto's
-//! two endpoints in virtual time, the reference of `sim_speed`; [`Span`] and [`aggregate`] turn
-//! concurrent downloads into one goodput.
+//! clients and servers in virtual time, the reference of `sim_speed`;
+//! [`Span`] and [`aggregate`] turn concurrent downloads into one goodput.
 #![warn(missing_docs)]
 
 pub mod artq_child;
