@@ -155,7 +155,7 @@ pub struct ConcurrentGet {
     pub bytes: u64,
     /// Transfer time reported by its summary line (request to last byte).
     pub transfer: Duration,
-    /// When the benchmark saw the process exit (within [`GETS_POLL`]).
+    /// When the benchmark saw the process exit (within the 1 ms it polls at).
     pub exited: Instant,
 }
 
