@@ -639,6 +639,18 @@ impl Pair {
     /// connection that is already up (a test that changes the network
     /// after the handshake).
     pub fn try_fetch(&mut self, data: &[u8], limit: Duration) -> Result<Vec<u8>, DownloadError> {
+        self.try_fetch_watching(data, limit, |_| {})
+    }
+
+    /// [`Pair::try_fetch`], calling `watch` after each round of serving
+    /// and reading: a test that checks a connection's state while the
+    /// transfer is under way.
+    pub fn try_fetch_watching(
+        &mut self,
+        data: &[u8],
+        limit: Duration,
+        mut watch: impl FnMut(&mut Pair),
+    ) -> Result<Vec<u8>, DownloadError> {
         let client = self.client_opt().ok_or(DownloadError::Request)?;
         let id = client
             .streams()
@@ -669,6 +681,7 @@ impl Pair {
                 &mut received,
                 &mut buf,
             );
+            watch(p);
             !matches!(outcome, Ok(false))
         });
         match outcome {

@@ -563,10 +563,7 @@ impl Connection {
 
 #[cfg(test)]
 mod tests {
-    use wire::Dir;
-
     use super::*;
-    use crate::streams::{ReadError, WriteError};
     use crate::test_pair::Pair;
     use crate::TransportConfig;
 
@@ -584,44 +581,18 @@ mod tests {
         let mut pair = Pair::new(TransportConfig::default(), client);
         pair.connect();
         let data = vec![7u8; 4 << 20];
-        let Some(id) = pair.server().streams().open(Dir::Uni) else {
-            panic!("the server may open a stream");
-        };
-        let (mut sent, mut received) = (0usize, 0usize);
-        let mut buf = vec![0u8; 65536];
         let mut kept_in_flight = 0usize;
-        let done = pair.drive_until(Duration::from_secs(60), |p| {
+        let got = pair.try_fetch_watching(&data, Duration::from_secs(60), |p| {
             let server = p.server();
-            while sent < data.len() {
-                match server.streams().write(id, &data[sent..]) {
-                    Ok(n) => sent += n,
-                    Err(WriteError::Blocked) => break,
-                    Err(e) => panic!("write: {e:?}"),
-                }
-            }
-            if sent == data.len() {
-                let _ = server.streams().finish(id);
-            }
             if server.space(SpaceId::Data).sent.first_pn().is_some() {
                 let capacity = server.loss_detection.newly_acked.capacity();
                 kept_in_flight = kept_in_flight.max(capacity);
             }
-            let client = p.client();
-            loop {
-                match client.streams().read(id, &mut buf) {
-                    Ok(Some(n)) => received += n,
-                    Ok(None) => return true,
-                    // Nothing yet, or the stream not seen yet.
-                    Err(ReadError::Blocked | ReadError::UnknownStream) => return false,
-                    Err(e) => panic!("read: {e:?}"),
-                }
-            }
         });
-        assert!(
-            done,
-            "download unfinished: {received} of {} bytes",
-            data.len()
-        );
+        match got {
+            Ok(body) => assert_eq!(body.len(), data.len(), "the whole body arrives"),
+            Err(e) => panic!("download failed: {e:?}"),
+        }
         assert!(
             kept_in_flight >= 100,
             "between frames the buffer held only {kept_in_flight} entries"
