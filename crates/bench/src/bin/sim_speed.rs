@@ -128,6 +128,20 @@ fn preset_scenario(flows: usize, loss: f64, seed: u64) -> Scenario {
     }
 }
 
+/// The quinn-proto reference of [`preset_scenario`]: the same flows,
+/// bytes, link and loss (`artq_bench::quinn_pair`).
+fn preset_pair(flows: usize, loss: f64, seed: u64) -> PairSpec {
+    PairSpec {
+        flows,
+        bytes: PRESET_BYTES,
+        rate_bps: PRESET_BW * 1e6,
+        rtt: Duration::from_secs_f64(PRESET_RTT / 1e3),
+        loss,
+        mtu: PAIR_MTU,
+        seed,
+    }
+}
+
 /// `--preset saturated`: one line per loss rate.
 fn run_saturated(seed: u64) -> Result<()> {
     println!(
@@ -166,16 +180,7 @@ fn run_saturated(seed: u64) -> Result<()> {
     );
     let mut against = Vec::new();
     for (loss, artq) in SATURATED_LOSS.into_iter().zip(artq_cost) {
-        let spec = PairSpec {
-            flows: 1,
-            bytes: PRESET_BYTES,
-            rate_bps: PRESET_BW * 1e6,
-            rtt: Duration::from_secs_f64(PRESET_RTT / 1e3),
-            loss,
-            mtu: PAIR_MTU,
-            seed,
-        };
-        let run = quinn_pair::run(&spec)?;
+        let run = quinn_pair::run(&preset_pair(1, loss, seed))?;
         let wall = run.wall.as_secs_f64();
         let simulated = run.simulated.as_secs_f64();
         row(
@@ -239,15 +244,7 @@ fn run_flows(seed: u64) -> Result<()> {
     );
     let mut base = None;
     for flows in FLOW_COUNTS {
-        let run = quinn_pair::run(&PairSpec {
-            flows,
-            bytes: PRESET_BYTES,
-            rate_bps: PRESET_BW * 1e6,
-            rtt: Duration::from_secs_f64(PRESET_RTT / 1e3),
-            loss: 0.0,
-            mtu: PAIR_MTU,
-            seed,
-        })?;
+        let run = quinn_pair::run(&preset_pair(flows, 0.0, seed))?;
         row(
             flows,
             run.wall.as_secs_f64(),
