@@ -2,18 +2,22 @@
 //!
 //! Why this exists: DESIGN.md puts speed targets in benchmarks measured as a
 //! ratio against a peer on the same machine in the same run. This moves one
-//! seeded file of `--size` bytes (default 1 GiB) three ways:
+//! seeded file of `--size` bytes (default 1 GiB) four ways:
 //! (a) quinn server -> quinn client (hq-interop), the reference: the server
 //!     is this executable run as a child process ([`quinn_child`]), the
 //!     clients are threads of this process (one current-thread runtime
 //!     each, like the single-threaded `artq get` processes);
-//! (b) `artq serve` -> `artq get --alpn hq-interop`, and
-//! (c) `artq serve` -> `artq get --alpn h3`, as child processes of the
+//! (b) the same quinn server -> `artq get --alpn hq-interop`, the clients
+//!     of (c): (c)/(b) compares the two servers alone, where (c)/(a)
+//!     compares the two stacks, clients included;
+//! (c) `artq serve` -> `artq get --alpn hq-interop`, and
+//! (d) `artq serve` -> `artq get --alpn h3`, as child processes of the
 //!     release binary;
 //! and prints the goodputs (request sent to last byte received), the ratios
-//! artq/quinn and h3/hq-interop (the cost of HTTP/3's framing), and each
-//! server's CPU time per megabyte delivered (`/proc/<pid>/stat`), and the
-//! clients' (`getrusage`), so that a run shows which side saturates.
+//! artq/quinn, artq/quinn with the same clients and h3/hq-interop (the cost
+//! of HTTP/3's framing), and each server's CPU time per megabyte delivered
+//! (`/proc/<pid>/stat`), and the clients' (`getrusage`), so that a run shows
+//! which side saturates.
 //!
 //! Concurrency: `--clients N` runs N downloads of the file at once (N quinn
 //! clients, each its own endpoint and connection; N `artq get` processes)
@@ -56,12 +60,15 @@ const DEADLINE_BASE: Duration = Duration::from_secs(30);
 const DEADLINE_FLOOR_BYTES_PER_S: u64 = 5_000_000;
 
 const LONG_ABOUT: &str = "\
-Loopback bulk goodput: quinn -> quinn vs artq serve -> artq get, in one run.
+Loopback bulk goodput: quinn -> quinn, quinn -> artq get and artq serve -> artq get, in one run.
 
 Each round moves one seeded file (--size) with the quinn reference (hq-interop;
 its server is this executable run as a child process, its clients are threads
-of this process, each with its own current-thread tokio runtime) and with `artq serve` -> `artq get` over hq-interop and over h3
-(child processes of the artq binary), and reports per stack the median
+of this process, each with its own current-thread tokio runtime), with the
+same quinn server and `artq get --alpn hq-interop` clients (so that artq's
+hq-interop figure divided by this one compares the servers alone: /srv), and
+with `artq serve` -> `artq get` over hq-interop and over h3 (child processes
+of the artq binary), and reports per stack the median
 goodput of the rounds, the ratio artq/quinn, the server's CPU time per MB
 delivered (utime + stime of the server process from /proc/<pid>/stat) and the
 clients' (the `artq get` processes' from getrusage(RUSAGE_CHILDREN); for quinn,
@@ -85,7 +92,7 @@ Example:     target/release/loopback --size 256MiB --clients 1,4 --threads 1,2";
 /// Command-line options.
 #[derive(Parser, Debug)]
 #[command(
-    about = "Loopback bulk goodput: quinn -> quinn vs artq serve -> artq get",
+    about = "Loopback bulk goodput: quinn -> quinn, quinn -> artq get, artq serve -> artq get",
     long_about = LONG_ABOUT
 )]
 struct Args {
@@ -169,24 +176,33 @@ struct Config {
 enum Stack {
     /// quinn server child -> quinn clients in this process, hq-interop.
     Quinn,
+    /// quinn server child -> `artq get --alpn hq-interop`: the same clients
+    /// as [`Stack::Artq`]`("hq-interop")`, so the two differ only in the
+    /// server, where quinn -> quinn differs in both ends.
+    QuinnToArtqGet,
     /// `artq serve` -> `artq get --alpn <alpn>`.
     Artq(&'static str),
 }
+
+/// The ALPN of the server-only comparison ([`Stack::QuinnToArtqGet`]).
+const HQ: &str = "hq-interop";
 
 impl Stack {
     /// Short column name for the summary table.
     fn column(self) -> &'static str {
         match self {
             Stack::Quinn => "quinn",
+            Stack::QuinnToArtqGet => "quinn-get",
             Stack::Artq("h3") => "artq-h3",
             Stack::Artq(_) => "artq-hq",
         }
     }
 
-    /// Name in the server CPU line.
+    /// Name in the CPU lines.
     fn label(self) -> String {
         match self {
             Stack::Quinn => "quinn".to_string(),
+            Stack::QuinnToArtqGet => "quinn (artq get)".to_string(),
             Stack::Artq(alpn) => format!("artq {alpn}"),
         }
     }
@@ -343,7 +359,7 @@ fn run(args: Args) -> Result<()> {
 
     let mut stacks = vec![Stack::Quinn];
     if artq.is_some() {
-        stacks.extend([Stack::Artq("hq-interop"), Stack::Artq("h3")]);
+        stacks.extend([Stack::QuinnToArtqGet, Stack::Artq(HQ), Stack::Artq("h3")]);
     }
     // samples[config][stack]: one per round.
     let mut samples: Vec<Vec<Vec<Sample>>> = vec![vec![Vec::new(); stacks.len()]; configs.len()];
@@ -361,10 +377,19 @@ fn run(args: Args) -> Result<()> {
                     (Stack::Quinn, _) => {
                         measure_quinn(&exe, dir.path(), *cfg, args.size, verify, deadline)?
                     }
+                    (Stack::QuinnToArtqGet, Some(bin)) => measure_quinn_to_artq_get(
+                        &exe,
+                        bin,
+                        dir.path(),
+                        &args,
+                        *cfg,
+                        verify,
+                        deadline,
+                    )?,
                     (Stack::Artq(alpn), Some(bin)) => {
                         measure_artq(bin, dir.path(), &args, *cfg, alpn, verify, deadline)?
                     }
-                    (Stack::Artq(_), None) => continue,
+                    (Stack::QuinnToArtqGet | Stack::Artq(_), None) => continue,
                 };
                 runs.push(sample);
             }
@@ -399,6 +424,7 @@ fn run(args: Args) -> Result<()> {
 fn progress_label(stack: Stack, cfg: Config) -> String {
     let what = match stack {
         Stack::Quinn => "quinn -> quinn (hq-interop)".to_string(),
+        Stack::QuinnToArtqGet => format!("quinn -> artq get --alpn {HQ}"),
         Stack::Artq(alpn) => format!("artq serve -> artq get --alpn {alpn}"),
     };
     if cfg
@@ -428,30 +454,40 @@ fn print_config_heading(cfg: Config) {
     }
 }
 
-/// One configuration's lines: the single-client output of earlier versions
-/// of this benchmark, then the servers' CPU per MB.
+/// One configuration's lines: each stack's goodput (the first and the last
+/// two as in earlier versions of this benchmark), the ratios, then the
+/// servers' and clients' CPU per MB.
 fn print_config(stacks: &[Stack], per_stack: &[Vec<Sample>]) {
-    let quinn_runs = per_stack.first().map(Vec::as_slice).unwrap_or_default();
-    let quinn = median_mbps(quinn_runs);
-    println!(
-        "  quinn -> quinn (hq-interop): {:>8.1} Mbit/s  {}",
-        quinn,
-        all_mbps(quinn_runs)
-    );
-    let mut medians = Vec::new();
-    for (stack, runs) in stacks.iter().zip(per_stack).skip(1) {
-        let Stack::Artq(alpn) = stack else { continue };
+    let median_for = |s: Stack| {
+        let i = stacks.iter().position(|&x| x == s)?;
+        per_stack.get(i).map(|runs| median_mbps(runs))
+    };
+    let quinn = median_for(Stack::Quinn).unwrap_or(0.0);
+    for (stack, runs) in stacks.iter().zip(per_stack) {
         let m = median_mbps(runs);
-        medians.push(m);
-        println!(
-            "  artq  -> artq  ({alpn:<10}): {m:>8.1} Mbit/s  {}  ratio artq/quinn {:.3}",
-            all_mbps(runs),
-            m / quinn
-        );
+        let all = all_mbps(runs);
+        match *stack {
+            Stack::Quinn => println!("  quinn -> quinn    (hq-interop): {m:>8.1} Mbit/s  {all}"),
+            Stack::QuinnToArtqGet => {
+                println!("  quinn -> artq get ({HQ}): {m:>8.1} Mbit/s  {all}");
+            }
+            Stack::Artq(alpn) => {
+                let mut line = format!(
+                    "  artq  -> artq get ({alpn:<10}): {m:>8.1} Mbit/s  {all}  ratio artq/quinn {:.3}",
+                    m / quinn
+                );
+                if alpn == HQ {
+                    if let Some(q) = median_for(Stack::QuinnToArtqGet) {
+                        line.push_str(&format!(", server only (same artq get) {:.3}", m / q));
+                    }
+                }
+                println!("{line}");
+            }
+        }
     }
-    match medians.as_slice() {
-        [hq, h3] => println!("  ratio h3/hq-interop: {:.3}", h3 / hq),
-        _ => println!("  artq  -> artq  : skipped (--quinn-only)"),
+    match (median_for(Stack::Artq(HQ)), median_for(Stack::Artq("h3"))) {
+        (Some(hq), Some(h3)) => println!("  ratio h3/hq-interop: {:.3}", h3 / hq),
+        _ => println!("  artq  -> artq get: skipped (--quinn-only)"),
     }
     for (side, per_run) in [
         (
@@ -510,12 +546,19 @@ fn print_summary(args: &Args, configs: &[Config], stacks: &[Stack], samples: &[V
     let cpu = |ci: usize, si: usize| median_of(samples.get(ci)?.get(si)?, Sample::cpu_ms_per_mb);
     let client_cpu =
         |ci: usize, si: usize| median_of(samples.get(ci)?.get(si)?, Sample::client_cpu_ms_per_mb);
-    let artq_stacks = stacks.len() > 1;
+    let index = |s: Stack| stacks.iter().position(|&x| x == s);
+    let (quinn, quinn_get) = (index(Stack::Quinn), index(Stack::QuinnToArtqGet));
+    let (hq, h3) = (index(Stack::Artq(HQ)), index(Stack::Artq("h3")));
+    let ratio_at = |ci: usize, a: Option<usize>, b: Option<usize>| {
+        fmt_ratio(a.and_then(|a| gp(ci, a)), b.and_then(|b| gp(ci, b)))
+    };
 
     println!();
     println!(
         "summary, median of {} round(s): Mbit/s = aggregate goodput; cpu = server CPU ms per MB \
-         delivered; ccpu = the clients' CPU ms per MB; /quinn = artq/quinn",
+         delivered; ccpu = the clients' CPU ms per MB; /quinn = artq/quinn (quinn's server and \
+         client); /srv = artq/quinn-get (quinn's server, the same artq get clients: the servers \
+         alone)",
         args.repeat
     );
     let mut header: Vec<String> = ["clients", "threads"].map(String::from).to_vec();
@@ -523,11 +566,14 @@ fn print_summary(args: &Args, configs: &[Config], stacks: &[Stack], samples: &[V
         header.push(format!("{} Mbit/s", stack.column()));
         header.push("cpu".into());
         header.push("ccpu".into());
-        if *stack != Stack::Quinn {
+        if matches!(stack, Stack::Artq(_)) {
             header.push("/quinn".into());
         }
+        if *stack == Stack::Artq(HQ) {
+            header.push("/srv".into());
+        }
     }
-    if artq_stacks {
+    if h3.is_some() {
         header.push("h3/hq".into());
     }
     let mut rows = vec![header];
@@ -537,12 +583,15 @@ fn print_summary(args: &Args, configs: &[Config], stacks: &[Stack], samples: &[V
             row.push(gp(ci, si).map_or("-".into(), |m| format!("{m:.1}")));
             row.push(cpu(ci, si).map_or("n/a".into(), |c| format!("{c:.2}")));
             row.push(client_cpu(ci, si).map_or("n/a".into(), |c| format!("{c:.2}")));
-            if *stack != Stack::Quinn {
-                row.push(fmt_ratio(gp(ci, si), gp(ci, 0)));
+            if matches!(stack, Stack::Artq(_)) {
+                row.push(ratio_at(ci, Some(si), quinn));
+            }
+            if *stack == Stack::Artq(HQ) {
+                row.push(ratio_at(ci, Some(si), quinn_get));
             }
         }
-        if artq_stacks {
-            row.push(fmt_ratio(gp(ci, 2), gp(ci, 1)));
+        if h3.is_some() {
+            row.push(ratio_at(ci, h3, hq));
         }
         rows.push(row);
     }
@@ -669,13 +718,7 @@ fn measure_artq(
         }
     })?;
     let url = format!("https://{}/file", server.addr);
-    let mut get_args = vec!["--alpn".to_string(), alpn.to_string()];
-    if !args.get_args.iter().any(|a| a.starts_with("--timeout")) {
-        // artq get's own limit (120 s by default) must not end a slow but
-        // healthy run before this benchmark's deadline does.
-        get_args.extend(["--timeout".to_string(), deadline.as_secs().to_string()]);
-    }
-    get_args.extend(args.get_args.iter().cloned());
+    let get_args = get_args_for(args, alpn, deadline);
     let cpu_before = proc_cpu::process_cpu_time(server.pid()).ok();
     // The gets are waited for inside run_gets; the server is not, so the
     // ended children's delta is the clients'.
@@ -691,22 +734,83 @@ fn measure_artq(
     .with_context(|| server_context("artq serve", &server.stderr()))?;
     let cpu_after = proc_cpu::process_cpu_time(server.pid()).ok();
     let clients_after = proc_cpu::ended_children_cpu_time().ok();
+    gets_sample(
+        &gets,
+        args.size,
+        cpu_delta(cpu_before, cpu_after),
+        cpu_delta(clients_before, clients_after),
+    )
+}
+
+/// quinn's server with `cfg.threads` workers -> `cfg.clients` `artq get
+/// --alpn hq-interop` processes: the clients of [`measure_artq`] against the
+/// server of [`measure_quinn`], so that its ratio to artq's hq-interop
+/// figure compares the servers alone.
+fn measure_quinn_to_artq_get(
+    exe: &Path,
+    artq: &Path,
+    root: &Path,
+    args: &Args,
+    cfg: Config,
+    verify: Option<&Path>,
+    deadline: Duration,
+) -> Result<Sample> {
+    let server = quinn_child::spawn_server(exe, root, cfg.threads as usize, READY_DEADLINE)?;
+    let url = format!("https://{}/file", server.addr);
+    let get_args = get_args_for(args, HQ, deadline);
+    let cpu_before = proc_cpu::process_cpu_time(server.pid()).ok();
+    let clients_before = proc_cpu::ended_children_cpu_time().ok();
+    let gets = artq_child::run_gets(
+        artq,
+        &url,
+        &get_args,
+        cfg.clients as usize,
+        verify,
+        deadline,
+    )
+    .with_context(|| server_context("quinn server (artq get clients)", &server.stderr()))?;
+    let cpu_after = proc_cpu::process_cpu_time(server.pid()).ok();
+    let clients_after = proc_cpu::ended_children_cpu_time().ok();
+    gets_sample(
+        &gets,
+        args.size,
+        cpu_delta(cpu_before, cpu_after),
+        cpu_delta(clients_before, clients_after),
+    )
+}
+
+/// `artq get`'s arguments: `--alpn`, the measurement's deadline as its
+/// `--timeout` (artq get's own limit, 120 s by default, must not end a
+/// slow but healthy run before this benchmark's deadline does) unless a
+/// `--get-arg` sets one, and the `--get-arg`s.
+fn get_args_for(args: &Args, alpn: &str, deadline: Duration) -> Vec<String> {
+    let mut get_args = vec!["--alpn".to_string(), alpn.to_string()];
+    if !args.get_args.iter().any(|a| a.starts_with("--timeout")) {
+        get_args.extend(["--timeout".to_string(), deadline.as_secs().to_string()]);
+    }
+    get_args.extend(args.get_args.iter().cloned());
+    get_args
+}
+
+/// The sample of a set of `artq get`s, each of which must have received
+/// `size` bytes.
+fn gets_sample(
+    gets: &[artq_child::ConcurrentGet],
+    size: u64,
+    server_cpu: Option<Duration>,
+    client_cpu: Option<Duration>,
+) -> Result<Sample> {
     for (i, get) in gets.iter().enumerate() {
-        if get.bytes != args.size {
+        if get.bytes != size {
             bail!(
-                "artq get #{} received {} bytes, expected {}",
+                "artq get #{} received {} bytes, expected {size}",
                 i + 1,
-                get.bytes,
-                args.size
+                get.bytes
             );
         }
     }
     let spans: Vec<Span> = gets.iter().map(artq_child::ConcurrentGet::span).collect();
-    Sample::from_spans(
-        &spans,
-        cpu_delta(cpu_before, cpu_after),
-        cpu_delta(clients_before, clients_after),
-    )
+    Sample::from_spans(&spans, server_cpu, client_cpu)
 }
 
 #[cfg(test)]
@@ -745,6 +849,20 @@ mod tests {
         .expect("child flags");
         assert_eq!(args.internal_quinn_serve, Some(PathBuf::from("/srv")));
         assert_eq!(args.threads, [2]);
+    }
+
+    #[test]
+    fn get_args_carry_the_deadline_unless_a_get_arg_sets_a_timeout() {
+        let plain = Args::try_parse_from(["loopback"]).expect("defaults");
+        assert_eq!(
+            get_args_for(&plain, HQ, Duration::from_secs(42)),
+            ["--alpn", HQ, "--timeout", "42"]
+        );
+        let own = Args::try_parse_from(["loopback", "--get-arg=--timeout=5"]).expect("get-arg");
+        assert_eq!(
+            get_args_for(&own, "h3", Duration::from_secs(42)),
+            ["--alpn", "h3", "--timeout=5"]
+        );
     }
 
     #[test]
