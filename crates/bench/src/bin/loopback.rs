@@ -717,29 +717,17 @@ fn measure_artq(
             e
         }
     })?;
-    let url = format!("https://{}/file", server.addr);
-    let get_args = get_args_for(args, alpn, deadline);
-    let cpu_before = proc_cpu::process_cpu_time(server.pid()).ok();
-    // The gets are waited for inside run_gets; the server is not, so the
-    // ended children's delta is the clients'.
-    let clients_before = proc_cpu::ended_children_cpu_time().ok();
-    let gets = artq_child::run_gets(
+    let gets = Gets {
         artq,
-        &url,
-        &get_args,
-        cfg.clients as usize,
+        args,
+        cfg,
+        alpn,
         verify,
         deadline,
-    )
-    .with_context(|| server_context("artq serve", &server.stderr()))?;
-    let cpu_after = proc_cpu::process_cpu_time(server.pid()).ok();
-    let clients_after = proc_cpu::ended_children_cpu_time().ok();
-    gets_sample(
-        &gets,
-        args.size,
-        cpu_delta(cpu_before, cpu_after),
-        cpu_delta(clients_before, clients_after),
-    )
+    };
+    gets.against(server.addr, server.pid(), || {
+        server_context("artq serve", &server.stderr())
+    })
 }
 
 /// quinn's server with `cfg.threads` workers -> `cfg.clients` `artq get
@@ -756,27 +744,64 @@ fn measure_quinn_to_artq_get(
     deadline: Duration,
 ) -> Result<Sample> {
     let server = quinn_child::spawn_server(exe, root, cfg.threads as usize, READY_DEADLINE)?;
-    let url = format!("https://{}/file", server.addr);
-    let get_args = get_args_for(args, HQ, deadline);
-    let cpu_before = proc_cpu::process_cpu_time(server.pid()).ok();
-    let clients_before = proc_cpu::ended_children_cpu_time().ok();
-    let gets = artq_child::run_gets(
+    let gets = Gets {
         artq,
-        &url,
-        &get_args,
-        cfg.clients as usize,
+        args,
+        cfg,
+        alpn: HQ,
         verify,
         deadline,
-    )
-    .with_context(|| server_context("quinn server (artq get clients)", &server.stderr()))?;
-    let cpu_after = proc_cpu::process_cpu_time(server.pid()).ok();
-    let clients_after = proc_cpu::ended_children_cpu_time().ok();
-    gets_sample(
-        &gets,
-        args.size,
-        cpu_delta(cpu_before, cpu_after),
-        cpu_delta(clients_before, clients_after),
-    )
+    };
+    gets.against(server.addr, server.pid(), || {
+        server_context("quinn server (artq get clients)", &server.stderr())
+    })
+}
+
+/// The `artq get` side of a measurement: `cfg.clients` downloads of
+/// `/file` with `--alpn <alpn>`, the same against either server.
+struct Gets<'a> {
+    artq: &'a Path,
+    args: &'a Args,
+    cfg: Config,
+    alpn: &'a str,
+    verify: Option<&'a Path>,
+    deadline: Duration,
+}
+
+impl Gets<'_> {
+    /// Runs the downloads from the server at `addr` (process `pid`, whose
+    /// CPU time they are measured by), each checked for the file's size;
+    /// `context` describes the server for an error.
+    fn against(
+        &self,
+        addr: std::net::SocketAddr,
+        pid: u32,
+        context: impl FnOnce() -> String,
+    ) -> Result<Sample> {
+        let url = format!("https://{addr}/file");
+        let get_args = get_args_for(self.args, self.alpn, self.deadline);
+        let cpu_before = proc_cpu::process_cpu_time(pid).ok();
+        // The gets are waited for inside run_gets; the server is not, so
+        // the ended children's delta is the clients'.
+        let clients_before = proc_cpu::ended_children_cpu_time().ok();
+        let gets = artq_child::run_gets(
+            self.artq,
+            &url,
+            &get_args,
+            self.cfg.clients as usize,
+            self.verify,
+            self.deadline,
+        )
+        .with_context(context)?;
+        let cpu_after = proc_cpu::process_cpu_time(pid).ok();
+        let clients_after = proc_cpu::ended_children_cpu_time().ok();
+        gets_sample(
+            &gets,
+            self.args.size,
+            cpu_delta(cpu_before, cpu_after),
+            cpu_delta(clients_before, clients_after),
+        )
+    }
 }
 
 /// `artq get`'s arguments: `--alpn`, the measurement's deadline as its
