@@ -286,6 +286,31 @@ pub fn client_endpoint() -> Result<quinn::Endpoint, BoxError> {
     Ok(endpoint)
 }
 
+/// [`client_endpoint`] on a socket with a receive buffer of `bytes` (or
+/// the most the kernel allows): for a socket that many connections share,
+/// whose handshake flights arriving at once overflow the default buffer
+/// (about 208 KiB on Linux), so that the client's own drops do not show up
+/// as the server's latency. Must be called inside a tokio runtime.
+pub fn client_endpoint_with_recv_buffer(bytes: usize) -> Result<quinn::Endpoint, BoxError> {
+    let socket = socket2::Socket::new(
+        socket2::Domain::IPV4,
+        socket2::Type::DGRAM,
+        Some(socket2::Protocol::UDP),
+    )?;
+    // Best effort: the kernel clamps it to net.core.rmem_max.
+    let _ = socket.set_recv_buffer_size(bytes);
+    socket.bind(&SocketAddr::from((Ipv4Addr::LOCALHOST, 0)).into())?;
+    let runtime = quinn::default_runtime().ok_or("no async runtime for quinn")?;
+    let mut endpoint = quinn::Endpoint::new(
+        quinn::EndpointConfig::default(),
+        None,
+        socket.into(),
+        runtime,
+    )?;
+    endpoint.set_default_client_config(insecure_client_config()?);
+    Ok(endpoint)
+}
+
 /// What one completed download measured.
 #[derive(Debug, Clone, Copy)]
 pub struct Fetched {
