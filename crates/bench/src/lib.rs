@@ -4,10 +4,12 @@
 //! ("Tests assert behaviour, not wall-clock time") and in benchmarks measured
 //! as a ratio against a peer in the same run, on the same machine. The
 //! `loopback` binary is that benchmark for bulk goodput: quinn to quinn
-//! (server in a child process), then `artq serve` to `artq get` as
-//! processes, one file, one loopback, and the ratio artq/quinn; with
-//! `--clients N` it runs N downloads at once and reports their aggregate
-//! goodput and the server's CPU time per megabyte.
+//! (server in a child process), quinn's server to `artq get`, then `artq
+//! serve` to `artq get` as processes, one file, one loopback, and the ratios
+//! artq/quinn (the whole stacks) and artq/quinn with the same `artq get`
+//! clients (the servers alone); with `--clients N` it runs N downloads at
+//! once and reports their aggregate goodput and the server's CPU time per
+//! megabyte.
 //!
 //! It is a workspace member but not a default member and is run by hand, not
 //! in CI: `cargo build --release -p artq && cargo run --release -p artq-bench
