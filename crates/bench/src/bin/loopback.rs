@@ -34,6 +34,7 @@
 //! [--size 1GiB] [--clients 1,4] [--threads 1,2] [--rounds 3] [--verify]
 //! [--artq PATH] [--quinn-only]`.
 
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -774,7 +775,7 @@ impl Gets<'_> {
     /// `context` describes the server for an error.
     fn against(
         &self,
-        addr: std::net::SocketAddr,
+        addr: SocketAddr,
         pid: u32,
         context: impl FnOnce() -> String,
     ) -> Result<Sample> {
@@ -795,9 +796,19 @@ impl Gets<'_> {
         .with_context(context)?;
         let cpu_after = proc_cpu::process_cpu_time(pid).ok();
         let clients_after = proc_cpu::ended_children_cpu_time().ok();
-        gets_sample(
-            &gets,
-            self.args.size,
+        let size = self.args.size;
+        for (i, get) in gets.iter().enumerate() {
+            if get.bytes != size {
+                bail!(
+                    "artq get #{} received {} bytes, expected {size}",
+                    i + 1,
+                    get.bytes
+                );
+            }
+        }
+        let spans: Vec<Span> = gets.iter().map(artq_child::ConcurrentGet::span).collect();
+        Sample::from_spans(
+            &spans,
             cpu_delta(cpu_before, cpu_after),
             cpu_delta(clients_before, clients_after),
         )
@@ -815,27 +826,6 @@ fn get_args_for(args: &Args, alpn: &str, deadline: Duration) -> Vec<String> {
     }
     get_args.extend(args.get_args.iter().cloned());
     get_args
-}
-
-/// The sample of a set of `artq get`s, each of which must have received
-/// `size` bytes.
-fn gets_sample(
-    gets: &[artq_child::ConcurrentGet],
-    size: u64,
-    server_cpu: Option<Duration>,
-    client_cpu: Option<Duration>,
-) -> Result<Sample> {
-    for (i, get) in gets.iter().enumerate() {
-        if get.bytes != size {
-            bail!(
-                "artq get #{} received {} bytes, expected {size}",
-                i + 1,
-                get.bytes
-            );
-        }
-    }
-    let spans: Vec<Span> = gets.iter().map(artq_child::ConcurrentGet::span).collect();
-    Sample::from_spans(&spans, server_cpu, client_cpu)
 }
 
 #[cfg(test)]
